@@ -1,0 +1,118 @@
+import { spawn } from 'node:child_process';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type Docker from 'dockerode';
+import type { GateSuite } from '../core/gate-file';
+import type { GateSuiteResult } from '../core/types';
+import { labelKeys, removeRunContainers, runStepContainer } from './containers';
+import { dataRef, mirrorPath, recordInManifest, runPaths } from './run-store';
+
+export interface GateActivityDeps {
+  dataDir: string;
+  hostId: string;
+  docker: Docker;
+}
+
+export interface RunGateSuiteInput {
+  runId: string;
+  repo: string;
+  /** The commit whose tree is gated; the result is recorded against its tree SHA. */
+  commitSha: string;
+  treeSha: string;
+  suite: GateSuite;
+  image: string;
+  timeoutMs: number;
+  /** Gate round (1 for the first gate, 2 after a fixup…): part of the step's identity. */
+  round: number;
+}
+
+/** The uid the container runs as: the worker's own, or the image's `tarmac` user (1000) when the worker is root. */
+const unprivileged = { uid: 1000, gid: 1000 };
+
+async function run(command: string, args: string[], options: { cwd?: string; input?: NodeJS.ReadableStream } = {}): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, stdio: ['pipe', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    if (options.input) options.input.pipe(child.stdin);
+    else child.stdin.end();
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${stderr.trim()}`))));
+  });
+}
+
+/** Writes the exact tree of a commit into a fresh directory (no .git, nothing else). */
+async function exportTree(mirror: string, commitSha: string, dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  const archive = spawn('git', ['-C', mirror, 'archive', '--format=tar', commitSha], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const archived = new Promise<void>((resolve, reject) => {
+    archive.on('error', reject);
+    archive.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`git archive ${commitSha} exited ${code}`))));
+  });
+  await Promise.all([run('tar', ['-x', '-C', dir], { input: archive.stdout }), archived]);
+}
+
+export function createGateActivities({ dataDir, hostId, docker }: GateActivityDeps) {
+  const asRoot = process.getuid?.() === 0;
+  const user = asRoot ? unprivileged : { uid: process.getuid?.() ?? 1000, gid: process.getgid?.() ?? 1000 };
+
+  return {
+    /**
+     * Runs one suite of the gate in a sandbox container against exactly one tree.
+     * The suite's result is data (passed / failed / timed-out), not an activity failure.
+     */
+    async runGateSuite(input: RunGateSuiteInput): Promise<GateSuiteResult> {
+      const { runId, repo, commitSha, treeSha, suite, image, timeoutMs, round } = input;
+      const paths = runPaths(dataDir, runId);
+      const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}`;
+      const snapshot = join(paths.snapshots, step);
+      const logFile = join(paths.logs, `${step}.log`);
+      const labels = {
+        [labelKeys.run]: runId,
+        [labelKeys.step]: step,
+        [labelKeys.role]: 'gate',
+        [labelKeys.tree]: treeSha,
+        'tarmac.suite': suite.id,
+        'tarmac.host': hostId,
+      };
+      const already = await docker.listContainers({
+        all: true,
+        filters: JSON.stringify({ label: [`${labelKeys.run}=${runId}`, `${labelKeys.step}=${step}`] }),
+      });
+      if (already.length === 0) {
+        // A fresh attempt gets a fresh snapshot; a reattached one keeps the tree its container is using.
+        await recordInManifest(paths.manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [snapshot] });
+        await exportTree(mirrorPath(dataDir, repo), commitSha, snapshot);
+        if (asRoot) await run('chown', ['-R', `${user.uid}:${user.gid}`, snapshot]);
+      }
+      const result = await runStepContainer(docker, {
+        labels,
+        image,
+        cmd: suite.run,
+        user: `${user.uid}:${user.gid}`,
+        env: ['HOME=/tmp', 'CI=1', `TARMAC_SUITE=${suite.id}`, `TARMAC_TREE_SHA=${treeSha}`],
+        binds: [`${snapshot}:/workspace:rw`],
+        workingDir: '/workspace',
+        timeoutMs,
+        logFile,
+      });
+      return {
+        suiteId: suite.id,
+        treeSha,
+        status: result.timedOut ? 'timed-out' : result.exitCode === 0 ? 'passed' : 'failed',
+        exitCode: result.exitCode,
+        logRef: dataRef(dataDir, logFile),
+        durationMs: result.durationMs,
+        reattached: result.reattached,
+      };
+    },
+
+    /** Removes the run's containers, found by the run's label only. */
+    async removeRunContainers({ runId }: { runId: string }): Promise<{ removed: number }> {
+      return { removed: (await removeRunContainers(docker, runId)).length };
+    },
+  };
+}
+
+export type GateActivities = ReturnType<typeof createGateActivities>;

@@ -1,0 +1,253 @@
+import { spawn } from 'node:child_process';
+import { access, mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ApplicationFailure, log } from '@temporalio/activity';
+import { simpleGit, type SimpleGit } from 'simple-git';
+import { FailureType } from '../core/errors';
+import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
+import type { BranchHead, GateSuiteResult } from '../core/types';
+import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-store';
+
+/**
+ * Git for automation: rerere is off so a remembered resolution can never silently
+ * replace a real one, and hooks of the repository under landing never run here.
+ */
+export function automationGit(baseDir: string): SimpleGit {
+  return simpleGit({ baseDir, config: ['rerere.enabled=false', 'core.hooksPath=/dev/null', 'advice.detachedHead=false'] });
+}
+
+export interface GitActivityDeps {
+  dataDir: string;
+  hostId: string;
+}
+
+export interface InspectTargetInput {
+  runId: string;
+  repo: string;
+  target: string;
+  heads: BranchHead[];
+}
+
+export interface InspectTargetResult {
+  /** The host whose mirror now holds the commits; later host-affine steps run there. */
+  hostId: string;
+  targetSha: string;
+  gate: GateFileParse;
+}
+
+export interface PrepareRunInput {
+  runId: string;
+  repo: string;
+  targetSha: string;
+  heads: BranchHead[];
+}
+
+export interface PrepareRunResult {
+  headSha: string;
+  treeSha: string;
+  commitsOverTarget: number;
+}
+
+export interface VerifyLandingInput {
+  runId: string;
+  repo: string;
+  targetSha: string;
+  headSha: string;
+  gates: GateSuiteResult[];
+  suiteIds: string[];
+}
+
+export interface FastForwardInput {
+  runId: string;
+  repo: string;
+  target: string;
+  expectedTargetSha: string;
+  headSha: string;
+}
+
+function permanent(type: string, message: string, details?: Record<string, unknown>): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true, details: details ? [details] : [] });
+}
+
+/** Classifies a failed fetch: a missing repository or ref is permanent; anything else is retried. */
+function fetchFailure(repo: string, error: Error): Error {
+  const text = error.message;
+  if (/couldn't find remote ref|not our ref/i.test(text)) {
+    return permanent(FailureType.refNotFound, `a requested ref does not exist in ${repo}`);
+  }
+  if (/does not appear to be a git repository|repository .* not found|no such file|not a git repository/i.test(text)) {
+    return permanent(FailureType.repoUnreachable, `repository ${repo} cannot be read`);
+  }
+  return error;
+}
+
+async function gitExitCode(baseDir: string, args: string[]): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const child = spawn('git', ['-C', baseDir, ...args], { stdio: 'ignore' });
+    child.on('error', reject);
+    child.on('close', (code) => resolve(code ?? 1));
+  });
+}
+
+export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
+  async function ensureMirror(repo: string): Promise<string> {
+    const mirror = mirrorPath(dataDir, repo);
+    try {
+      await access(join(mirror, 'HEAD'));
+    } catch {
+      await mkdir(mirror, { recursive: true });
+      await automationGit(mirror).init(true);
+    }
+    return mirror;
+  }
+
+  async function fetchRefs(mirror: string, repo: string, branches: string[]): Promise<void> {
+    const refspecs = [...new Set(branches)].map((branch) => `+refs/heads/${branch}:refs/remotes/origin/${branch}`);
+    try {
+      await automationGit(mirror).raw(['fetch', '--no-tags', '--quiet', repo, ...refspecs]);
+    } catch (error) {
+      throw fetchFailure(repo, error as Error);
+    }
+  }
+
+  async function commitExists(mirror: string, sha: string): Promise<boolean> {
+    return (await gitExitCode(mirror, ['cat-file', '-e', `${sha}^{commit}`])) === 0;
+  }
+
+  return {
+    /**
+     * Fetches the target and branches into this host's mirror, checks the pinned heads
+     * exist, and reads the gate file from the target tree. Creates nothing of the run.
+     */
+    async inspectTarget({ repo, target, heads }: InspectTargetInput): Promise<InspectTargetResult> {
+      const mirror = await ensureMirror(repo);
+      await fetchRefs(mirror, repo, [target, ...heads.map((head) => head.branch)]);
+      const git = automationGit(mirror);
+      const targetSha = (await git.revparse([`refs/remotes/origin/${target}^{commit}`])).trim();
+      for (const head of heads) {
+        if (!(await commitExists(mirror, head.sha))) {
+          throw permanent(FailureType.refNotFound, `commit ${head.sha} of branch ${head.branch} is not in ${repo}`);
+        }
+      }
+      let text: string | undefined;
+      try {
+        text = await git.show([`${targetSha}:${gateFilePath}`]);
+      } catch (error) {
+        if (!/does not exist|exists on disk, but not in/i.test((error as Error).message)) throw error;
+      }
+      const gate: GateFileParse =
+        text === undefined
+          ? { ok: false, field: '(file)', message: `is missing from target ${target} at ${targetSha.slice(0, 12)}` }
+          : parseGateFile(text);
+      return { hostId, targetSha, gate };
+    },
+
+    /** Creates the run's worktree at the aggregate head and records it in the manifest. */
+    async prepareRun({ runId, repo, targetSha, heads }: PrepareRunInput): Promise<PrepareRunResult> {
+      const mirror = await ensureMirror(repo);
+      const paths = runPaths(dataDir, runId);
+      const last = heads[heads.length - 1];
+      if (!last) throw permanent(FailureType.refNotFound, 'a landing needs at least one branch');
+      const headSha = last.sha;
+      if ((await gitExitCode(mirror, ['merge-base', '--is-ancestor', targetSha, headSha])) !== 0) {
+        throw permanent(
+          FailureType.notFastForward,
+          `branch ${last.branch} (${headSha.slice(0, 12)}) is not based on the target head ${targetSha.slice(0, 12)}`,
+        );
+      }
+      await mkdir(paths.runDir, { recursive: true });
+      await recordInManifest(
+        paths.manifest,
+        { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
+        { worktrees: [paths.worktree] },
+      );
+      const git = automationGit(mirror);
+      // A retried attempt finds the worktree it made before; anything else there is not ours to reuse.
+      const existing = await gitExitCode(paths.worktree, ['rev-parse', '--verify', 'HEAD']);
+      if (existing !== 0) await git.raw(['worktree', 'add', '--detach', paths.worktree, headSha]);
+      const worktreeHead = (await automationGit(paths.worktree).revparse(['HEAD'])).trim();
+      if (worktreeHead !== headSha) {
+        throw new Error(`run worktree ${paths.worktree} is at ${worktreeHead}, expected ${headSha}`);
+      }
+      const treeSha = (await git.revparse([`${headSha}^{tree}`])).trim();
+      const commitsOverTarget = Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim());
+      return { headSha, treeSha, commitsOverTarget };
+    },
+
+    /**
+     * The last mechanical check before merge: the landing adds commits, changes the
+     * tree, and every declared suite passed on exactly this tree.
+     */
+    async verifyLanding({ repo, targetSha, headSha, gates, suiteIds }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> {
+      const git = automationGit(mirrorPath(dataDir, repo));
+      const problems: string[] = [];
+      const commits = Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim());
+      if (commits < 1) problems.push('the landing adds no commit over the target');
+      const headTree = (await git.revparse([`${headSha}^{tree}`])).trim();
+      const targetTree = (await git.revparse([`${targetSha}^{tree}`])).trim();
+      if (headTree === targetTree) problems.push('the landing does not change the target tree');
+      if ((await gitExitCode(mirrorPath(dataDir, repo), ['merge-base', '--is-ancestor', targetSha, headSha])) !== 0) {
+        problems.push('the head is not a descendant of the target');
+      }
+      for (const suiteId of suiteIds) {
+        const passed = gates.some((gate) => gate.suiteId === suiteId && gate.treeSha === headTree && gate.status === 'passed');
+        if (!passed) problems.push(`suite ${suiteId} has no passing result on tree ${headTree.slice(0, 12)}`);
+      }
+      return { ok: problems.length === 0, problems };
+    },
+
+    /**
+     * Moves the target on origin to exactly the verified SHA, fast-forward only (a
+     * plain push: never forced). Idempotent: a retry after a push that landed finds
+     * the target already there.
+     */
+    async fastForwardTarget({ repo, target, expectedTargetSha, headSha }: FastForwardInput): Promise<{ mergedSha: string; alreadyMerged: boolean }> {
+      const mirror = await ensureMirror(repo);
+      const git = automationGit(mirror);
+      const remoteHead = async () => (await git.listRemote([repo, `refs/heads/${target}`])).trim().split(/\s+/)[0] ?? '';
+      const current = await remoteHead();
+      if (current === headSha) return { mergedSha: headSha, alreadyMerged: true };
+      if (current !== expectedTargetSha) {
+        throw permanent(FailureType.targetMoved, `target ${target} moved from ${expectedTargetSha.slice(0, 12)} to ${current.slice(0, 12) || '(deleted)'}`, {
+          expected: expectedTargetSha,
+          actual: current,
+        });
+      }
+      try {
+        await git.raw(['push', '--quiet', repo, `${headSha}:refs/heads/${target}`]);
+      } catch (error) {
+        const now = await remoteHead();
+        if (now === headSha) return { mergedSha: headSha, alreadyMerged: true };
+        if (now !== expectedTargetSha) {
+          throw permanent(FailureType.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12)}`, { expected: expectedTargetSha, actual: now });
+        }
+        throw error;
+      }
+      log.info('target fast-forwarded', { target, from: expectedTargetSha, to: headSha });
+      return { mergedSha: headSha, alreadyMerged: false };
+    },
+
+    /** Removes exactly what the run's manifest lists (worktrees, directories); keeps logs and outcome. */
+    async cleanupRunFiles({ runId }: { runId: string }): Promise<{ removed: string[] }> {
+      const paths = runPaths(dataDir, runId);
+      const manifest = await readManifest(paths.manifest);
+      if (!manifest) return { removed: [] };
+      const removed: string[] = [];
+      const inside = (path: string) => path.startsWith(`${paths.runDir}/`);
+      for (const worktree of manifest.worktrees.filter(inside)) {
+        if ((await gitExitCode(manifest.mirror, ['worktree', 'remove', '--force', worktree])) === 0) removed.push(worktree);
+        else {
+          await rm(worktree, { recursive: true, force: true });
+          removed.push(worktree);
+        }
+      }
+      for (const dir of manifest.dirs.filter(inside)) {
+        await rm(dir, { recursive: true, force: true });
+        removed.push(dir);
+      }
+      return { removed };
+    },
+  };
+}
+
+export type GitActivities = ReturnType<typeof createGitActivities>;

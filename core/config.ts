@@ -1,0 +1,106 @@
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+
+/** Every setting of Tarmac, read once from the environment by `loadConfig`. */
+export interface Config {
+  /** `TARMAC_DATA_DIR`, default `./.tarmac`: Temporal db, mirrors, runs, caches. */
+  dataDir: string;
+  /** `TARMAC_TEMPORAL_ADDRESS`, default `127.0.0.1:7233`. */
+  temporalAddress: string;
+  /** `TARMAC_TEMPORAL_NAMESPACE`, default `default`. */
+  namespace: string;
+  /** `TARMAC_TEMPORAL_UI_PORT`, default `8233`: Web UI of the embedded dev server. */
+  temporalUiPort: number;
+  /** `TARMAC_TASK_QUEUE`, default `tarmac`: workflows and host-independent capsules. */
+  taskQueue: string;
+  /** `TARMAC_HOST_ID`, default the machine's hostname: names this worker's host queue. */
+  hostId: string;
+  /** `TARMAC_API_HOST`, default `127.0.0.1`. */
+  apiHost: string;
+  /** `TARMAC_API_PORT`, default `8080`. */
+  apiPort: number;
+  /** `TARMAC_API_TOKENS`: comma-separated bearer tokens accepted on `/v1`. Secret. */
+  apiTokens: readonly string[];
+  /** `TARMAC_DOCKER_SOCKET`, default `/var/run/docker.sock`. */
+  dockerSocket: string;
+  /** `TARMAC_LOG_LEVEL`, default `info`. */
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** `TARMAC_TEMPORAL_BIN`: path of the `temporal` CLI for `tarmac dev`; default found by setup. */
+  temporalBin?: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Reads and validates the configuration. Fails fast with every bad variable named.
+ * The returned object redacts secrets when serialised (JSON, util.inspect).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  const text = (name: string, fallback: string): string => {
+    const value = env[name]?.trim();
+    return value === undefined || value === '' ? fallback : value;
+  };
+  const port = (name: string, fallback: number): number => {
+    const raw = text(name, String(fallback));
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < 0 || value > 65535) {
+      problems.push(`${name}: "${raw}" is not a port number (0-65535)`);
+      return fallback;
+    }
+    return value;
+  };
+
+  const temporalAddress = text('TARMAC_TEMPORAL_ADDRESS', '127.0.0.1:7233');
+  if (!/^[^\s:]+:[0-9]{1,5}$/.test(temporalAddress)) {
+    problems.push(`TARMAC_TEMPORAL_ADDRESS: "${temporalAddress}" must be host:port`);
+  }
+  const hostId = text('TARMAC_HOST_ID', hostname());
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(hostId)) {
+    problems.push(`TARMAC_HOST_ID: "${hostId}" must be letters, digits, ".", "_" or "-" (max 63)`);
+  }
+  const logLevel = text('TARMAC_LOG_LEVEL', 'info');
+  if (!(logLevels as readonly string[]).includes(logLevel)) {
+    problems.push(`TARMAC_LOG_LEVEL: "${logLevel}" must be one of ${logLevels.join(', ')}`);
+  }
+  const apiTokens = text('TARMAC_API_TOKENS', '')
+    .split(',')
+    .map((token) => token.trim())
+    .filter((token) => token.length > 0);
+  if (apiTokens.some((token) => token.length < 16)) {
+    problems.push('TARMAC_API_TOKENS: every token must be at least 16 characters');
+  }
+  const temporalBin = env.TARMAC_TEMPORAL_BIN?.trim() || undefined;
+
+  const config: Config = {
+    dataDir: resolve(text('TARMAC_DATA_DIR', './.tarmac')),
+    temporalAddress,
+    namespace: text('TARMAC_TEMPORAL_NAMESPACE', 'default'),
+    temporalUiPort: port('TARMAC_TEMPORAL_UI_PORT', 8233),
+    taskQueue: text('TARMAC_TASK_QUEUE', 'tarmac'),
+    hostId,
+    apiHost: text('TARMAC_API_HOST', '127.0.0.1'),
+    apiPort: port('TARMAC_API_PORT', 8080),
+    apiTokens,
+    dockerSocket: text('TARMAC_DOCKER_SOCKET', '/var/run/docker.sock'),
+    logLevel: logLevel as Config['logLevel'],
+    ...(temporalBin ? { temporalBin } : {}),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return redactSecrets(config);
+}
+
+/** Keeps secrets out of logs and serialised state: JSON and inspect show `[redacted]`. */
+function redactSecrets(config: Config): Config {
+  const visible = () => ({ ...config, apiTokens: config.apiTokens.map(() => '[redacted]') });
+  Object.defineProperty(config, 'toJSON', { value: visible, enumerable: false });
+  Object.defineProperty(config, Symbol.for('nodejs.util.inspect.custom'), { value: visible, enumerable: false });
+  return config;
+}

@@ -1,0 +1,40 @@
+/**
+ * The closed vocabulary of failures. Activities wrap these in
+ * `ApplicationFailure.create({ type, nonRetryable })`; workflows branch on `type`
+ * in an exhaustive switch; the API maps its own subset onto HTTP status codes.
+ */
+export const FailureType = {
+  /** The target's `.config/tarmac/land-gate.json` is missing or invalid. */
+  invalidGateFile: 'TARMAC_INVALID_GATE_FILE',
+  /** The repository could not be read (missing path, unreachable URL). */
+  repoUnreachable: 'TARMAC_REPO_UNREACHABLE',
+  /** A branch, target or recorded SHA does not exist in the repository. */
+  refNotFound: 'TARMAC_REF_NOT_FOUND',
+  /** A gate or agent image is not present on the Docker host. */
+  imageMissing: 'TARMAC_IMAGE_MISSING',
+  /** The target branch moved since the landing was gated. */
+  targetMoved: 'TARMAC_TARGET_MOVED',
+  /** The branch is not a descendant of the target head (rebase needed). */
+  notFastForward: 'TARMAC_NOT_FAST_FORWARD',
+  /** The run's manifest is missing or unreadable. */
+  manifestInvalid: 'TARMAC_MANIFEST_INVALID',
+} as const;
+
+export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+export function isFailureType(value: unknown): value is FailureType {
+  return typeof value === 'string' && (Object.values(FailureType) as string[]).includes(value);
+}
+
+/** Codes of the HTTP error shape `{ error: { code, message, details? } }`. */
+export const ApiErrorCode = {
+  validation: 'TARMAC_VALIDATION',
+  unauthorized: 'TARMAC_UNAUTHORIZED',
+  notFound: 'TARMAC_NOT_FOUND',
+  conflict: 'TARMAC_CONFLICT',
+  rateLimited: 'TARMAC_RATE_LIMITED',
+  unavailable: 'TARMAC_UNAVAILABLE',
+  internal: 'TARMAC_INTERNAL',
+} as const;
+
+export type ApiErrorCode = (typeof ApiErrorCode)[keyof typeof ApiErrorCode];

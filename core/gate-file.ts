@@ -1,0 +1,90 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Value, ValueErrorType, type ValueError } from '@sinclair/typebox/value';
+import { durationPattern } from './duration';
+
+/** Where a target repository declares its gates, relative to the repository root. */
+export const gateFilePath = '.config/tarmac/land-gate.json';
+
+/** Image used by suites when the gate file names none. */
+export const defaultRunnerImage = 'tarmac/runner:bookworm';
+
+/** Suite timeout when the gate file names none. */
+export const defaultSuiteTimeout = '10m';
+
+const SuiteSchema = Type.Object(
+  {
+    id: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'lowercase letters, digits, "-" and "_"' }),
+    run: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'argv, run without a shell' }),
+    timeout: Type.Optional(Type.String({ pattern: durationPattern, description: 'e.g. "30s", "10m", "1h"' })),
+  },
+  { additionalProperties: false },
+);
+
+export const GateFileSchema = Type.Object(
+  {
+    version: Type.Literal(1),
+    image: Type.Optional(Type.String({ minLength: 1, pattern: '^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$' })),
+    suites: Type.Array(SuiteSchema, { minItems: 1 }),
+    review: Type.Optional(
+      Type.Object(
+        { panel: Type.String({ minLength: 1 }), quorum: Type.Integer({ minimum: 1 }) },
+        { additionalProperties: false },
+      ),
+    ),
+    fixup: Type.Optional(
+      Type.Object({ maxRounds: Type.Integer({ minimum: 0, maximum: 5 }) }, { additionalProperties: false }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type GateFile = Static<typeof GateFileSchema>;
+export type GateSuite = Static<typeof SuiteSchema>;
+
+export type GateFileParse =
+  | { ok: true; gate: GateFile }
+  | { ok: false; field: string; message: string };
+
+/** Turns a JSON pointer (`/suites/0/run`) into the field notation users read (`suites[0].run`). */
+export function fieldName(pointer: string): string {
+  const parts = pointer.split('/').filter((part) => part.length > 0);
+  let field = '';
+  for (const part of parts) field += /^[0-9]+$/.test(part) ? `[${part}]` : field ? `.${part}` : part;
+  return field || '(root)';
+}
+
+function describe(error: ValueError): { field: string; message: string } {
+  const schema = error.schema as { description?: string };
+  switch (error.type) {
+    case ValueErrorType.ObjectAdditionalProperties: {
+      // TypeBox points at the unexpected key itself; list the valid ones so the user can fix it.
+      const allowed = Object.keys((error.schema as { properties?: object }).properties ?? {});
+      return { field: fieldName(error.path), message: `is not a known field (valid fields: ${allowed.join(', ')})` };
+    }
+    case ValueErrorType.ObjectRequiredProperty:
+      return { field: fieldName(error.path), message: 'is required' };
+    default: {
+      const hint = schema.description ? ` (${schema.description})` : '';
+      return { field: fieldName(error.path), message: `${error.message.toLowerCase()}${hint}` };
+    }
+  }
+}
+
+/** Parses and validates a gate file's text; the error names the field and how to fix it. */
+export function parseGateFile(text: string): GateFileParse {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, field: '(root)', message: `is not valid JSON: ${(error as Error).message}` };
+  }
+  const first = Value.Errors(GateFileSchema, data).First();
+  if (first) return { ok: false, ...describe(first) };
+  const gate = data as GateFile;
+  const seen = new Set<string>();
+  for (const [index, suite] of gate.suites.entries()) {
+    if (seen.has(suite.id)) return { ok: false, field: `suites[${index}].id`, message: `duplicates suite id "${suite.id}"` };
+    seen.add(suite.id);
+  }
+  return { ok: true, gate };
+}

@@ -1,0 +1,102 @@
+/**
+ * Types shared by workflows, activities and the API. Pure data only: this file is
+ * imported by workflow code, so it must not import Node builtins.
+ */
+
+/** One source branch of a landing, pinned to the commit the request resolved. */
+export interface BranchHead {
+  branch: string;
+  sha: string;
+}
+
+export interface LandingRequest {
+  /** Normalised repository location: an absolute local path or a git URL. */
+  repo: string;
+  /** Target branch the landing fast-forwards. */
+  target: string;
+  /** Source branches in landing order, each pinned to a commit. */
+  heads: BranchHead[];
+  /** Target head when the request was accepted (informational; the run re-reads it). */
+  requestedTargetSha?: string;
+}
+
+export const LandingPhase = {
+  validate: 'validate',
+  prepare: 'prepare',
+  gate: 'gate',
+  verify: 'verify',
+  merge: 'merge',
+  cleanup: 'cleanup',
+  done: 'done',
+} as const;
+export type LandingPhase = (typeof LandingPhase)[keyof typeof LandingPhase];
+
+export const LandingStatus = {
+  landed: 'landed',
+  gateFailed: 'gate-failed',
+  invalidGateFile: 'invalid-gate-file',
+  needsRebase: 'needs-rebase',
+  targetMoved: 'target-moved',
+  verifyFailed: 'verify-failed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+} as const;
+export type LandingStatus = (typeof LandingStatus)[keyof typeof LandingStatus];
+
+export interface GateSuiteResult {
+  suiteId: string;
+  treeSha: string;
+  status: 'passed' | 'failed' | 'timed-out';
+  exitCode: number | null;
+  /** Path of the suite's container log, relative to the data dir. */
+  logRef: string;
+  durationMs: number;
+  /** True when the result was collected from a container started by an earlier attempt. */
+  reattached: boolean;
+}
+
+export interface Meters {
+  capsulesRun: number;
+  containersRun: number;
+  agentSessions: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  wallTimeMs: number;
+}
+
+export interface StepRecord {
+  name: string;
+  status: 'running' | 'done' | 'failed' | 'skipped';
+  startedAt: string;
+  endedAt?: string;
+  detail?: string;
+}
+
+export interface LandingOutcome {
+  status: LandingStatus;
+  summary: string;
+  runId: string;
+  repo: string;
+  target: string;
+  heads: BranchHead[];
+  /** Phase the run was in when it ended. */
+  endedInPhase: LandingPhase;
+  targetSha?: string;
+  headSha?: string;
+  treeSha?: string;
+  mergedSha?: string;
+  gates: GateSuiteResult[];
+  /** Machine-readable details of the failure, when there is one (file, field, exit code…). */
+  failure?: { type: string; message: string; field?: string; file?: string };
+  meters: Meters;
+}
+
+export interface LandingStatusView {
+  runId: string;
+  phase: LandingPhase;
+  steps: StepRecord[];
+  meters: Meters;
+  gates: GateSuiteResult[];
+  outcome?: LandingOutcome;
+}

@@ -1,0 +1,105 @@
+'use strict';
+// Deterministic agents of the `script` harness. The model name picks the behaviour
+// (`script#reviewer`, `script#fixer`, `script#hang`…). They follow the agent container
+// contract: read /tarmac/task.json, write /tarmac/out/result.json, spend 0 tokens.
+const fs = require('node:fs');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+
+const taskFile = process.env.TARMAC_TASK_FILE || '/tarmac/task.json';
+const outDir = process.env.TARMAC_OUT_DIR || '/tarmac/out';
+const workspace = process.env.TARMAC_WORKSPACE || '/workspace';
+const usage = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
+
+function firstTurn() {
+  // The marker the session classifier looks for: the agent got as far as its first turn.
+  process.stdout.write('[tarmac] first-turn\n');
+}
+
+function deliver(result) {
+  fs.mkdirSync(outDir, { recursive: true });
+  const temp = path.join(outDir, `.result.${process.pid}.tmp`);
+  fs.writeFileSync(temp, JSON.stringify({ usage, ...result }, null, 2));
+  fs.renameSync(temp, path.join(outDir, 'result.json'));
+  process.stdout.write(`[tarmac] delivered: ${result.status}\n`);
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Static checks a reviewer can make without a model. */
+const rules = [
+  { rule: 'debugger-statement', pattern: /\bdebugger\b/, severity: 'blocking', message: 'debugger statement left in code' },
+  { rule: 'fixme', pattern: /\b(FIXME|XXX)\b/, severity: 'major', message: 'unresolved FIXME/XXX marker' },
+  { rule: 'todo', pattern: /\bTODO\b/, severity: 'minor', message: 'TODO marker' },
+  { rule: 'console-log', pattern: /console\.log\(/, severity: 'minor', message: 'console.log left in code' },
+];
+
+function review(task) {
+  const files = Array.isArray(task.files) ? task.files : [];
+  const findings = [];
+  for (const file of files) {
+    let text;
+    try {
+      text = fs.readFileSync(path.join(workspace, file), 'utf8');
+    } catch {
+      continue; // deleted in the diff
+    }
+    text.split('\n').forEach((line, index) => {
+      for (const { rule, pattern, severity, message } of rules) {
+        if (pattern.test(line)) findings.push({ file, line: index + 1, severity, rule, message });
+      }
+    });
+  }
+  return { status: 'ok', summary: `${findings.length} finding(s) in ${files.length} file(s)`, findings };
+}
+
+/** Applies the literal edits the task carries, then commits them: a fixer that really changes code. */
+function fix(task) {
+  const edits = Array.isArray(task.edits) ? task.edits : [];
+  for (const { file, find, replace } of edits) {
+    const target = path.join(workspace, file);
+    const before = fs.existsSync(target) ? fs.readFileSync(target, 'utf8') : '';
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, find ? before.split(find).join(replace) : replace);
+  }
+  const git = (...args) => execFileSync('git', ['-C', workspace, ...args], { encoding: 'utf8' });
+  git('add', '-A');
+  const staged = git('diff', '--cached', '--name-only').trim();
+  if (staged) git('-c', 'user.name=tarmac-script', '-c', 'user.email=script@tarmac.invalid', 'commit', '-q', '-m', task.commitMessage || 'tarmac: scripted fix');
+  return { status: staged ? 'ok' : 'no-change', summary: staged ? `edited ${staged.split('\n').length} file(s)` : 'nothing to change' };
+}
+
+async function main() {
+  const behaviour = process.argv[2] || process.env.TARMAC_MODEL || 'reviewer';
+  if (behaviour === 'die-before-first-turn') process.exit(3);
+  const task = JSON.parse(fs.readFileSync(taskFile, 'utf8'));
+  firstTurn();
+  switch (behaviour) {
+    case 'reviewer':
+      return deliver(review(task));
+    case 'fixer':
+      return deliver(fix(task));
+    case 'crash':
+      process.stderr.write('scripted crash\n');
+      process.exit(1);
+    case 'hang':
+      for (;;) await sleep(60_000);
+    case 'oom': {
+      const hoard = [];
+      for (;;) hoard.push(Buffer.alloc(16 * 1024 * 1024, 1));
+    }
+    case 'slow':
+      await sleep(Number(task.slowMs ?? 5_000));
+      return deliver(review(task));
+    case 'no-result':
+      return;
+    default:
+      process.stderr.write(`unknown script behaviour: ${behaviour}\n`);
+      process.exit(2);
+  }
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error.stack || error}\n`);
+  process.exit(1);
+});

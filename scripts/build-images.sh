@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds Tarmac's images, each only when its inputs (Dockerfile dir + base image) changed.
+# Offline (the default here), the base is a local debootstrap of Debian bookworm with
+# git, ca-certificates, make and nodejs, imported as tarmac/base:bookworm; set
+# TARMAC_BASE_IMAGE to build on a public image instead (e.g. debian:bookworm-slim).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache=${TARMAC_CACHE_DIR:-$HOME/.cache/tarmac}
+say() { printf '[images] %s\n' "$*" >&2; }
+die() { printf '[images] error: %s\n' "$*" >&2; exit 1; }
+export DOCKER_BUILDKIT=0  # the legacy builder needs no buildx plugin and no network
+
+base=${TARMAC_BASE_IMAGE:-tarmac/base:bookworm}
+if [ "$base" = tarmac/base:bookworm ] && ! docker image inspect "$base" >/dev/null 2>&1; then
+  tarball="$cache/base-bookworm.tar"
+  if [ ! -s "$tarball" ]; then
+    command -v debootstrap >/dev/null || {
+      say "installing debootstrap from apt"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2 || die "need debootstrap (apt-get install debootstrap, as root)"
+    }
+    dir=$(mktemp -d "$cache/debootstrap.XXXXXX")
+    trap 'rm -rf "$dir"' EXIT
+    say "debootstrapping the offline base image (about a minute, once)"
+    debootstrap --variant=minbase --include=git,ca-certificates,make,nodejs bookworm "$dir" http://deb.debian.org/debian >&2 \
+      || die "debootstrap failed; see the output above"
+    # Package caches are not needed at run time; they only make the image bigger.
+    rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/usr/share/doc/* "$dir"/usr/share/locale/*
+    tar -C "$dir" -c . > "$tarball.tmp" && mv "$tarball.tmp" "$tarball"
+    rm -rf "$dir"; trap - EXIT
+  fi
+  say "importing $base"
+  docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' "$tarball" "$base" >/dev/null
+fi
+base_id=$(docker image inspect --format '{{.Id}}' "$base" 2>/dev/null) || die "base image $base is not available (pull or build it)"
+
+build() { # name dir
+  local name=$1 dir=$2 inputs current
+  inputs=$( (echo "$base_id"; cd "$dir" && find . -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16)
+  current=$(docker image inspect --format '{{index .Config.Labels "tarmac.inputs"}}' "$name" 2>/dev/null || true)
+  if [ "$current" = "$inputs" ]; then say "$name is current ($inputs)"; return; fi
+  say "building $name ($inputs)"
+  docker build -q --build-arg "BASE_IMAGE=$base" --label "tarmac.inputs=$inputs" -t "$name" "$dir" >/dev/null \
+    || die "docker build of $name failed"
+}
+build tarmac/runner:bookworm images/runner
+build tarmac/agent-script:bookworm images/agent-script

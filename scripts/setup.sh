@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Idempotent setup for Tarmac on a bare machine; fast when everything is already there.
+#   1. node dependencies (npm ci when the lockfile changed)
+#   2. the temporal CLI (PATH, else ~/.cache/tarmac/bin, else go install from the module proxy)
+#   3. a Docker engine (a running one, else docker.io from apt and dockerd in the background)
+#   4. images: tarmac/runner and tarmac/agent-script, rebuilt only when their inputs change
+# Environment: TARMAC_BASE_IMAGE (use this base instead of the offline debootstrap one),
+# TARMAC_SKIP_IMAGES=1, TARMAC_CACHE_DIR (default ~/.cache/tarmac).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+cache=${TARMAC_CACHE_DIR:-$HOME/.cache/tarmac}
+mkdir -p "$cache/bin"
+say() { printf '[setup] %s\n' "$*" >&2; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi; }
+
+# 1. Node dependencies ------------------------------------------------------------
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing node dependencies (npm ci)"
+  npm ci --no-audit --no-fund >&2
+fi
+
+# 2. Temporal CLI ------------------------------------------------------------------
+temporal_bin=${TARMAC_TEMPORAL_BIN:-}
+if [ -z "$temporal_bin" ]; then
+  if command -v temporal >/dev/null; then temporal_bin=$(command -v temporal)
+  elif [ -x "$cache/bin/temporal" ]; then temporal_bin="$cache/bin/temporal"
+  fi
+fi
+if [ -z "$temporal_bin" ]; then
+  command -v go >/dev/null || die "the temporal CLI is missing and Go is not installed; install Go or put 'temporal' on PATH (https://docs.temporal.io/cli)"
+  for version in v1.5.1 v1.4.1; do
+    say "building the temporal CLI $version from the Go module proxy (a few minutes, once)"
+    if CGO_ENABLED=0 GOBIN="$cache/bin" go install "github.com/temporalio/cli/cmd/temporal@$version" >&2; then
+      temporal_bin="$cache/bin/temporal"; break
+    fi
+  done
+  [ -n "$temporal_bin" ] || die "could not build the temporal CLI (v1.5.1 nor v1.4.1); see the go errors above"
+fi
+say "temporal CLI: $temporal_bin"
+
+# 3. Docker engine -----------------------------------------------------------------
+docker_ok() { docker info >/dev/null 2>&1; }
+if ! docker_ok; then
+  if ! command -v dockerd >/dev/null; then
+    [ -f /etc/debian_version ] || die "no Docker engine is running; start one (this script installs docker.io only on Debian)"
+    say "installing docker.io from apt"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || die "apt-get update failed (need root)"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >&2 || die "apt-get install docker.io failed"
+  fi
+  if ! docker_ok; then
+    say "starting dockerd in the background (log: $cache/dockerd.log)"
+    # No bridge, no iptables: containers get network 'none' (or 'host' where a test needs loopback).
+    as_root setsid nohup dockerd --bridge=none --iptables=false --ip-masq=false >"$cache/dockerd.log" 2>&1 < /dev/null &
+    for _ in $(seq 1 60); do docker_ok && break; sleep 1; done
+    docker_ok || die "dockerd did not come up within 60 s; see $cache/dockerd.log"
+  fi
+fi
+say "docker engine: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
+
+# 4. Images ------------------------------------------------------------------------
+if [ "${TARMAC_SKIP_IMAGES:-0}" != 1 ]; then
+  bash "$root/scripts/build-images.sh"
+fi
+say "ready"

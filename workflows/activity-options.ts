@@ -1,0 +1,30 @@
+import type { ActivityOptions } from '@temporalio/workflow';
+import { FailureType } from '../core/errors';
+
+/** Failure types no retry can fix: the workflow handles them as outcomes. */
+const permanent = Object.values(FailureType);
+
+/**
+ * Capsules: deterministic host-side steps of about a second. Retried a few times for
+ * transient trouble (a git lock, a busy daemon); permanent failures are not retried.
+ */
+export const capsule: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 6, nonRetryableErrorTypes: permanent },
+};
+
+/** Heartbeat period of long activities; the timeout is a few periods so a dead worker is noticed fast. */
+export const heartbeatEveryMs = 2_000;
+
+/**
+ * A gate suite in a container. The activity heartbeats the container id; when the
+ * worker dies the heartbeat stops, Temporal retries within seconds and the next
+ * attempt reattaches to the running container instead of starting another.
+ */
+export function gateSuite(suiteTimeoutMs: number): ActivityOptions {
+  return {
+    startToCloseTimeout: suiteTimeoutMs + 5 * 60_000,
+    heartbeatTimeout: '10s',
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 20, nonRetryableErrorTypes: permanent },
+  };
+}

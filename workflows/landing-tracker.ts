@@ -1,0 +1,93 @@
+import { upsertSearchAttributes } from '@temporalio/workflow';
+import type {
+  BranchHead,
+  GateSuiteResult,
+  LandingOutcome,
+  LandingPhase,
+  LandingRequest,
+  LandingStatus,
+  LandingStatusView,
+  Meters,
+  StepRecord,
+} from '../core/types';
+import { searchAttributes } from './search-attributes';
+
+export function emptyMeters(): Meters {
+  return { capsulesRun: 0, containersRun: 0, agentSessions: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0 };
+}
+
+/**
+ * The landing's visible state: phase (also a search attribute), the step list,
+ * meters and gate results. The `status` query returns `view()`; the outcome is
+ * built from the same record so the two never disagree.
+ */
+export class LandingTracker {
+  phase: LandingPhase = 'validate';
+  readonly steps: StepRecord[] = [];
+  readonly meters = emptyMeters();
+  readonly gates: GateSuiteResult[] = [];
+  facts: { targetSha?: string; headSha?: string; treeSha?: string; mergedSha?: string } = {};
+  outcome?: LandingOutcome;
+  private readonly startedAt = Date.now();
+
+  constructor(
+    readonly runId: string,
+    readonly request: LandingRequest,
+  ) {}
+
+  enter(phase: LandingPhase): void {
+    this.phase = phase;
+    upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
+  }
+
+  /** Runs one step, recording it in the step list and the meters. */
+  async step<T>(name: string, kind: 'capsule' | 'container', run: () => Promise<T>, describe?: (value: T) => string): Promise<T> {
+    const record: StepRecord = { name, status: 'running', startedAt: new Date().toISOString() };
+    this.steps.push(record);
+    if (kind === 'capsule') this.meters.capsulesRun += 1;
+    else this.meters.containersRun += 1;
+    try {
+      const value = await run();
+      record.status = 'done';
+      if (describe) record.detail = describe(value);
+      return value;
+    } catch (error) {
+      record.status = 'failed';
+      record.detail = error instanceof Error ? error.message : String(error);
+      throw error;
+    } finally {
+      record.endedAt = new Date().toISOString();
+    }
+  }
+
+  finish(status: LandingStatus, summary: string, failure?: LandingOutcome['failure']): LandingOutcome {
+    this.meters.wallTimeMs = Date.now() - this.startedAt;
+    const heads: BranchHead[] = this.request.heads;
+    this.outcome = {
+      status,
+      summary,
+      runId: this.runId,
+      repo: this.request.repo,
+      target: this.request.target,
+      heads,
+      endedInPhase: this.phase,
+      ...this.facts,
+      gates: [...this.gates],
+      ...(failure ? { failure } : {}),
+      meters: { ...this.meters },
+    };
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: status }]);
+    return this.outcome;
+  }
+
+  view(): LandingStatusView {
+    return {
+      runId: this.runId,
+      phase: this.phase,
+      steps: this.steps.map((step) => ({ ...step })),
+      meters: { ...this.meters, wallTimeMs: this.outcome?.meters.wallTimeMs ?? Date.now() - this.startedAt },
+      gates: [...this.gates],
+      ...(this.outcome ? { outcome: this.outcome } : {}),
+    };
+  }
+}
