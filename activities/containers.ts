@@ -116,7 +116,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     state = (await container.inspect()).State;
   }
   const startedAt = Date.parse(state.StartedAt);
-  const logs = streamLogs(container, spec.logFile);
+  const logs = streamLogs(container, spec.logFile).catch(() => undefined);
 
   let timedOut = false;
   const beat = setInterval(() => context.heartbeat({ containerId: container.id }), heartbeatEveryMs);
@@ -126,17 +126,20 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     timedOut = true;
     container.kill().catch(() => undefined);
   }, remaining);
-  const onCancel = () => container.kill().catch(() => undefined);
+  // Only a cancellation the workflow asked for stops the container. A worker shutdown or a
+  // lost heartbeat leaves it running, so the next attempt can reattach and collect it.
+  const onCancel = () => {
+    if (context.cancellationDetails?.cancelRequested) container.kill().catch(() => undefined);
+  };
   context.cancellationSignal.addEventListener('abort', onCancel);
   try {
-    await container.wait();
+    await Promise.race([container.wait(), context.cancelled]);
   } finally {
     clearInterval(beat);
     clearTimeout(deadline);
     context.cancellationSignal.removeEventListener('abort', onCancel);
   }
   await logs;
-  if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;
   const final = (await container.inspect()).State;
   context.heartbeat({ containerId: container.id });
   return {

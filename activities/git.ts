@@ -10,10 +10,10 @@ import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-stor
 
 /**
  * Git for automation: rerere is off so a remembered resolution can never silently
- * replace a real one, and hooks of the repository under landing never run here.
+ * replace a real one. The mirror is ours (made by `git init --bare`), so it carries no hooks.
  */
 export function automationGit(baseDir: string): SimpleGit {
-  return simpleGit({ baseDir, config: ['rerere.enabled=false', 'core.hooksPath=/dev/null', 'advice.detachedHead=false'] });
+  return simpleGit({ baseDir, config: ['rerere.enabled=false', 'advice.detachedHead=false'] });
 }
 
 export interface GitActivityDeps {

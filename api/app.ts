@@ -1,0 +1,52 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Client } from '@temporalio/client';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from '../core/config';
+import { bearerAuth } from './auth';
+import { registerErrorHandler } from './errors';
+import { landingRoutes } from './routes/landings';
+
+export interface AppDeps {
+  client: Client;
+  config: Config;
+  logger?: Logger;
+}
+
+/** Builds the HTTP API. It only translates HTTP into Temporal start / query calls. */
+export async function buildApp({ client, config, logger }: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(logger ? { loggerInstance: logger as FastifyBaseLogger } : { logger: false }),
+    bodyLimit: 1024 * 1024,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  registerErrorHandler(app);
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Tarmac API', version: '0.1.0', description: 'Durable landings for agent-written branches.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.get('/healthz', { schema: { summary: 'Liveness and Temporal reachability', security: [] } }, async (_request, reply) => {
+    try {
+      await client.connection.workflowService.getSystemInfo({});
+      return { status: 'ok', temporal: 'ok' };
+    } catch {
+      return reply.status(503).send({ status: 'degraded', temporal: 'unreachable' });
+    }
+  });
+
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', bearerAuth(config.apiTokens));
+      await v1.register(landingRoutes, { client, config });
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}

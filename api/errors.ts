@@ -1,0 +1,57 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ApiErrorCode } from '../core/errors';
+
+/** An error the API reports as-is: status, stable code, message naming the field. */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: ApiErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export function invalid(field: string, message: string): ApiError {
+  return new ApiError(400, ApiErrorCode.validation, `${field} ${message}`, { field });
+}
+
+/** `/branches/0` → `branches[0]`: how users name a field. */
+function fieldOf(instancePath: string, missing?: string): string {
+  const parts = instancePath.split('/').filter(Boolean);
+  if (missing) parts.push(missing);
+  return parts.reduce((name, part) => (/^[0-9]+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '');
+}
+
+/**
+ * One error shape for every route: `{ error: { code, message, details? } }`.
+ * 5xx never carry the internal message or a stack; the log has them.
+ */
+export function registerErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
+    if (error instanceof ApiError) {
+      return reply.status(error.statusCode).send({ error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } });
+    }
+    if (error.validation && error.validation.length > 0) {
+      const first = error.validation[0]!;
+      const params = first.params as { missingProperty?: string; additionalProperty?: string };
+      const field = fieldOf(first.instancePath, params.missingProperty ?? params.additionalProperty) || error.validationContext || 'body';
+      const message = params.missingProperty ? 'is required' : params.additionalProperty ? 'is not a known field' : (first.message ?? 'is invalid');
+      return reply.status(400).send({
+        error: { code: ApiErrorCode.validation, message: `${field} ${message}`, details: { field, in: error.validationContext } },
+      });
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // Fastify's own client errors (bad JSON, wrong content type, body too large).
+      return reply.status(status).send({ error: { code: ApiErrorCode.validation, message: error.message } });
+    }
+    request.log.error({ err: error }, 'request failed');
+    return reply.status(500).send({ error: { code: ApiErrorCode.internal, message: 'internal error; see the server log' } });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send({ error: { code: ApiErrorCode.notFound, message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
+  );
+}

@@ -1,0 +1,61 @@
+import { execFile } from 'node:child_process';
+import { stat } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import type { BranchHead } from '../core/types';
+import { invalid } from './errors';
+
+const run = promisify(execFile);
+
+/** Git URLs (`scheme://…`, `user@host:path`) are taken as given; anything else is a local path. */
+export function isGitUrl(repo: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/\s]+@[^/\s]+:/.test(repo);
+}
+
+/** Normalises a repo location: an absolute path that exists, or a git URL. */
+export async function normaliseRepo(repo: string): Promise<string> {
+  if (isGitUrl(repo)) {
+    if (/^(ext|fd)::/i.test(repo) || repo.startsWith('-')) throw invalid('repo', 'uses a transport Tarmac does not allow');
+    return repo;
+  }
+  if (repo.startsWith('-')) throw invalid('repo', 'must not start with "-"');
+  const path = isAbsolute(repo) ? repo : resolve(repo);
+  try {
+    if (!(await stat(path)).isDirectory()) throw invalid('repo', `is not a directory: ${path}`);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw invalid('repo', `does not exist: ${path}`);
+    throw error;
+  }
+  return path;
+}
+
+/**
+ * Reads the heads of the target and branches with `git ls-remote`: a read-only
+ * check that the repo is a git repository and every named branch exists, and the
+ * commits the landing is pinned to.
+ */
+export async function resolveHeads(repo: string, target: string, branches: string[]): Promise<{ targetSha: string; heads: BranchHead[] }> {
+  let stdout: string;
+  try {
+    ({ stdout } = await run('git', ['ls-remote', '--heads', '--', repo], {
+      timeout: 20_000,
+      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true' },
+      maxBuffer: 64 * 1024 * 1024,
+    }));
+  } catch {
+    throw invalid('repo', `cannot be read as a git repository: ${repo}`);
+  }
+  const refs = new Map<string, string>();
+  for (const line of stdout.split('\n')) {
+    const [sha, ref] = line.split('\t');
+    if (sha && ref?.startsWith('refs/heads/')) refs.set(ref.slice('refs/heads/'.length), sha);
+  }
+  const targetSha = refs.get(target);
+  if (!targetSha) throw invalid('target', `branch "${target}" does not exist in ${repo}`);
+  const heads = branches.map((branch, index) => {
+    const sha = refs.get(branch);
+    if (!sha) throw invalid(`branches[${index}]`, `branch "${branch}" does not exist in ${repo}`);
+    return { branch, sha };
+  });
+  return { targetSha, heads };
+}

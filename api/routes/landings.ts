@@ -1,0 +1,129 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/common';
+import type { Client } from '@temporalio/client';
+import { Type } from '@sinclair/typebox';
+import type { Config } from '../../core/config';
+import { ApiErrorCode } from '../../core/errors';
+import { landingId } from '../../core/landing-id';
+import { branchNameProblem } from '../../core/refs';
+import type { LandingOutcome, LandingRequest, LandingStatusView } from '../../core/types';
+import { landingStatusQuery } from '../../workflows/messages';
+import { searchAttributes } from '../../workflows/search-attributes';
+import { ApiError, invalid } from '../errors';
+import { normaliseRepo, resolveHeads } from '../repo';
+import { ErrorSchema, LandingCreatedSchema, LandingCreateSchema, LandingIdParams, LandingListSchema, LandingViewSchema } from '../schemas';
+
+export interface LandingRouteOptions {
+  client: Client;
+  config: Config;
+}
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
+
+export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = async (app, { client, config }) => {
+  app.post(
+    '/landings',
+    {
+      schema: {
+        summary: 'Start a landing (idempotent on repo, target and branch heads)',
+        body: LandingCreateSchema,
+        response: { 201: LandingCreatedSchema, 200: LandingCreatedSchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { branches, target } = request.body;
+      const targetProblem = branchNameProblem(target);
+      if (targetProblem) throw invalid('target', targetProblem);
+      branches.forEach((branch, index) => {
+        const problem = branchNameProblem(branch);
+        if (problem) throw invalid(`branches[${index}]`, problem);
+        if (branch === target) throw invalid(`branches[${index}]`, 'must differ from target');
+      });
+      if (new Set(branches).size !== branches.length) throw invalid('branches', 'must not name a branch twice');
+      const repo = await normaliseRepo(request.body.repo);
+      const { targetSha, heads } = await resolveHeads(repo, target, branches);
+      const id = landingId(repo, target, heads);
+      const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha };
+      let duplicate = false;
+      try {
+        await client.workflow.start('landing', {
+          workflowId: id,
+          taskQueue: config.taskQueue,
+          args: [landing],
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          typedSearchAttributes: [
+            { key: searchAttributes.kind, value: 'landing' },
+            { key: searchAttributes.repo, value: repo },
+            { key: searchAttributes.target, value: target },
+            { key: searchAttributes.branch, value: branches },
+            { key: searchAttributes.phase, value: 'validate' },
+          ],
+          memo: { request: { repo, target, heads }, tarmacVersion: '0.1.0' },
+        });
+      } catch (error) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+        duplicate = true;
+      }
+      request.log.info({ runId: id, duplicate }, 'landing requested');
+      return reply.status(duplicate ? 200 : 201).send({ id, duplicate, repo, target, targetSha, heads, links: { self: `/v1/landings/${id}` } });
+    },
+  );
+
+  app.get(
+    '/landings',
+    {
+      schema: {
+        summary: 'List recent landings (newest first)',
+        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })) }),
+        response: { 200: LandingListSchema, ...errors },
+      },
+    },
+    async (request) => {
+      const landings = [];
+      for await (const execution of client.workflow.list({ query: `TarmacKind = 'landing'` })) {
+        landings.push({
+          id: execution.workflowId,
+          workflowStatus: execution.status.name,
+          startTime: execution.startTime.toISOString(),
+          ...(execution.typedSearchAttributes.get(searchAttributes.phase) ? { phase: execution.typedSearchAttributes.get(searchAttributes.phase) } : {}),
+          ...(execution.typedSearchAttributes.get(searchAttributes.outcome) ? { outcome: execution.typedSearchAttributes.get(searchAttributes.outcome) } : {}),
+        });
+        if (landings.length >= (request.query.limit ?? 50)) break;
+      }
+      return { landings };
+    },
+  );
+
+  app.get(
+    '/landings/:id',
+    { schema: { summary: 'Phase, steps, meters and outcome of a landing', params: LandingIdParams, response: { 200: LandingViewSchema, ...errors } } },
+    async (request) => {
+      const handle = client.workflow.getHandle(request.params.id);
+      let workflowStatus: string;
+      try {
+        workflowStatus = (await handle.describe()).status.name;
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no landing ${request.params.id}`);
+        throw error;
+      }
+      let view: LandingStatusView | undefined;
+      try {
+        view = await handle.query(landingStatusQuery);
+      } catch (error) {
+        // A closed workflow answers queries only while a worker can replay it; the outcome suffices.
+        if (workflowStatus === 'RUNNING') throw error;
+      }
+      let outcome: LandingOutcome | undefined = view?.outcome;
+      if (!outcome && workflowStatus === 'COMPLETED') outcome = (await handle.result()) as LandingOutcome;
+      return {
+        id: request.params.id,
+        workflowStatus,
+        phase: view?.phase ?? outcome?.endedInPhase ?? 'unknown',
+        steps: view?.steps ?? [],
+        gates: view?.gates ?? outcome?.gates ?? [],
+        meters: { ...(view?.meters ?? outcome?.meters ?? {}) },
+        ...(outcome ? { outcome: { ...outcome } } : {}),
+      };
+    },
+  );
+};

@@ -1,0 +1,74 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+export const ErrorSchema = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ description: 'stable TARMAC_* code' }),
+      message: Type.String(),
+      details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    }),
+  },
+  { $id: 'Error' },
+);
+
+export const LandingCreateSchema = Type.Object(
+  {
+    repo: Type.String({ minLength: 1, maxLength: 4096, description: 'git URL or a path on the API host' }),
+    branches: Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+      minItems: 1,
+      maxItems: 20,
+      description: 'source branches in landing order; the last one is the aggregate head',
+    }),
+    target: Type.String({ minLength: 1, maxLength: 255, description: 'branch the landing fast-forwards' }),
+  },
+  { additionalProperties: false },
+);
+export type LandingCreate = Static<typeof LandingCreateSchema>;
+
+const HeadSchema = Type.Object({ branch: Type.String(), sha: Type.String() });
+
+export const LandingCreatedSchema = Type.Object({
+  id: Type.String({ description: 'workflow id, derived from repo, target and branch heads' }),
+  duplicate: Type.Boolean({ description: 'true when the same request already has a run; that run is returned' }),
+  repo: Type.String(),
+  target: Type.String(),
+  targetSha: Type.String(),
+  heads: Type.Array(HeadSchema),
+  links: Type.Object({ self: Type.String() }),
+});
+
+export const LandingIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._-]+$' }) });
+
+const GateResultSchema = Type.Object({
+  suiteId: Type.String(),
+  treeSha: Type.String(),
+  status: Type.String(),
+  exitCode: Type.Union([Type.Integer(), Type.Null()]),
+  logRef: Type.String(),
+  durationMs: Type.Number(),
+  reattached: Type.Boolean(),
+});
+
+const StepSchema = Type.Object({
+  name: Type.String(),
+  status: Type.String(),
+  startedAt: Type.String(),
+  endedAt: Type.Optional(Type.String()),
+  detail: Type.Optional(Type.String()),
+});
+
+export const LandingViewSchema = Type.Object({
+  id: Type.String(),
+  workflowStatus: Type.String({ description: 'Temporal execution status: RUNNING, COMPLETED, …' }),
+  phase: Type.String(),
+  steps: Type.Array(StepSchema),
+  gates: Type.Array(GateResultSchema),
+  meters: Type.Record(Type.String(), Type.Number()),
+  outcome: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+
+export const LandingListSchema = Type.Object({
+  landings: Type.Array(
+    Type.Object({ id: Type.String(), workflowStatus: Type.String(), startTime: Type.String(), phase: Type.Optional(Type.String()), outcome: Type.Optional(Type.String()) }),
+  ),
+});

@@ -1,0 +1,81 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../core/config';
+import { onceStopRequested } from './signals';
+import { findTemporalBin, startDevServer, stopChild } from './temporal-server';
+
+/** The API token of a dev data dir: TARMAC_API_TOKENS if set, else one made once and kept in `<dataDir>/api-token`. */
+export function devApiToken(config: Config): string {
+  if (config.apiTokens[0]) return config.apiTokens[0];
+  const file = join(config.dataDir, 'api-token');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const token = randomBytes(24).toString('hex');
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  return token;
+}
+
+function startChild(command: string, env: NodeJS.ProcessEnv): ChildProcess {
+  // Own process group: Ctrl-C reaches only `tarmac dev`, which then stops the children in order.
+  return spawn(process.execPath, [...process.execArgv, require.resolve('../bin/tarmac'), command], {
+    env,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    detached: true,
+  });
+}
+
+/**
+ * `tarmac dev`: the Temporal dev server on SQLite in the data dir (runs survive
+ * restarts; the Tarmac search attributes registered), a worker and the API.
+ * Ctrl-C stops the API, then the worker, then Temporal; starting again resumes
+ * the runs that were in flight.
+ */
+export async function runDev(config: Config, logger: Logger): Promise<number> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const port = Number(config.temporalAddress.split(':').pop());
+  const server = await startDevServer({
+    bin: findTemporalBin(config.temporalBin),
+    dbFile: join(config.dataDir, 'temporal.db'),
+    port,
+    uiPort: config.temporalUiPort,
+    logFile: join(config.dataDir, 'logs', 'temporal.log'),
+  });
+  const token = devApiToken(config);
+  const env = { ...process.env, TARMAC_DATA_DIR: config.dataDir, TARMAC_TEMPORAL_ADDRESS: server.address, TARMAC_API_TOKENS: token };
+  const worker = startChild('worker', env);
+  const api = startChild('api', env);
+  const children = [api, worker];
+  const killAll = () => {
+    for (const child of [...children, server.process]) if (child.exitCode === null) child.kill('SIGKILL');
+  };
+  process.once('exit', killAll);
+
+  const apiUrl = `http://${config.apiHost}:${config.apiPort}`;
+  process.stdout.write(
+    [
+      '',
+      'Tarmac is starting:',
+      `  API            ${apiUrl}   (OpenAPI: ${apiUrl}/docs)`,
+      `  API token      ${join(config.dataDir, 'api-token')}${config.apiTokens[0] ? ' (from TARMAC_API_TOKENS)' : ''}`,
+      `  Temporal       ${server.address}`,
+      `  Temporal UI    ${server.uiUrl ?? '(headless)'}`,
+      `  Data dir       ${config.dataDir}`,
+      'Press Ctrl-C to stop.',
+      '',
+    ].join('\n'),
+  );
+
+  const childExited = new Promise<string>((resolve) => {
+    worker.once('exit', (code) => resolve(`worker exited (${code})`));
+    api.once('exit', (code) => resolve(`api exited (${code})`));
+  });
+  const reason = await Promise.race([onceStopRequested().then((signal) => `received ${signal}`), childExited]);
+  logger.info({ reason }, 'stopping tarmac dev');
+  await stopChild(api);
+  await stopChild(worker, 30_000);
+  await server.stop();
+  process.removeListener('exit', killAll);
+  return reason.startsWith('received') ? 0 : 1;
+}
