@@ -1,0 +1,148 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import Docker from 'dockerode';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../api/app';
+import { loadConfig, type Config } from '../../core/config';
+import { freePort } from '../../infra/ports';
+import { findTemporalBin, startDevServer, stopChild, type DevServer } from '../../infra/temporal-server';
+
+const root = resolve(__dirname, '../..');
+export const testToken = 'test-token-0123456789abcdef';
+
+export interface Stack {
+  config: Config;
+  dataDir: string;
+  server: DevServer;
+  client: Client;
+  docker: Docker;
+  app: FastifyInstance;
+  apiUrl: string;
+  worker(): ChildProcess;
+  startWorker(): Promise<void>;
+  killWorker(signal?: NodeJS.Signals): Promise<void>;
+  /** Authenticated JSON request to the real HTTP API. */
+  api(method: string, path: string, body?: unknown, token?: string | null): Promise<{ status: number; body: any }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real stack for end-to-end tests: a Temporal dev server (SQLite in a temp data
+ * dir), a worker as a child process (so tests can SIGKILL it), the API listening on
+ * loopback, and the real Docker daemon.
+ */
+export async function startStack(): Promise<Stack> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tarmac-test-'));
+  const port = await freePort();
+  const server = await startDevServer({
+    bin: findTemporalBin(process.env.TARMAC_TEMPORAL_BIN),
+    dbFile: join(dataDir, 'temporal.db'),
+    port,
+    logFile: join(dataDir, 'logs', 'temporal.log'),
+  });
+  const env = {
+    ...process.env,
+    TARMAC_DATA_DIR: dataDir,
+    TARMAC_TEMPORAL_ADDRESS: server.address,
+    TARMAC_API_TOKENS: testToken,
+    TARMAC_HOST_ID: 'test-host',
+    // The worker announces readiness at info level ("worker started").
+    TARMAC_LOG_LEVEL: 'info',
+  };
+  const config = loadConfig(env);
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection, namespace: config.namespace });
+  const app = await buildApp({ client, config });
+  const apiPort = await freePort();
+  await app.listen({ host: '127.0.0.1', port: apiPort });
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const docker = new Docker({ socketPath: config.dockerSocket });
+
+  let worker: ChildProcess | undefined;
+  const startWorker = async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bin/tarmac.ts'), 'worker'], {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    worker = child;
+    let output = '';
+    await new Promise<void>((ready, fail) => {
+      const timer = setTimeout(() => fail(new Error(`worker did not start in 120 s:\n${output}`)), 120_000);
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes('worker started')) {
+          clearTimeout(timer);
+          ready();
+        }
+      };
+      child.stdout?.on('data', onData);
+      child.stderr?.on('data', onData);
+      child.once('exit', (code) => fail(new Error(`worker exited (${code}) before it started:\n${output}`)));
+    });
+    // Keep draining output so the child never blocks on a full pipe.
+    child.stdout?.resume();
+    child.stderr?.resume();
+  };
+  await startWorker();
+
+  const api = async (method: string, path: string, body?: unknown, token: string | null = testToken) => {
+    const response = await fetch(`${apiUrl}${path}`, {
+      method,
+      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  };
+
+  return {
+    config,
+    dataDir,
+    server,
+    client,
+    docker,
+    app,
+    apiUrl,
+    worker: () => worker!,
+    startWorker,
+    async killWorker(signal: NodeJS.Signals = 'SIGKILL') {
+      if (!worker || worker.exitCode !== null || worker.signalCode !== null) return;
+      const exited = new Promise((done) => worker!.once('exit', done));
+      worker.kill(signal);
+      await exited;
+    },
+    api,
+    async stop() {
+      await app.close();
+      if (worker) await stopChild(worker, 20_000);
+      await connection.close();
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `read` until `done(value)` holds, or fails after `timeoutMs` with the last value. */
+export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 120_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | undefined;
+  while (Date.now() < deadline) {
+    last = await read();
+    if (done(last)) return last;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)}`);
+}
+
+/** Containers Docker has created with a label since `since` (seconds), read from the engine's event log. */
+export async function containersCreated(docker: Docker, since: number, label: string): Promise<number> {
+  const until = Math.ceil(Date.now() / 1000) + 1;
+  const stream = await docker.getEvents({ since, until, filters: JSON.stringify({ type: ['container'], event: ['create'], label: [label] }) });
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks).toString().split('\n').filter((line) => line.trim()).length;
+}

@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { inspect } from 'node:util';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../core/config';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.temporalAddress, '127.0.0.1:7233');
+    assert.equal(config.apiPort, 8080);
+    assert.equal(config.taskQueue, 'tarmac');
+    assert.match(config.dataDir, /\.tarmac$/);
+    assert.deepEqual(config.apiTokens, []);
+  });
+
+  it('names every bad variable at once', () => {
+    assert.throws(
+      () => loadConfig({ TARMAC_API_PORT: 'eighty', TARMAC_TEMPORAL_ADDRESS: 'nohost', TARMAC_LOG_LEVEL: 'loud', TARMAC_API_TOKENS: 'short' }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        const text = error.problems.join('\n');
+        for (const name of ['TARMAC_API_PORT', 'TARMAC_TEMPORAL_ADDRESS', 'TARMAC_LOG_LEVEL', 'TARMAC_API_TOKENS']) assert.match(text, new RegExp(name));
+        return true;
+      },
+    );
+  });
+
+  it('never serialises the API tokens', () => {
+    const secret = 'super-secret-token-value-123';
+    const config = loadConfig({ TARMAC_API_TOKENS: `${secret},another-secret-token-456` });
+    assert.deepEqual([...config.apiTokens], [secret, 'another-secret-token-456'], 'the tokens are usable');
+    assert.doesNotMatch(JSON.stringify(config), /secret-token/);
+    assert.doesNotMatch(inspect(config, { depth: 5 }), /secret-token/);
+  });
+});
