@@ -1,7 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import { FailureType } from '../core/errors';
@@ -68,7 +68,8 @@ async function streamLogs(container: Docker.Container, logFile: string): Promise
   const stream = (await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true })) as unknown as Readable;
   const out = createWriteStream(logFile, { flags: 'w' });
   // Both streams go to one file, in order, with docker's timestamps.
-  container.modem.demuxStream(stream, out, out);
+  const modem = container.modem as { demuxStream(stream: Readable, stdout: Writable, stderr: Writable): void };
+  modem.demuxStream(stream, out, out);
   await new Promise<void>((resolve) => {
     stream.on('end', resolve);
     stream.on('error', () => resolve());

@@ -62,7 +62,7 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
      * Runs one suite of the gate in a sandbox container against exactly one tree.
      * The suite's result is data (passed / failed / timed-out), not an activity failure.
      */
-    async runGateSuite(input: RunGateSuiteInput): Promise<GateSuiteResult> {
+    runGateSuite: async (input: RunGateSuiteInput): Promise<GateSuiteResult> => {
       const { runId, repo, commitSha, treeSha, suite, image, timeoutMs, round } = input;
       const paths = runPaths(dataDir, runId);
       const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}`;
@@ -109,7 +109,7 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
     },
 
     /** Removes the run's containers, found by the run's label only. */
-    async removeRunContainers({ runId }: { runId: string }): Promise<{ removed: number }> {
+    removeRunContainers: async ({ runId }: { runId: string }): Promise<{ removed: number }> => {
       return { removed: (await removeRunContainers(docker, runId)).length };
     },
   };

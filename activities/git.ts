@@ -119,7 +119,7 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
      * Fetches the target and branches into this host's mirror, checks the pinned heads
      * exist, and reads the gate file from the target tree. Creates nothing of the run.
      */
-    async inspectTarget({ repo, target, heads }: InspectTargetInput): Promise<InspectTargetResult> {
+    inspectTarget: async ({ repo, target, heads }: InspectTargetInput): Promise<InspectTargetResult> => {
       const mirror = await ensureMirror(repo);
       await fetchRefs(mirror, repo, [target, ...heads.map((head) => head.branch)]);
       const git = automationGit(mirror);
@@ -143,7 +143,7 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
     },
 
     /** Creates the run's worktree at the aggregate head and records it in the manifest. */
-    async prepareRun({ runId, repo, targetSha, heads }: PrepareRunInput): Promise<PrepareRunResult> {
+    prepareRun: async ({ runId, repo, targetSha, heads }: PrepareRunInput): Promise<PrepareRunResult> => {
       const mirror = await ensureMirror(repo);
       const paths = runPaths(dataDir, runId);
       const last = heads[heads.length - 1];
@@ -178,7 +178,7 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
      * The last mechanical check before merge: the landing adds commits, changes the
      * tree, and every declared suite passed on exactly this tree.
      */
-    async verifyLanding({ repo, targetSha, headSha, gates, suiteIds }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> {
+    verifyLanding: async ({ repo, targetSha, headSha, gates, suiteIds }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> => {
       const git = automationGit(mirrorPath(dataDir, repo));
       const problems: string[] = [];
       const commits = Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim());
@@ -201,7 +201,7 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
      * plain push: never forced). Idempotent: a retry after a push that landed finds
      * the target already there.
      */
-    async fastForwardTarget({ repo, target, expectedTargetSha, headSha }: FastForwardInput): Promise<{ mergedSha: string; alreadyMerged: boolean }> {
+    fastForwardTarget: async ({ repo, target, expectedTargetSha, headSha }: FastForwardInput): Promise<{ mergedSha: string; alreadyMerged: boolean }> => {
       const mirror = await ensureMirror(repo);
       const git = automationGit(mirror);
       const remoteHead = async () => (await git.listRemote([repo, `refs/heads/${target}`])).trim().split(/\s+/)[0] ?? '';
@@ -228,7 +228,7 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
     },
 
     /** Removes exactly what the run's manifest lists (worktrees, directories); keeps logs and outcome. */
-    async cleanupRunFiles({ runId }: { runId: string }): Promise<{ removed: string[] }> {
+    cleanupRunFiles: async ({ runId }: { runId: string }): Promise<{ removed: string[] }> => {
       const paths = runPaths(dataDir, runId);
       const manifest = await readManifest(paths.manifest);
       if (!manifest) return { removed: [] };

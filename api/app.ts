@@ -2,8 +2,8 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
+import Ajv from 'ajv';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
 import type { Config } from '../core/config';
 import { bearerAuth } from './auth';
 import { registerErrorHandler } from './errors';
@@ -12,16 +12,20 @@ import { landingRoutes } from './routes/landings';
 export interface AppDeps {
   client: Client;
   config: Config;
-  logger?: Logger;
+  logger?: FastifyBaseLogger;
 }
 
 /** Builds the HTTP API. It only translates HTTP into Temporal start / query calls. */
 export async function buildApp({ client, config, logger }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
-    ...(logger ? { loggerInstance: logger as FastifyBaseLogger } : { logger: false }),
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: 1024 * 1024,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Bodies are validated strictly (a string is never coerced into an array or number);
+  // query strings and path params are text, so their numbers and booleans are coerced.
+  const strict = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
+  const coercing = new Ajv({ coerceTypes: true, removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
   registerErrorHandler(app);
   await app.register(swagger, {
     openapi: {

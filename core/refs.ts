@@ -14,6 +14,7 @@ export function branchNameProblem(name: string): string | undefined {
   if (name.includes('//')) return 'must not contain "//"';
   if (name.includes('@{')) return 'must not contain "@{"';
   // Control characters, space and the characters git reserves for revision syntax.
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
   if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) return 'must not contain spaces, control characters or any of ~ ^ : ? * [ \\';
   for (const component of name.split('/')) {
     if (component.startsWith('.')) return 'must not have a path component starting with "."';

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
+import { containersCreated, startStack, waitFor, type Stack } from '../helpers/stack';
+
+describe('worker restart mid-gate', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack();
+  });
+  after(async () => {
+    await stack?.stop();
+  });
+
+  it('SIGKILL the worker while a gate container runs: the landing completes once, reattached', async () => {
+    const repo = createFixtureRepo({
+      base: {
+        'slow-test.sh': 'echo started; sleep 8; echo finished\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'slow', run: ['sh', 'slow-test.sh'], timeout: '5m' }]),
+      },
+      branches: [{ name: 'feature/slow', commits: [{ message: 'feature', files: { 'feature.txt': 'new\n' } }] }],
+    });
+    // Record every update of the origin's branches, so "advanced exactly once" is observable.
+    execFileSync('git', ['-C', repo.path, 'config', 'core.logAllRefUpdates', 'always']);
+    const head = branchHead(repo.path, 'feature/slow');
+    const since = Math.floor(Date.now() / 1000);
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/slow'], target: 'main' });
+    assert.equal(created.status, 201);
+    const runLabel = `tarmac.run=${created.body.id}`;
+
+    const running = await waitFor(
+      () => stack.docker.listContainers({ filters: JSON.stringify({ label: [runLabel], status: ['running'] }) }),
+      (list) => list.length === 1,
+      60_000,
+      'the gate container to run',
+    );
+    const containerId = running[0]!.Id;
+    await stack.killWorker('SIGKILL');
+    const stillRunning = await stack.docker.getContainer(containerId).inspect();
+    assert.equal(stillRunning.State.Running, true, 'the gate container outlives the worker');
+
+    await stack.startWorker();
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.body?.workflowStatus === 'COMPLETED',
+      120_000,
+      'the landing to complete',
+    );
+    const outcome = view.body.outcome;
+    assert.equal(outcome.status, 'landed', outcome.summary);
+    assert.equal(outcome.gates.length, 1);
+    assert.equal(outcome.gates[0].reattached, true, 'the retried activity reattached to the running container');
+    assert.equal(outcome.gates[0].exitCode, 0);
+    assert.equal(await containersCreated(stack.docker, since, runLabel), 1, 'no second gate container was started');
+    assert.equal(branchHead(repo.path, 'main'), head);
+    const reflog = execFileSync('git', ['-C', repo.path, 'reflog', 'show', '--format=%H', 'refs/heads/main'], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .filter(Boolean);
+    assert.deepEqual(reflog, [head], 'main was updated exactly once after the fixture was made');
+  });
+});
