@@ -58,6 +58,13 @@ if ! docker_ok; then
   fi
 fi
 say "docker engine: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
+# The test suite validates docker-compose.yml with a compose tool.
+if ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1 && [ -f /etc/debian_version ]; then
+  say "installing docker-compose from apt (validates docker-compose.yml in the tests)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >&2 \
+    || { as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >&2; } \
+    || say "warning: could not install docker-compose; the compose test will fail"
+fi
 
 # 4. Images ------------------------------------------------------------------------
 if [ "${TARMAC_SKIP_IMAGES:-0}" != 1 ]; then
