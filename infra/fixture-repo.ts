@@ -28,10 +28,10 @@ const identity = ['-c', 'user.name=Tarmac Fixture', '-c', 'user.email=fixture@ta
  * Creates a bare origin with a target branch and source branches, through a
  * working clone, with real git. Used by the tests and by `npm run demo`.
  */
-export function createFixtureRepo(options: { dir?: string; target?: string; base: Files; branches?: FixtureBranch[] }): FixtureRepo {
+export function createFixtureRepo(options: { dir?: string; name?: string; target?: string; base: Files; branches?: FixtureBranch[] }): FixtureRepo {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'tarmac-repo-'));
   const target = options.target ?? 'main';
-  const path = join(dir, 'origin.git');
+  const path = join(dir, `${options.name ?? 'origin'}.git`);
   const clone = join(dir, 'clone');
   rmSync(path, { recursive: true, force: true });
   rmSync(clone, { recursive: true, force: true });

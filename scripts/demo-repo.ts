@@ -8,6 +8,7 @@ import { createFixtureRepo, gateFile } from '../infra/fixture-repo';
 const dir = resolve(process.argv[2] ?? join(process.cwd(), '.tarmac', 'demo'));
 const repo = createFixtureRepo({
   dir,
+  name: 'demo',
   base: {
     'Makefile': 'test:\n\tnode test.js\n',
     'greeting.js': "module.exports = () => 'hello';\n",

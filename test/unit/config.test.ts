@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { inspect } from 'node:util';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../core/config';
@@ -31,5 +33,15 @@ describe('loadConfig', () => {
     assert.deepEqual([...config.apiTokens], [secret, 'another-secret-token-456'], 'the tokens are usable');
     assert.doesNotMatch(JSON.stringify(config), /secret-token/);
     assert.doesNotMatch(inspect(config, { depth: 5 }), /secret-token/);
+  });
+});
+
+describe('.env.example', () => {
+  it('documents every variable loadConfig reads', () => {
+    const source = readFileSync(resolve(__dirname, '../../core/config.ts'), 'utf8');
+    const example = readFileSync(resolve(__dirname, '../../.env.example'), 'utf8');
+    const read = new Set(source.match(/TARMAC_[A-Z_]+/g));
+    assert.ok(read.size >= 10, 'found the variables in core/config.ts');
+    for (const name of read) assert.match(example, new RegExp(`^#? ?${name}=`, 'm'), `${name} is in .env.example`);
   });
 });
