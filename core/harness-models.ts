@@ -1,0 +1,60 @@
+/**
+ * Dispatch validation: is a `harness#model` known to the registry? Pure, so the
+ * same check runs in the API, in recipes and in activities before any container.
+ */
+export interface HarnessModelRegistry {
+  [harness: string]: { models: readonly string[] };
+}
+
+export type HarnessModelCheck =
+  | { ok: true; harness: string; model: string }
+  | { ok: false; message: string; nearest: string[] };
+
+/** Levenshtein distance, for "did you mean" suggestions. */
+export function editDistance(a: string, b: string): number {
+  const previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i += 1) {
+    let diagonal = previous[0]!;
+    previous[0] = i;
+    for (let j = 1; j <= b.length; j += 1) {
+      const above = previous[j]!;
+      previous[j] = Math.min(above + 1, previous[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return previous[b.length]!;
+}
+
+/** The known names closest to `name` (at most three, nearest first). */
+export function nearestNames(name: string, known: readonly string[]): string[] {
+  return [...known]
+    .map((candidate) => ({ candidate, distance: editDistance(name.toLowerCase(), candidate.toLowerCase()) }))
+    .sort((a, b) => a.distance - b.distance || a.candidate.localeCompare(b.candidate))
+    .slice(0, 3)
+    .map(({ candidate }) => candidate);
+}
+
+export function splitHarnessModel(spec: string): { harness: string; model: string } | undefined {
+  const index = spec.indexOf('#');
+  if (index <= 0 || index === spec.length - 1) return undefined;
+  return { harness: spec.slice(0, index), model: spec.slice(index + 1) };
+}
+
+export function checkHarnessModel(spec: string, registry: HarnessModelRegistry): HarnessModelCheck {
+  const parts = splitHarnessModel(spec);
+  const all = Object.entries(registry).flatMap(([harness, { models }]) => models.map((model) => `${harness}#${model}`));
+  if (!parts) {
+    const nearest = nearestNames(spec, all);
+    return { ok: false, nearest, message: `"${spec}" is not of the form harness#model (nearest known: ${nearest.join(', ')})` };
+  }
+  const harness = registry[parts.harness];
+  if (!harness) {
+    const nearest = nearestNames(parts.harness, Object.keys(registry));
+    return { ok: false, nearest, message: `unknown harness "${parts.harness}" in "${spec}" (known harnesses nearest first: ${nearest.join(', ')})` };
+  }
+  if (!harness.models.includes(parts.model)) {
+    const nearest = nearestNames(parts.model, harness.models).map((model) => `${parts.harness}#${model}`);
+    return { ok: false, nearest, message: `unknown model "${parts.model}" of harness "${parts.harness}" (nearest known: ${nearest.join(', ')})` };
+  }
+  return { ok: true, harness: parts.harness, model: parts.model };
+}

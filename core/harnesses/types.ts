@@ -1,0 +1,46 @@
+import type { SessionResult } from '../session-result';
+
+/** Where the container contract puts things, as seen inside the container. */
+export const containerPaths = {
+  workspace: '/workspace',
+  task: '/tarmac/task.json',
+  prompt: '/tarmac/prompt.md',
+  out: '/tarmac/out',
+  result: '/tarmac/out/result.json',
+} as const;
+
+export interface HarnessAdapter {
+  /** argv of the session container for a model; the prompt is read from `/tarmac/prompt.md`. */
+  command(model: string): string[];
+  /**
+   * How a result is obtained: `result-file` harnesses write `/tarmac/out/result.json`
+   * themselves; the others print to stdout and `parse` turns that into a result.
+   */
+  output: 'result-file' | 'stdout';
+  /** Parses the CLI's stdout into a result; a `problem` means the session did not deliver. */
+  parse(stdout: string): { ok: true; result: SessionResult } | { ok: false; problem: string };
+}
+
+/**
+ * Runs a CLI with the prompt file as one argument. The model arrives as `$1`, so
+ * neither the prompt nor the model is ever interpreted by the shell.
+ */
+export function withPrompt(script: string, model: string): string[] {
+  return ['sh', '-c', `exec ${script}`, 'tarmac-harness', model];
+}
+
+export function jsonLines(stdout: string): Record<string, unknown>[] {
+  const events: Record<string, unknown>[] = [];
+  for (const line of stdout.split('\n')) {
+    const trimmed = line.trim();
+    if (!trimmed.startsWith('{')) continue;
+    try {
+      events.push(JSON.parse(trimmed) as Record<string, unknown>);
+    } catch {
+      // Lines that are not JSON (progress, warnings) are not events.
+    }
+  }
+  return events;
+}
+
+export const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0);

@@ -1,0 +1,80 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { durationPattern } from './duration';
+
+/** Harness adapters Tarmac knows how to drive; each has a command builder and an output parser. */
+export const adapterNames = ['script', 'claude-code', 'opencode', 'codex', 'aider'] as const;
+export type AdapterName = (typeof adapterNames)[number];
+
+const HarnessSchema = Type.Object(
+  {
+    description: Type.Optional(Type.String()),
+    image: Type.String({ minLength: 1 }),
+    adapter: Type.Union(adapterNames.map((name) => Type.Literal(name))),
+    models: Type.Array(Type.String({ minLength: 1, pattern: '^[A-Za-z0-9._/:-]+$' }), { minItems: 1 }),
+    secrets: Type.Array(Type.String({ pattern: '^[A-Z_][A-Z0-9_]*$', description: 'environment variable names' })),
+  },
+  { additionalProperties: false },
+);
+
+export const HarnessesRecipeSchema = Type.Object(
+  { version: Type.Literal(1), harnesses: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9-]*$' }), HarnessSchema) },
+  { additionalProperties: false },
+);
+
+export const LadderRecipeSchema = Type.Object(
+  {
+    version: Type.Literal(1),
+    description: Type.Optional(Type.String()),
+    ladder: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9-]*#.+$', description: 'harness#model' }), { minItems: 1 }),
+  },
+  { additionalProperties: false },
+);
+
+export const SessionLimitsSchema = Type.Object(
+  {
+    timeout: Type.String({ pattern: durationPattern, description: 'e.g. "30m"' }),
+    memoryMb: Type.Integer({ minimum: 16, maximum: 65536 }),
+    cpus: Type.Number({ exclusiveMinimum: 0, maximum: 64 }),
+    pids: Type.Integer({ minimum: 16, maximum: 65536 }),
+    network: Type.Union([Type.Literal('none'), Type.Literal('host')]),
+    maxRespawns: Type.Integer({ minimum: 0, maximum: 10, description: 'respawns of one harness#model before escalating' }),
+    maxAttempts: Type.Integer({ minimum: 1, maximum: 50, description: 'containers per session in all' }),
+  },
+  { additionalProperties: false },
+);
+
+export const BudgetSchema = Type.Object(
+  {
+    tokens: Type.Integer({ minimum: 0 }),
+    costUsd: Type.Number({ minimum: 0 }),
+    wall: Type.String({ pattern: durationPattern }),
+    sessions: Type.Integer({ minimum: 1 }),
+    onExhausted: Type.Union([Type.Literal('pause'), Type.Literal('stop')]),
+  },
+  { additionalProperties: false },
+);
+
+export const LimitsRecipeSchema = Type.Object(
+  {
+    version: Type.Literal(1),
+    session: SessionLimitsSchema,
+    budget: BudgetSchema,
+    landing: Type.Object({ maxFixupRounds: Type.Integer({ minimum: 0, maximum: 5 }) }, { additionalProperties: false }),
+  },
+  { additionalProperties: false },
+);
+
+export type HarnessesRecipe = Static<typeof HarnessesRecipeSchema>;
+export type Harness = HarnessesRecipe['harnesses'][string];
+export type LadderRecipe = Static<typeof LadderRecipeSchema>;
+export type SessionLimits = Static<typeof SessionLimitsSchema>;
+export type Budget = Static<typeof BudgetSchema>;
+export type LimitsRecipe = Static<typeof LimitsRecipeSchema>;
+
+/** All recipes, validated, with the content hash that goes into every run's memo. */
+export interface Recipes {
+  version: string;
+  harnesses: HarnessesRecipe['harnesses'];
+  ladder: string[];
+  limits: LimitsRecipe;
+}

@@ -1,0 +1,53 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { TSchema } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import { fieldName } from './gate-file';
+import { checkHarnessModel } from './harness-models';
+import { HarnessesRecipeSchema, LadderRecipeSchema, LimitsRecipeSchema, type Recipes } from './recipe-schemas';
+
+/** The recipes that ship with Tarmac. */
+export const defaultRecipesDir = resolve(__dirname, '..', 'recipes');
+
+export class RecipeError extends Error {
+  constructor(
+    readonly file: string,
+    readonly field: string,
+    message: string,
+  ) {
+    super(`recipes/${file}: ${field} ${message}`);
+    this.name = 'RecipeError';
+  }
+}
+
+function validated<T>(file: string, text: string, schema: TSchema): T {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    throw new RecipeError(file, '(root)', `is not valid JSON: ${(error as Error).message}`);
+  }
+  const first = Value.Errors(schema, data).First();
+  if (first) throw new RecipeError(file, fieldName(first.path), first.message.toLowerCase());
+  return data as T;
+}
+
+/** Parses recipe texts (file name → content): every file and every cross-reference checked. */
+export function parseRecipes(texts: { harnesses: string; ladder: string; limits: string }): Recipes {
+  const harnesses = validated<{ harnesses: Recipes['harnesses'] }>('harnesses.json', texts.harnesses, HarnessesRecipeSchema).harnesses;
+  const { ladder } = validated<{ ladder: string[] }>('ladder.json', texts.ladder, LadderRecipeSchema);
+  const limits = validated<Recipes['limits']>('limits.json', texts.limits, LimitsRecipeSchema);
+  ladder.forEach((entry, index) => {
+    const check = checkHarnessModel(entry, harnesses);
+    if (!check.ok) throw new RecipeError('ladder.json', `ladder[${index}]`, check.message);
+  });
+  const version = createHash('sha256').update(texts.harnesses).update('\0').update(texts.ladder).update('\0').update(texts.limits).digest('hex').slice(0, 12);
+  return { version, harnesses, ladder, limits };
+}
+
+/** Loads and validates the recipes of a directory (default: the repository's `recipes/`). */
+export function loadRecipes(dir: string = defaultRecipesDir): Recipes {
+  const read = (file: string) => readFileSync(join(dir, file), 'utf8');
+  return parseRecipes({ harnesses: read('harnesses.json'), ladder: read('ladder.json'), limits: read('limits.json') });
+}

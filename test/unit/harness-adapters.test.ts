@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { adapters } from '../../core/harnesses';
+
+const sample = (name: string) => readFileSync(join(__dirname, 'fixtures', 'harness-output', name), 'utf8');
+
+describe('harness adapters: output parsing from recorded samples', () => {
+  const cases = [
+    {
+      name: 'claude-code success',
+      adapter: 'claude-code' as const,
+      stdout: sample('claude-code-success.json'),
+      expected: { status: 'ok', usage: { inputTokens: 1240 + 5200 + 31000, outputTokens: 1830, costUsd: 0.0845 }, summary: /start-all/ },
+    },
+    {
+      name: 'claude-code hit max turns',
+      adapter: 'claude-code' as const,
+      stdout: sample('claude-code-error.json'),
+      expected: { status: 'error', usage: { inputTokens: 90000, outputTokens: 12000, costUsd: 1.52 }, summary: /max_turns/ },
+    },
+    {
+      name: 'opencode two steps',
+      adapter: 'opencode' as const,
+      stdout: sample('opencode.jsonl'),
+      expected: { status: 'ok', usage: { inputTokens: 1500 + 4000 + 300 + 5200 + 100, outputTokens: 220 + 80 + 150, costUsd: 0.02 }, summary: /start-all/ },
+    },
+    {
+      name: 'opencode provider error',
+      adapter: 'opencode' as const,
+      stdout: sample('opencode-error.jsonl'),
+      expected: { status: 'error', usage: { inputTokens: 0, outputTokens: 0, costUsd: 0 }, summary: /No API key/ },
+    },
+    {
+      name: 'codex completed turn',
+      adapter: 'codex' as const,
+      stdout: sample('codex.jsonl'),
+      expected: { status: 'ok', usage: { inputTokens: 26549, outputTokens: 1590, costUsd: 0 }, summary: /Renamed the target/ },
+    },
+    {
+      name: 'codex failed turn',
+      adapter: 'codex' as const,
+      stdout: sample('codex-failed.jsonl'),
+      expected: { status: 'error', usage: { inputTokens: 0, outputTokens: 0, costUsd: 0 }, summary: /stream disconnected/ },
+    },
+    {
+      name: 'aider with two token reports',
+      adapter: 'aider' as const,
+      stdout: sample('aider.txt'),
+      expected: { status: 'ok', usage: { inputTokens: 12000 + 3400, outputTokens: 1200 + 310, costUsd: 0.05 }, summary: /Added the missing target/ },
+    },
+  ];
+  for (const { name, adapter, stdout, expected } of cases) {
+    it(name, () => {
+      const parsed = adapters[adapter].parse(stdout);
+      assert.ok(parsed.ok, JSON.stringify(parsed));
+      assert.equal(parsed.result.status, expected.status);
+      assert.equal(parsed.result.usage.inputTokens, expected.usage.inputTokens);
+      assert.equal(parsed.result.usage.outputTokens, expected.usage.outputTokens);
+      assert.ok(Math.abs(parsed.result.usage.costUsd - expected.usage.costUsd) < 1e-9, `cost ${parsed.result.usage.costUsd}`);
+      assert.match(parsed.result.summary, expected.summary);
+    });
+  }
+
+  const undelivered = [
+    { adapter: 'claude-code' as const, stdout: 'Error: invalid API key\n' },
+    { adapter: 'opencode' as const, stdout: '' },
+    { adapter: 'opencode' as const, stdout: '{"type":"step_start","part":{}}\n' },
+    { adapter: 'codex' as const, stdout: '{"type":"thread.started"}\n{"type":"turn.started"}\n' },
+    { adapter: 'aider' as const, stdout: 'Aider v0.86.1\n^C KeyboardInterrupt\n' },
+  ];
+  for (const { adapter, stdout } of undelivered) {
+    it(`${adapter}: output without a result is not a delivery (${JSON.stringify(stdout).slice(0, 40)})`, () => {
+      assert.equal(adapters[adapter].parse(stdout).ok, false);
+    });
+  }
+});
+
+describe('harness adapters: command construction', () => {
+  const cases = [
+    { adapter: 'claude-code' as const, expects: [/^claude -p "\$\(cat \/tarmac\/prompt\.md\)"/, /--model "\$1"/, /--output-format json/] },
+    { adapter: 'opencode' as const, expects: [/^opencode run/, /--model "\$1"/, /--format json/] },
+    { adapter: 'codex' as const, expects: [/^codex exec --json/, /--model "\$1"/, /--skip-git-repo-check/, /--cd \/workspace/] },
+    { adapter: 'aider' as const, expects: [/^aider --model "\$1"/, /--message-file \/tarmac\/prompt\.md/, /--yes-always/, /--no-stream/] },
+  ];
+  for (const { adapter, expects } of cases) {
+    it(`${adapter} passes the model as an argument, never through the shell`, () => {
+      const model = 'evil"; rm -rf / #';
+      const argv = adapters[adapter].command(model);
+      assert.equal(argv[0], 'sh');
+      assert.equal(argv[1], '-c');
+      const script = argv[2]!.replace(/^exec /, '');
+      for (const pattern of expects) assert.match(script, pattern);
+      assert.ok(!script.includes(model), 'the model text is not spliced into the script');
+      assert.equal(argv[argv.length - 1], model, 'the model is the positional argument $1');
+    });
+  }
+  it('script passes the behaviour as the only argument', () => {
+    assert.deepEqual(adapters.script.command('fixer'), ['fixer']);
+  });
+});

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { checkHarnessModel, editDistance } from '../../core/harness-models';
+import { loadRecipes, parseRecipes, RecipeError } from '../../core/recipes';
+
+const registry = { 'claude-code': { models: ['claude-haiku-4-5', 'claude-sonnet-4-5'] }, codex: { models: ['gpt-5-codex', 'gpt-5'] } };
+
+describe('checkHarnessModel (dispatch validation)', () => {
+  const table = [
+    { input: 'claude-code#claude-sonnet-4-5', ok: true, message: undefined },
+    { input: 'claude-code#falbe-5', ok: false, message: /unknown model "falbe-5" of harness "claude-code".*nearest known: claude-code#/ },
+    { input: 'claude-code#claude-sonet-4-5', ok: false, message: /nearest known: claude-code#claude-sonnet-4-5/ },
+    { input: 'claud-code#claude-sonnet-4-5', ok: false, message: /unknown harness "claud-code".*claude-code/ },
+    { input: 'gpt-5', ok: false, message: /not of the form harness#model/ },
+    { input: 'codex#', ok: false, message: /not of the form/ },
+  ];
+  for (const { input, ok, message } of table) {
+    it(input, () => {
+      const check = checkHarnessModel(input, registry);
+      assert.equal(check.ok, ok);
+      if (!check.ok && message) assert.match(check.message, message);
+    });
+  }
+  it('edit distance', () => {
+    assert.equal(editDistance('kitten', 'sitting'), 3);
+    assert.equal(editDistance('', 'abc'), 3);
+    assert.equal(editDistance('same', 'same'), 0);
+  });
+});
+
+describe('recipes', () => {
+  it('the shipped recipes load and carry a content version', () => {
+    const recipes = loadRecipes();
+    assert.match(recipes.version, /^[0-9a-f]{12}$/);
+    assert.ok(recipes.ladder.length >= 2);
+    assert.ok(recipes.harnesses.script, 'the script harness is registered');
+  });
+  const valid = {
+    harnesses: JSON.stringify({ version: 1, harnesses: { script: { image: 'i', adapter: 'script', models: ['reviewer'], secrets: [] } } }),
+    ladder: JSON.stringify({ version: 1, ladder: ['script#reviewer'] }),
+    limits: JSON.stringify({
+      version: 1,
+      session: { timeout: '1m', memoryMb: 256, cpus: 1, pids: 64, network: 'none', maxRespawns: 1, maxAttempts: 4 },
+      budget: { tokens: 10, costUsd: 1, wall: '1h', sessions: 3, onExhausted: 'pause' },
+      landing: { maxFixupRounds: 1 },
+    }),
+  };
+  const broken = [
+    { name: 'ladder names an unknown model', texts: { ...valid, ladder: JSON.stringify({ version: 1, ladder: ['script#reviewr'] }) }, message: /^recipes\/ladder\.json: ladder\[0\] unknown model "reviewr".*script#reviewer/ },
+    { name: 'harness with an unknown adapter', texts: { ...valid, harnesses: valid.harnesses.replace('"adapter":"script"', '"adapter":"cursor"') }, message: /^recipes\/harnesses\.json: harnesses\.script\.adapter/ },
+    { name: 'limits with a bad timeout', texts: { ...valid, limits: valid.limits.replace('"1m"', '"a minute"') }, message: /^recipes\/limits\.json: session\.timeout/ },
+    { name: 'not JSON', texts: { ...valid, ladder: '{' }, message: /^recipes\/ladder\.json: \(root\) is not valid JSON/ },
+  ];
+  it('a valid set parses', () => assert.deepEqual(parseRecipes(valid).ladder, ['script#reviewer']));
+  for (const { name, texts, message } of broken) {
+    it(`refuses: ${name}, naming file and field`, () => {
+      assert.throws(() => parseRecipes(texts), (error: unknown) => error instanceof RecipeError && message.test(error.message));
+    });
+  }
+});

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { nextRung } from '../../workflows/policies/model-ladder';
+import { decideNext, type AttemptRecord, type SessionDecision } from '../../workflows/policies/session-policy';
+
+const ladder = ['a#1', 'b#2', 'c#3'];
+const attempt = (harnessModel: string, kind: AttemptRecord['class']): AttemptRecord => ({ harnessModel, class: kind });
+
+const table: { name: string; attempts: AttemptRecord[]; live?: boolean; maxRespawns?: number; maxAttempts?: number; expected: Partial<SessionDecision> }[] = [
+  { name: 'delivered → done', attempts: [attempt('a#1', 'delivered')], expected: { action: 'done' } },
+  { name: 'live session → wait, never a successor', attempts: [attempt('a#1', 'crashed')], live: true, expected: { action: 'wait' } },
+  { name: 'done-undelivered → collect', attempts: [attempt('a#1', 'done-undelivered')], expected: { action: 'collect' } },
+  { name: 'first failure → respawn the same model', attempts: [attempt('a#1', 'died-before-first-turn')], expected: { action: 'respawn', harnessModel: 'a#1' } },
+  {
+    name: 'same class again beyond maxRespawns → escalate one index',
+    attempts: [attempt('a#1', 'crashed'), attempt('a#1', 'crashed')],
+    expected: { action: 'escalate', harnessModel: 'b#2', fromIndex: 0, toIndex: 1 },
+  },
+  {
+    name: 'different classes on one model → respawn (not yet repeated)',
+    attempts: [attempt('a#1', 'crashed'), attempt('a#1', 'timeout')],
+    expected: { action: 'respawn', harnessModel: 'a#1' },
+  },
+  {
+    name: 'escalation continues one index at a time',
+    attempts: [attempt('a#1', 'crashed'), attempt('a#1', 'crashed'), attempt('b#2', 'crashed'), attempt('b#2', 'crashed')],
+    maxAttempts: 10,
+    expected: { action: 'escalate', harnessModel: 'c#3', fromIndex: 1, toIndex: 2 },
+  },
+  {
+    name: 'top of the ladder → give up',
+    attempts: [attempt('c#3', 'crashed'), attempt('c#3', 'crashed')],
+    expected: { action: 'give-up' },
+  },
+  { name: 'off the ladder → give up after respawns', attempts: [attempt('x#9', 'oom'), attempt('x#9', 'oom')], expected: { action: 'give-up' } },
+  { name: 'maxRespawns 0 → escalate at once', attempts: [attempt('a#1', 'timeout')], maxRespawns: 0, expected: { action: 'escalate', harnessModel: 'b#2' } },
+  { name: 'attempt limit → give up', attempts: [attempt('a#1', 'crashed'), attempt('a#1', 'timeout')], maxAttempts: 2, expected: { action: 'give-up' } },
+  {
+    name: 'lost host → respawn without counting toward escalation',
+    attempts: [attempt('a#1', 'lost-host'), attempt('a#1', 'lost-host'), attempt('a#1', 'lost-host')],
+    expected: { action: 'respawn', harnessModel: 'a#1' },
+  },
+  { name: 'no evidence counts as a failure class', attempts: [attempt('a#1', 'no-evidence'), attempt('a#1', 'no-evidence')], expected: { action: 'escalate', harnessModel: 'b#2' } },
+  { name: 'budget exhausted → give up (the run pauses or stops)', attempts: [attempt('a#1', 'budget-exhausted')], expected: { action: 'give-up' } },
+];
+
+describe('decideNext', () => {
+  for (const { name, attempts, live, maxRespawns, maxAttempts, expected } of table) {
+    it(name, () => {
+      const decision = decideNext({ attempts, ladder, live: live ?? false, maxRespawns: maxRespawns ?? 1, maxAttempts: maxAttempts ?? 6 });
+      for (const [key, value] of Object.entries(expected)) assert.equal((decision as Record<string, unknown>)[key], value, `${key} in ${JSON.stringify(decision)}`);
+    });
+  }
+});
+
+describe('nextRung', () => {
+  const cases = [
+    { input: 'a#1', expected: { harnessModel: 'b#2', index: 1 } },
+    { input: 'b#2', expected: { harnessModel: 'c#3', index: 2 } },
+    { input: 'c#3', expected: undefined },
+    { input: 'z#0', expected: undefined },
+  ];
+  for (const { input, expected } of cases) it(`${input} → ${JSON.stringify(expected)}`, () => assert.deepEqual(nextRung(ladder, input), expected));
+});

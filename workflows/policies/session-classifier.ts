@@ -1,0 +1,45 @@
+/**
+ * How an agent session ended, from mechanical facts only. Pure and table-tested.
+ * A valid result counts as a delivery whatever the exit code: the evidence (commits,
+ * gates) decides later, never the agent's exit code or its summary.
+ */
+export const SessionClass = {
+  delivered: 'delivered',
+  diedBeforeFirstTurn: 'died-before-first-turn',
+  crashed: 'crashed',
+  oom: 'oom',
+  timeout: 'timeout',
+  lostHost: 'lost-host',
+  budgetExhausted: 'budget-exhausted',
+  doneUndelivered: 'done-undelivered',
+} as const;
+export type SessionClass = (typeof SessionClass)[keyof typeof SessionClass];
+
+export interface SessionEndFacts {
+  /** Exit code of the container; null when it never exited normally (killed on timeout, host lost). */
+  exitCode: number | null;
+  oomKilled: boolean;
+  timedOut: boolean;
+  /** The host (its worker or Docker daemon) stopped answering before the session ended. */
+  hostLost: boolean;
+  /** The agent printed its first-turn marker (or, for CLI harnesses, any output at all). */
+  sawFirstTurn: boolean;
+  /** Result file or parsed stdout: valid, present but invalid, or missing. */
+  result: 'valid' | 'invalid' | 'missing';
+  /** The workflow has the result (false when a finished container was found but not yet read). */
+  collected: boolean;
+  /** The run's budget was exhausted by this session's usage. */
+  budgetExceeded: boolean;
+}
+
+export function classifySession(facts: SessionEndFacts): SessionClass {
+  if (facts.hostLost) return SessionClass.lostHost;
+  if (facts.oomKilled) return SessionClass.oom;
+  if (facts.timedOut) return SessionClass.timeout;
+  if (facts.result === 'valid') {
+    if (!facts.collected) return SessionClass.doneUndelivered;
+    return facts.budgetExceeded ? SessionClass.budgetExhausted : SessionClass.delivered;
+  }
+  if (!facts.sawFirstTurn) return SessionClass.diedBeforeFirstTurn;
+  return SessionClass.crashed;
+}

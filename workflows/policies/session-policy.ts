@@ -1,0 +1,71 @@
+import { nextRung } from './model-ladder';
+import type { SessionClass } from './session-classifier';
+
+/** A failure the evidence gate adds: the agent claimed success but the worktree gained no commit. */
+export type AttemptClass = SessionClass | 'no-evidence';
+
+export interface AttemptRecord {
+  harnessModel: string;
+  class: AttemptClass;
+}
+
+export interface SessionPolicyInput {
+  attempts: readonly AttemptRecord[];
+  ladder: readonly string[];
+  /** Respawns of one harness#model for the same failure class before escalating. */
+  maxRespawns: number;
+  /** Containers per session in all. */
+  maxAttempts: number;
+  /** The latest session's container is still running (a reattached, live session). */
+  live: boolean;
+}
+
+export type SessionDecision =
+  | { action: 'done' }
+  | { action: 'wait'; reason: string }
+  | { action: 'collect'; reason: string }
+  | { action: 'respawn'; harnessModel: string; reason: string }
+  | { action: 'escalate'; harnessModel: string; fromIndex: number; toIndex: number; reason: string }
+  | { action: 'give-up'; reason: string };
+
+/**
+ * What to do after a session attempt ended. Reuse first: a live session is waited
+ * on and a done-but-undelivered one is collected, never given a successor. Then
+ * respawn the same harness#model (bounded), then escalate one ladder index when the
+ * same class of failure repeats. A lost host is not the model's fault: it is
+ * respawned without counting toward escalation.
+ */
+export function decideNext(input: SessionPolicyInput): SessionDecision {
+  const last = input.attempts[input.attempts.length - 1];
+  if (!last) return { action: 'respawn', harnessModel: input.ladder[0] ?? '', reason: 'no attempt yet' };
+  if (input.live) return { action: 'wait', reason: 'the session is still running; it gets no successor' };
+  if (last.class === 'done-undelivered') return { action: 'collect', reason: 'the session finished with a result that was not collected' };
+  if (last.class === 'delivered') return { action: 'done' };
+  if (last.class === 'budget-exhausted') return { action: 'give-up', reason: 'the run budget is exhausted' };
+  if (input.attempts.length >= input.maxAttempts) {
+    return { action: 'give-up', reason: `${input.attempts.length} attempts reached the limit of ${input.maxAttempts}` };
+  }
+  if (last.class === 'lost-host') return { action: 'respawn', harnessModel: last.harnessModel, reason: 'the host was lost' };
+
+  // Failures of this class on this harness#model since the session last changed model.
+  let sameClass = 0;
+  for (let index = input.attempts.length - 1; index >= 0; index -= 1) {
+    const attempt = input.attempts[index]!;
+    if (attempt.harnessModel !== last.harnessModel) break;
+    if (attempt.class === last.class) sameClass += 1;
+  }
+  if (sameClass <= input.maxRespawns) {
+    return { action: 'respawn', harnessModel: last.harnessModel, reason: `${last.class} (${sameClass} of ${input.maxRespawns + 1} before escalating)` };
+  }
+  const rung = nextRung(input.ladder, last.harnessModel);
+  if (!rung) {
+    return { action: 'give-up', reason: `${last.class} repeated on ${last.harnessModel}, which has no higher rung on the ladder` };
+  }
+  return {
+    action: 'escalate',
+    harnessModel: rung.harnessModel,
+    fromIndex: rung.index - 1,
+    toIndex: rung.index,
+    reason: `${last.class} repeated ${sameClass} times on ${last.harnessModel}`,
+  };
+}
