@@ -39,6 +39,8 @@ export interface ContainerResult {
   oomKilled: boolean;
   timedOut: boolean;
   reattached: boolean;
+  /** The container had already exited when this attempt found it (its result was never collected). */
+  foundFinished: boolean;
   durationMs: number;
 }
 
@@ -105,6 +107,8 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
         SecurityOpt: ['no-new-privileges'],
         Tmpfs: { '/tmp': 'rw,exec,nosuid,size=1g' },
         Memory: spec.memoryBytes ?? 2 * 1024 ** 3,
+        // No swap beyond the memory limit: over the limit means OOM, not a slow crawl.
+        MemorySwap: spec.memoryBytes ?? 2 * 1024 ** 3,
         NanoCpus: spec.nanoCpus ?? 2e9,
         PidsLimit: spec.pidsLimit ?? 512,
       },
@@ -112,6 +116,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   }
   context.heartbeat({ containerId: container.id });
   let state = (await container.inspect()).State;
+  const foundFinished = Boolean(existing) && state.Status === 'exited';
   if (state.Status === 'created') {
     await container.start();
     state = (await container.inspect()).State;
@@ -149,6 +154,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     oomKilled: final.OOMKilled,
     timedOut,
     reattached: Boolean(existing),
+    foundFinished,
     durationMs: Math.max(0, Date.parse(final.FinishedAt) - startedAt),
   };
 }
@@ -159,4 +165,25 @@ export async function removeRunContainers(docker: Docker, runId: string): Promis
   const found = await docker.listContainers({ all: true, filters: JSON.stringify(filters) });
   for (const info of found) await docker.getContainer(info.Id).remove({ force: true });
   return found.map((info) => info.Id);
+}
+
+/** Splits Docker's multiplexed log stream (8-byte frame headers) into stdout and stderr. */
+export function demuxDockerLog(buffer: Buffer): { stdout: string; stderr: string } {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  let offset = 0;
+  while (offset + 8 <= buffer.length) {
+    const stream = buffer[offset];
+    const size = buffer.readUInt32BE(offset + 4);
+    const frame = buffer.subarray(offset + 8, offset + 8 + size);
+    (stream === 2 ? err : out).push(frame);
+    offset += 8 + size;
+  }
+  return { stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+}
+
+/** The whole stdout of a finished container (up to 32 MiB), without timestamps. */
+export async function containerStdout(docker: Docker, containerId: string): Promise<string> {
+  const raw = await docker.getContainer(containerId).logs({ stdout: true, stderr: false, follow: false });
+  return demuxDockerLog(raw.subarray(0, 32 * 1024 * 1024)).stdout;
 }

@@ -5,6 +5,7 @@ import type Docker from 'dockerode';
 import type { GateSuite } from '../core/gate-file';
 import type { GateSuiteResult } from '../core/types';
 import { labelKeys, removeRunContainers, runStepContainer } from './containers';
+import { containerUser, handToContainerUser } from './git';
 import { dataRef, mirrorPath, recordInManifest, runPaths } from './run-store';
 
 export interface GateActivityDeps {
@@ -25,9 +26,6 @@ export interface RunGateSuiteInput {
   /** Gate round (1 for the first gate, 2 after a fixup…): part of the step's identity. */
   round: number;
 }
-
-/** The uid the container runs as: the worker's own, or the image's `tarmac` user (1000) when the worker is root. */
-const unprivileged = { uid: 1000, gid: 1000 };
 
 async function run(command: string, args: string[], options: { cwd?: string; input?: NodeJS.ReadableStream } = {}): Promise<void> {
   await new Promise<void>((resolve, reject) => {
@@ -54,8 +52,7 @@ async function exportTree(mirror: string, commitSha: string, dir: string): Promi
 }
 
 export function createGateActivities({ dataDir, hostId, docker }: GateActivityDeps) {
-  const asRoot = process.getuid?.() === 0;
-  const user = asRoot ? unprivileged : { uid: process.getuid?.() ?? 1000, gid: process.getgid?.() ?? 1000 };
+  const user = containerUser();
 
   return {
     /**
@@ -84,7 +81,7 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
         // A fresh attempt gets a fresh snapshot; a reattached one keeps the tree its container is using.
         await recordInManifest(paths.manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [snapshot] });
         await exportTree(mirrorPath(dataDir, repo), commitSha, snapshot);
-        if (asRoot) await run('chown', ['-R', `${user.uid}:${user.gid}`, snapshot]);
+        await handToContainerUser(snapshot);
       }
       const result = await runStepContainer(docker, {
         labels,

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { access, mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { ApplicationFailure, log } from '@temporalio/activity';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import { FailureType } from '../core/errors';
@@ -9,11 +10,34 @@ import type { BranchHead, GateSuiteResult } from '../core/types';
 import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-store';
 
 /**
- * Git for automation: rerere is off so a remembered resolution can never silently
- * replace a real one. The mirror is ours (made by `git init --bare`), so it carries no hooks.
+ * Settings of every git command Tarmac runs. rerere is off so a remembered
+ * resolution can never silently replace a real one. `safe.directory=*` because run
+ * workspaces are handed to the agents' uid and Tarmac's own git must still work on
+ * them. The mirror is ours (made by `git init --bare`), so it carries no hooks.
  */
+const automationSettings = ['rerere.enabled=false', 'advice.detachedHead=false', 'safe.directory=*'];
+
+/** Git for automation (simple-git with the settings above). */
 export function automationGit(baseDir: string): SimpleGit {
-  return simpleGit({ baseDir, config: ['rerere.enabled=false', 'advice.detachedHead=false'] });
+  return simpleGit({ baseDir, config: automationSettings });
+}
+
+/** The uid:gid agents and gate suites run as when the worker is root (the images' `tarmac` user). */
+export const agentUser = { uid: 1000, gid: 1000 };
+
+/** The uid:gid containers run as: the worker's own, or `agentUser` when the worker is root. */
+export function containerUser(): { uid: number; gid: number } {
+  return process.getuid?.() === 0 ? agentUser : { uid: process.getuid?.() ?? agentUser.uid, gid: process.getgid?.() ?? agentUser.gid };
+}
+
+/** Hands a directory to the containers' user (only needed, and only possible, as root). */
+export async function handToContainerUser(path: string): Promise<void> {
+  if (process.getuid?.() !== 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('chown', ['-R', `${agentUser.uid}:${agentUser.gid}`, path], { stdio: 'ignore' });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`chown ${path} exited ${code}`))));
+  });
 }
 
 export interface GitActivityDeps {
@@ -83,10 +107,25 @@ function fetchFailure(repo: string, error: Error): Error {
 
 async function gitExitCode(baseDir: string, args: string[]): Promise<number> {
   return await new Promise((resolve, reject) => {
-    const child = spawn('git', ['-C', baseDir, ...args], { stdio: 'ignore' });
+    const child = spawn('git', [...automationSettings.flatMap((setting) => ['-c', setting]), '-C', baseDir, ...args], { stdio: 'ignore' });
     child.on('error', reject);
     child.on('close', (code) => resolve(code ?? 1));
   });
+}
+
+/**
+ * A run's workspace: a clone of the mirror that shares its objects (`--shared`, read
+ * through alternates), detached at `sha`, owned by the containers' user. Agents commit
+ * into the workspace's own object store; the mirror stays read-only to them. A retried
+ * attempt finds the workspace it made before and keeps it.
+ */
+export async function ensureWorkspace(mirror: string, path: string, sha: string): Promise<void> {
+  if (existsSync(join(path, '.git')) && (await gitExitCode(path, ['rev-parse', '--verify', 'HEAD'])) === 0) return;
+  await rm(path, { recursive: true, force: true });
+  await mkdir(dirname(path), { recursive: true });
+  await automationGit(dirname(path)).raw(['clone', '--quiet', '--shared', '--no-checkout', mirror, path]);
+  await automationGit(path).raw(['checkout', '--quiet', '--detach', sha]);
+  await handToContainerUser(path);
 }
 
 export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
@@ -161,17 +200,31 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
         { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
         { worktrees: [paths.worktree] },
       );
-      const git = automationGit(mirror);
-      // A retried attempt finds the worktree it made before; anything else there is not ours to reuse.
-      const existing = await gitExitCode(paths.worktree, ['rev-parse', '--verify', 'HEAD']);
-      if (existing !== 0) await git.raw(['worktree', 'add', '--detach', paths.worktree, headSha]);
+      await ensureWorkspace(mirror, paths.worktree, headSha);
       const worktreeHead = (await automationGit(paths.worktree).revparse(['HEAD'])).trim();
       if (worktreeHead !== headSha) {
-        throw new Error(`run worktree ${paths.worktree} is at ${worktreeHead}, expected ${headSha}`);
+        throw new Error(`run workspace ${paths.worktree} is at ${worktreeHead}, expected ${headSha}`);
       }
+      const git = automationGit(mirror);
       const treeSha = (await git.revparse([`${headSha}^{tree}`])).trim();
       const commitsOverTarget = Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim());
       return { headSha, treeSha, commitsOverTarget };
+    },
+
+    /**
+     * A workspace for a session that is not part of a landing: fetch `ref` into the
+     * mirror and make the run workspace at it. Returns the host (sessions pin to it)
+     * and the base commit against which the session's commits are counted.
+     */
+    prepareSessionWorkspace: async ({ runId, repo, ref }: { runId: string; repo: string; ref: string }): Promise<{ hostId: string; baseSha: string }> => {
+      const mirror = await ensureMirror(repo);
+      await fetchRefs(mirror, repo, [ref]);
+      const baseSha = (await automationGit(mirror).revparse([`refs/remotes/origin/${ref}^{commit}`])).trim();
+      const paths = runPaths(dataDir, runId);
+      await mkdir(paths.runDir, { recursive: true });
+      await recordInManifest(paths.manifest, { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { worktrees: [paths.worktree] });
+      await ensureWorkspace(mirror, paths.worktree, baseSha);
+      return { hostId, baseSha };
     },
 
     /**
@@ -235,11 +288,8 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
       const removed: string[] = [];
       const inside = (path: string) => path.startsWith(`${paths.runDir}/`);
       for (const worktree of manifest.worktrees.filter(inside)) {
-        if ((await gitExitCode(manifest.mirror, ['worktree', 'remove', '--force', worktree])) === 0) removed.push(worktree);
-        else {
-          await rm(worktree, { recursive: true, force: true });
-          removed.push(worktree);
-        }
+        await rm(worktree, { recursive: true, force: true });
+        removed.push(worktree);
       }
       for (const dir of manifest.dirs.filter(inside)) {
         await rm(dir, { recursive: true, force: true });

@@ -1,13 +1,18 @@
 import type Docker from 'dockerode';
+import { join } from 'node:path';
+import type { SessionOutcome } from '../core/session-types';
 import type { LandingOutcome } from '../core/types';
 import { createGateActivities } from './gates';
 import { createGitActivities } from './git';
+import { createSessionActivities } from './sessions';
 import { runPaths, writeFileAtomic } from './run-store';
 
 export interface ActivityDeps {
   dataDir: string;
   hostId: string;
   docker: Docker;
+  /** Recipes directory; default the repository's `recipes/`. */
+  recipesDir?: string;
 }
 
 /**
@@ -17,12 +22,16 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   const git = createGitActivities(deps);
   const gates = createGateActivities(deps);
+  const sessions = createSessionActivities(deps);
   return {
     'capsule.inspectTarget': git.inspectTarget,
     'capsule.prepareRun': git.prepareRun,
     'capsule.verifyLanding': git.verifyLanding,
     'capsule.fastForwardTarget': git.fastForwardTarget,
+    'capsule.prepareSessionWorkspace': git.prepareSessionWorkspace,
     'gate.runSuite': gates.runGateSuite,
+    'session.validateDispatch': sessions.validateDispatch,
+    'session.run': sessions.runSession,
     /** Removes what the manifest lists and the run's labelled containers; keeps logs and the outcome. */
     async 'capsule.cleanupRun'({ runId }: { runId: string }): Promise<{ removedPaths: string[]; removedContainers: number }> {
       const { removed } = await gates.removeRunContainers({ runId });
@@ -30,8 +39,9 @@ export function createActivities(deps: ActivityDeps) {
       return { removedPaths: files.removed, removedContainers: removed };
     },
     /** Stores the outcome next to the run's logs, so it outlives Temporal's retention. */
-    async 'capsule.recordOutcome'({ outcome }: { outcome: LandingOutcome }): Promise<{ path: string }> {
-      const path = runPaths(deps.dataDir, outcome.runId).outcome;
+    async 'capsule.recordOutcome'({ outcome, name }: { outcome: LandingOutcome | SessionOutcome; name?: string }): Promise<{ path: string }> {
+      const paths = runPaths(deps.dataDir, outcome.runId);
+      const path = name ? join(paths.runDir, `${name}.json`) : paths.outcome;
       await writeFileAtomic(path, `${JSON.stringify(outcome, null, 2)}\n`);
       return { path };
     },

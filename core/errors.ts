@@ -16,6 +16,10 @@ export const FailureType = {
   targetMoved: 'TARMAC_TARGET_MOVED',
   /** The branch is not a descendant of the target head (rebase needed). */
   notFastForward: 'TARMAC_NOT_FAST_FORWARD',
+  /** A harness#model is not in the registry (the message names the nearest known ones). */
+  unknownModel: 'TARMAC_UNKNOWN_MODEL',
+  /** A request (session, limits, budget) is invalid; the message names the field. */
+  invalidRequest: 'TARMAC_INVALID_REQUEST',
   /** The run's manifest is missing or unreadable. */
   manifestInvalid: 'TARMAC_MANIFEST_INVALID',
 } as const;

@@ -28,3 +28,11 @@ export function gateSuite(suiteTimeoutMs: number): ActivityOptions {
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 20, nonRetryableErrorTypes: permanent },
   };
 }
+
+/**
+ * One agent session attempt in a container; like a gate suite it heartbeats the
+ * container id and a retry reattaches instead of spawning a successor.
+ */
+export function sessionRun(sessionTimeoutMs: number): ActivityOptions {
+  return gateSuite(sessionTimeoutMs);
+}

@@ -1,2 +1,3 @@
 /** The workflow bundle's entry: every workflow type the worker registers. */
 export { landing } from './landing';
+export { agentSession } from './agent-session';

@@ -1,4 +1,4 @@
-import { containerPaths, jsonLines, num, withPrompt, type HarnessAdapter } from './types';
+import { containerPaths, jsonLines, num, text, withPrompt, type HarnessAdapter } from './types';
 
 /**
  * Claude Code: `claude -p <prompt> --output-format json` prints one result object:
@@ -21,7 +21,7 @@ export const claudeCode: HarnessAdapter = {
       ok: true,
       result: {
         status: failed ? 'error' : 'ok',
-        summary: typeof result.result === 'string' ? result.result : String(result.subtype ?? ''),
+        summary: text(result.result, text(result.subtype, '')),
         usage: {
           inputTokens: num(usage.input_tokens) + num(usage.cache_creation_input_tokens) + num(usage.cache_read_input_tokens),
           outputTokens: num(usage.output_tokens),

@@ -1,4 +1,4 @@
-import { containerPaths, jsonLines, num, withPrompt, type HarnessAdapter } from './types';
+import { containerPaths, jsonLines, num, text, withPrompt, type HarnessAdapter } from './types';
 
 /**
  * Codex: `codex exec --json` prints JSONL events: `turn.completed` with
@@ -17,7 +17,7 @@ export const codex: HarnessAdapter = {
     const events = jsonLines(stdout);
     let inputTokens = 0;
     let outputTokens = 0;
-    let text = '';
+    let message = '';
     let error: string | undefined;
     let completed = false;
     for (const event of events) {
@@ -29,13 +29,13 @@ export const codex: HarnessAdapter = {
         outputTokens += num(usage.output_tokens);
       } else if (event.type === 'item.completed') {
         const item = (event.item ?? {}) as Record<string, unknown>;
-        if (item.type === 'agent_message' && typeof item.text === 'string') text = item.text;
+        if (item.type === 'agent_message' && typeof item.text === 'string') message = item.text;
       } else if (event.type === 'turn.failed' || event.type === 'error') {
         const detail = (event.error ?? {}) as Record<string, unknown>;
-        error = String(detail.message ?? event.message ?? 'codex turn failed');
+        error = text(detail.message, text(event.message, 'codex turn failed'));
       }
     }
     if (!completed && !error) return { ok: false, problem: 'codex printed no completed turn' };
-    return { ok: true, result: { status: error ? 'error' : 'ok', summary: error ?? text, usage: { inputTokens, outputTokens, costUsd: 0 } } };
+    return { ok: true, result: { status: error ? 'error' : 'ok', summary: error ?? message, usage: { inputTokens, outputTokens, costUsd: 0 } } };
   },
 };

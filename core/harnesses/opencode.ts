@@ -1,4 +1,4 @@
-import { jsonLines, num, withPrompt, containerPaths, type HarnessAdapter } from './types';
+import { containerPaths, jsonLines, num, text, withPrompt, type HarnessAdapter } from './types';
 
 /**
  * opencode: `opencode run --format json` prints JSONL events. Each `step_finish`
@@ -14,7 +14,7 @@ export const opencode: HarnessAdapter = {
     let inputTokens = 0;
     let outputTokens = 0;
     let costUsd = 0;
-    let text = '';
+    let said = '';
     let error: string | undefined;
     let finished = false;
     for (const event of events) {
@@ -27,14 +27,14 @@ export const opencode: HarnessAdapter = {
         outputTokens += num(tokens.output) + num(tokens.reasoning);
         costUsd += num(part.cost);
       } else if (event.type === 'text' && typeof part.text === 'string') {
-        text = part.text;
+        said = part.text;
       } else if (event.type === 'error') {
         const detail = (event.error ?? {}) as Record<string, unknown>;
         const data = (detail.data ?? {}) as Record<string, unknown>;
-        error = String(data.message ?? detail.message ?? detail.name ?? 'error');
+        error = text(data.message, text(detail.message, text(detail.name, 'error')));
       }
     }
     if (!finished && !error) return { ok: false, problem: 'opencode stopped before finishing a step' };
-    return { ok: true, result: { status: error ? 'error' : 'ok', summary: error ?? text, usage: { inputTokens, outputTokens, costUsd } } };
+    return { ok: true, result: { status: error ? 'error' : 'ok', summary: error ?? said, usage: { inputTokens, outputTokens, costUsd } } };
   },
 };

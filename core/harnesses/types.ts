@@ -44,3 +44,6 @@ export function jsonLines(stdout: string): Record<string, unknown>[] {
 }
 
 export const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0);
+
+/** A string field of a parsed event, or the fallback when it is anything else. */
+export const text = (value: unknown, fallback: string): string => (typeof value === 'string' && value ? value : fallback);

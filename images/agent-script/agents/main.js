@@ -9,7 +9,7 @@ const { execFileSync } = require('node:child_process');
 const taskFile = process.env.TARMAC_TASK_FILE || '/tarmac/task.json';
 const outDir = process.env.TARMAC_OUT_DIR || '/tarmac/out';
 const workspace = process.env.TARMAC_WORKSPACE || '/workspace';
-const usage = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
+let usage = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
 
 function firstTurn() {
   // The marker the session classifier looks for: the agent got as far as its first turn.
@@ -71,14 +71,23 @@ function fix(task) {
 
 async function main() {
   const behaviour = process.argv[2] || process.env.TARMAC_MODEL || 'reviewer';
+  const attempt = Number(process.env.TARMAC_ATTEMPT || '1');
   if (behaviour === 'die-before-first-turn') process.exit(3);
+  // Dies before its first turn on the first attempt only: a cold-start failure a respawn cures.
+  if (behaviour === 'flaky-start' && attempt === 1) process.exit(3);
   const task = JSON.parse(fs.readFileSync(taskFile, 'utf8'));
+  if (task.reportUsage) usage = { ...usage, ...task.reportUsage };
   firstTurn();
   switch (behaviour) {
     case 'reviewer':
+    case 'flaky-start':
       return deliver(review(task));
     case 'fixer':
+    case 'resolver':
       return deliver(fix(task));
+    case 'claims-success':
+      // Says it is done without changing anything: completion must be decided by evidence.
+      return deliver({ status: 'ok', summary: 'all fixed, tests pass' });
     case 'crash':
       process.stderr.write('scripted crash\n');
       process.exit(1);

@@ -1,0 +1,215 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/activity';
+import { Value } from '@sinclair/typebox/value';
+import type Docker from 'dockerode';
+import { FailureType } from '../core/errors';
+import { fieldName } from '../core/gate-file';
+import { parseDuration } from '../core/duration';
+import { checkHarnessModel, splitHarnessModel } from '../core/harness-models';
+import { adapters } from '../core/harnesses';
+import { containerPaths } from '../core/harnesses/types';
+import { BudgetSchema, SessionLimitsSchema, type Budget, type Harness, type SessionLimits } from '../core/recipe-schemas';
+import { loadRecipes } from '../core/recipes';
+import { checkSessionResult, type SessionResult } from '../core/session-result';
+import type { SessionAttemptReport, SessionRole, SessionTask } from '../core/session-types';
+import { containerStdout, labelKeys, runStepContainer } from './containers';
+import { automationGit, containerUser, handToContainerUser } from './git';
+import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
+
+export interface SessionActivityDeps {
+  dataDir: string;
+  hostId: string;
+  docker: Docker;
+  /** Where the recipes live; default the repository's `recipes/`. */
+  recipesDir?: string;
+  /** Where harness secrets come from (model API keys); default the worker's environment. */
+  secrets?: NodeJS.ProcessEnv;
+}
+
+export interface ValidateDispatchInput {
+  harnessModel: string;
+  ladder?: string[];
+  limits?: Partial<SessionLimits>;
+  budget?: Partial<Budget>;
+}
+
+export interface DispatchPlan {
+  recipeVersion: string;
+  ladder: string[];
+  limits: SessionLimits;
+  budget: Budget;
+  /** Only the harnesses this session may use (first model and ladder), without secrets. */
+  harnesses: Record<string, Pick<Harness, 'image' | 'adapter' | 'secrets'>>;
+}
+
+export interface RunSessionInput {
+  runId: string;
+  sessionId: string;
+  attempt: number;
+  role: SessionRole;
+  harnessModel: string;
+  harness: Pick<Harness, 'image' | 'adapter' | 'secrets'>;
+  task: SessionTask;
+  limits: SessionLimits;
+  repo: string;
+  baseSha: string;
+}
+
+/** The marker script agents print when they reach their first turn. */
+const firstTurnMarker = '[tarmac] first-turn';
+
+function invalidRequest(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureType.invalidRequest, message, nonRetryable: true });
+}
+
+export function createSessionActivities({ dataDir, hostId, docker, recipesDir, secrets = process.env }: SessionActivityDeps) {
+  return {
+    /**
+     * Dispatch validation: every harness#model (the first and the whole ladder) is
+     * checked against the registry, and the limits and budget against their schemas,
+     * before any container starts. Unknown models fail with the nearest known names.
+     */
+    validateDispatch: async (input: ValidateDispatchInput): Promise<DispatchPlan> => {
+      const recipes = loadRecipes(recipesDir);
+      const ladder = input.ladder ?? recipes.ladder;
+      const names = [{ field: 'harnessModel', spec: input.harnessModel }, ...ladder.map((spec, index) => ({ field: `ladder[${index}]`, spec }))];
+      for (const { field, spec } of names) {
+        const check = checkHarnessModel(spec, recipes.harnesses);
+        if (!check.ok) {
+          throw ApplicationFailure.create({ type: FailureType.unknownModel, message: `${field}: ${check.message}`, nonRetryable: true, details: [{ field, nearest: check.nearest }] });
+        }
+      }
+      const limits = { ...recipes.limits.session, ...(input.limits ?? {}) };
+      const limitError = Value.Errors(SessionLimitsSchema, limits).First();
+      if (limitError) throw invalidRequest(`limits.${fieldName(limitError.path)} ${limitError.message.toLowerCase()}`);
+      const budget = { ...recipes.limits.budget, ...(input.budget ?? {}) };
+      const budgetError = Value.Errors(BudgetSchema, budget).First();
+      if (budgetError) throw invalidRequest(`budget.${fieldName(budgetError.path)} ${budgetError.message.toLowerCase()}`);
+      const harnesses: DispatchPlan['harnesses'] = {};
+      for (const { spec } of names) {
+        const name = splitHarnessModel(spec)!.harness;
+        const { image, adapter, secrets: secretNames } = recipes.harnesses[name]!;
+        harnesses[name] = { image, adapter, secrets: secretNames };
+      }
+      return { recipeVersion: recipes.version, ladder, limits, budget, harnesses };
+    },
+
+    /**
+     * Runs one attempt of an agent session in its container, or reattaches to it,
+     * and reports everything observable: exit, OOM, timeout, first turn, result
+     * validity, commits added. It judges nothing; the workflow classifies.
+     */
+    runSession: async (input: RunSessionInput): Promise<SessionAttemptReport> => {
+      const { runId, sessionId, attempt, role, harnessModel, harness, task, limits, repo, baseSha } = input;
+      const { model, harness: harnessName } = splitHarnessModel(harnessModel)!;
+      const adapter = adapters[harness.adapter];
+      const paths = runPaths(dataDir, runId);
+      const step = `session-${sessionId}-a${attempt}`;
+      const dir = join(paths.runDir, 'sessions', sessionId, `a${attempt}`);
+      const outDir = join(dir, 'out');
+      const mirror = mirrorPath(dataDir, repo);
+      const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${labelKeys.run}=${runId}`, `${labelKeys.step}=${step}`] }) });
+      if (found.length === 0) {
+        await recordInManifest(paths.manifest, { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, {});
+        await mkdir(outDir, { recursive: true });
+        await writeFile(join(dir, 'task.json'), `${JSON.stringify({ role, model, harness: harnessName, attempt, ...task }, null, 2)}\n`);
+        await writeFile(join(dir, 'prompt.md'), `${task.prompt}\n`);
+        await handToContainerUser(outDir);
+      }
+      const user = containerUser();
+      const secretEnv = harness.secrets.filter((name) => secrets[name]).map((name) => `${name}=${secrets[name]}`);
+      const result = await runStepContainer(docker, {
+        labels: {
+          [labelKeys.run]: runId,
+          [labelKeys.step]: step,
+          [labelKeys.role]: role,
+          'tarmac.session': sessionId,
+          'tarmac.harness': harnessName,
+          'tarmac.model': model,
+          'tarmac.attempt': String(attempt),
+        },
+        image: harness.image,
+        cmd: adapter.command(model),
+        user: `${user.uid}:${user.gid}`,
+        env: [
+          'HOME=/tmp',
+          `TARMAC_ATTEMPT=${attempt}`,
+          `TARMAC_MODEL=${model}`,
+          `TARMAC_ROLE=${role}`,
+          `TARMAC_SESSION=${sessionId}`,
+          'GIT_AUTHOR_NAME=tarmac-agent',
+          'GIT_AUTHOR_EMAIL=agent@tarmac.invalid',
+          'GIT_COMMITTER_NAME=tarmac-agent',
+          'GIT_COMMITTER_EMAIL=agent@tarmac.invalid',
+          ...secretEnv,
+        ],
+        binds: [
+          `${paths.worktree}:${containerPaths.workspace}:rw`,
+          `${join(dir, 'task.json')}:${containerPaths.task}:ro`,
+          `${join(dir, 'prompt.md')}:${containerPaths.prompt}:ro`,
+          `${outDir}:${containerPaths.out}:rw`,
+          // The workspace reads the mirror's objects through alternates; agents cannot write them.
+          `${join(mirror, 'objects')}:${join(mirror, 'objects')}:ro`,
+        ],
+        workingDir: containerPaths.workspace,
+        timeoutMs: parseDuration(limits.timeout) ?? 30 * 60_000,
+        logFile: join(paths.logs, `${step}.log`),
+        memoryBytes: limits.memoryMb * 1024 * 1024,
+        nanoCpus: Math.round(limits.cpus * 1e9),
+        pidsLimit: limits.pids,
+        networkMode: limits.network,
+      });
+
+      const stdout = await containerStdout(docker, result.containerId);
+      const sawFirstTurn = harness.adapter === 'script' ? stdout.includes(firstTurnMarker) : stdout.trim().length > 0;
+      let delivered: SessionResult | undefined;
+      let resultProblem: string | undefined;
+      if (adapter.output === 'result-file') {
+        let text: string | undefined;
+        try {
+          text = await readFile(join(outDir, 'result.json'), 'utf8');
+        } catch {
+          resultProblem = 'result.json is missing';
+        }
+        if (text !== undefined) {
+          try {
+            const check = checkSessionResult(JSON.parse(text));
+            if (check.ok) delivered = check.result;
+            else resultProblem = check.problem;
+          } catch (error) {
+            resultProblem = `result.json is not valid JSON: ${(error as Error).message}`;
+          }
+        }
+      } else {
+        const parsed = adapter.parse(stdout);
+        if (parsed.ok) {
+          delivered = parsed.result;
+          await writeFileAtomic(join(outDir, 'result.json'), `${JSON.stringify(parsed.result, null, 2)}\n`);
+        } else resultProblem = parsed.problem;
+      }
+      const git = automationGit(paths.worktree);
+      const headSha = (await git.revparse(['HEAD'])).trim();
+      const commitsAdded = Number((await git.raw(['rev-list', '--count', `${baseSha}..HEAD`])).trim());
+      return {
+        attempt,
+        harnessModel,
+        containerId: result.containerId,
+        exitCode: result.exitCode,
+        oomKilled: result.oomKilled,
+        timedOut: result.timedOut,
+        reattached: result.reattached,
+        foundFinished: result.foundFinished,
+        durationMs: result.durationMs,
+        sawFirstTurn,
+        ...(delivered ? { result: delivered } : {}),
+        ...(resultProblem ? { resultProblem } : {}),
+        commitsAdded,
+        headSha,
+        logRef: dataRef(dataDir, join(paths.logs, `${step}.log`)),
+      };
+    },
+  };
+}
+
+export type SessionActivities = ReturnType<typeof createSessionActivities>;

@@ -1,0 +1,79 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Client } from '@temporalio/client';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { Type } from '@sinclair/typebox';
+import { ApiErrorCode } from '../../core/errors';
+import { budgetUpdate } from '../../workflows/messages';
+import { ApiError } from '../errors';
+import { ErrorSchema, LandingIdParams } from '../schemas';
+
+const BudgetCommandSchema = Type.Union([
+  Type.Object(
+    {
+      action: Type.Literal('extend'),
+      tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+      costUsd: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+      sessions: Type.Optional(Type.Integer({ minimum: 1 })),
+      wallMs: Type.Optional(Type.Integer({ minimum: 1 })),
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object({ action: Type.Literal('stop') }, { additionalProperties: false }),
+]);
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
+
+function notFound(id: string, error: unknown): never {
+  if (error instanceof WorkflowNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no run ${id}`);
+  throw error;
+}
+
+/** Any run (landing, session, panel…): its status query, and its budget update. */
+export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (app, { client }) => {
+  app.get(
+    '/runs/:id',
+    {
+      schema: {
+        summary: "Status of any run (the workflow's `status` query)",
+        params: LandingIdParams,
+        response: {
+          200: Type.Object({ id: Type.String(), type: Type.String(), workflowStatus: Type.String(), status: Type.Unknown() }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const handle = client.workflow.getHandle(request.params.id);
+      const description = await handle.describe().catch((error: unknown) => notFound(request.params.id, error));
+      const status: unknown = await handle.query('status').catch(() => undefined);
+      return { id: request.params.id, type: description.type, workflowStatus: description.status.name, status: status ?? null };
+    },
+  );
+
+  app.post(
+    '/runs/:id/budget',
+    {
+      schema: {
+        summary: 'Extend the budget of a run paused for it, or stop the run',
+        params: LandingIdParams,
+        body: BudgetCommandSchema,
+        response: { 200: Type.Object({ accepted: Type.Boolean(), budget: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }), ...errors },
+      },
+    },
+    async (request) => {
+      const handle = client.workflow.getHandle(request.params.id);
+      await handle.describe().catch((error: unknown) => notFound(request.params.id, error));
+      try {
+        const result = await handle.executeUpdate(budgetUpdate, { args: [request.body] });
+        return { accepted: result.accepted, ...(result.budget ? { budget: { ...result.budget } } : {}) };
+      } catch (error) {
+        if (error instanceof WorkflowUpdateFailedError) {
+          const message = error.cause instanceof Error ? error.cause.message : 'the update was rejected';
+          throw new ApiError(400, ApiErrorCode.validation, `budget: ${message}`, { field: 'body' });
+        }
+        throw error;
+      }
+    },
+  );
+};

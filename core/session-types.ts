@@ -1,0 +1,117 @@
+/** Types of agent sessions, shared by workflows, activities and the API. Pure data. */
+import type { Budget, SessionLimits } from './recipe-schemas';
+import type { SessionResult, Usage } from './session-result';
+
+export const SessionRole = ['reviewer', 'fixer', 'implementer', 'resolver', 'architect'] as const;
+export type SessionRole = (typeof SessionRole)[number];
+
+/** Roles whose work is code: they complete only if the workspace gained commits. */
+export const rolesThatMustCommit: readonly SessionRole[] = ['fixer', 'implementer', 'resolver'];
+
+/** What the agent is asked to do; written to `/tarmac/task.json` (and the prompt to `/tarmac/prompt.md`). */
+export interface SessionTask {
+  prompt: string;
+  /** Files the task is about (changed files for a reviewer, conflicted files for a resolver). */
+  files?: string[];
+  /** Script harness only: literal edits the scripted fixer applies and commits. */
+  edits?: { file: string; find?: string; replace: string }[];
+  /** Script harness only: how long `slow` waits before delivering. */
+  slowMs?: number;
+  /** Script harness only: usage the scripted agent reports (to exercise budgets). */
+  reportUsage?: Usage;
+}
+
+/** Where the session works: a landing's run workspace, or a fresh one made from repo + ref. */
+export type SessionWorkspace =
+  | { kind: 'run'; repo: string; hostId: string; baseSha: string }
+  | { kind: 'fresh'; repo: string; ref: string };
+
+export interface SessionRequest {
+  /** The run the session belongs to: its workspace is `runs/<runId>/worktree`; containers carry `tarmac.run`. */
+  runId: string;
+  sessionId: string;
+  role: SessionRole;
+  /** harness#model of the first attempt. */
+  harnessModel: string;
+  task: SessionTask;
+  workspace: SessionWorkspace;
+  /** Ladder override (validated like the recipe's); default the recipe ladder. */
+  ladder?: string[];
+  /** Overrides of the recipe's session limits. */
+  limits?: Partial<SessionLimits>;
+  /** Overrides of the recipe's run budget. */
+  budget?: Partial<Budget>;
+}
+
+/** Everything the session activity observed about one container. */
+export interface SessionAttemptReport {
+  attempt: number;
+  harnessModel: string;
+  containerId: string;
+  exitCode: number | null;
+  oomKilled: boolean;
+  timedOut: boolean;
+  /** The container was found running or finished from an earlier activity attempt. */
+  reattached: boolean;
+  /** It had already exited when found: a done session whose result had not been collected. */
+  foundFinished: boolean;
+  durationMs: number;
+  sawFirstTurn: boolean;
+  result?: SessionResult;
+  resultProblem?: string;
+  commitsAdded: number;
+  headSha: string;
+  logRef: string;
+}
+
+export interface SessionMeters {
+  sessionsSpawned: number;
+  respawns: number;
+  escalations: number;
+  reattachments: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  wallTimeMs: number;
+  capsulesRun: number;
+  budgetPauses: number;
+}
+
+export interface SessionDecisionRecord {
+  afterAttempt: number;
+  action: 'done' | 'wait' | 'collect' | 'respawn' | 'escalate' | 'give-up' | 'pause' | 'resume' | 'stop';
+  harnessModel?: string;
+  reason: string;
+}
+
+export interface SessionOutcome {
+  status: 'delivered' | 'failed' | 'invalid-request' | 'budget-exhausted' | 'cancelled';
+  summary: string;
+  runId: string;
+  sessionId: string;
+  role: SessionRole;
+  harnessModel: string;
+  attempts: (SessionAttemptReport & { class: string })[];
+  decisions: SessionDecisionRecord[];
+  result?: SessionResult;
+  headSha?: string;
+  failure?: { type: string; message: string };
+  meters: SessionMeters;
+  recipeVersion?: string;
+}
+
+/** The budget update's argument: raise limits, or stop the run. */
+export type BudgetCommand =
+  | { action: 'extend'; tokens?: number; costUsd?: number; sessions?: number; wallMs?: number }
+  | { action: 'stop' };
+
+export interface SessionStatusView {
+  state: 'validating' | 'preparing' | 'running' | 'paused-budget' | 'done';
+  attempt: number;
+  harnessModel: string;
+  budget?: { tokens: number; costUsd: number; sessions: number; wallMs: number; onExhausted: 'pause' | 'stop' };
+  pausedFor?: string;
+  decisions: SessionDecisionRecord[];
+  meters: SessionMeters;
+  outcome?: SessionOutcome;
+}

@@ -1,0 +1,269 @@
+import { CancellationScope, condition, isCancellation, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { DispatchPlan } from '../activities/sessions';
+import { parseDuration } from '../core/duration';
+import { hostQueue } from '../core/queues';
+import {
+  rolesThatMustCommit,
+  type BudgetCommand,
+  type SessionAttemptReport,
+  type SessionDecisionRecord,
+  type SessionMeters,
+  type SessionOutcome,
+  type SessionRequest,
+  type SessionStatusView,
+} from '../core/session-types';
+import { capsule, sessionRun } from './activity-options';
+import { budgetUpdate, sessionStatusQuery } from './messages';
+import { budgetExhausted, type BudgetLimits } from './policies/budget';
+import { classifySession } from './policies/session-classifier';
+import { decideNext, type AttemptClass } from './policies/session-policy';
+import { searchAttributes } from './search-attributes';
+
+function emptyMeters(): SessionMeters {
+  return { sessionsSpawned: 0, respawns: 0, escalations: 0, reattachments: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0, capsulesRun: 0, budgetPauses: 0 };
+}
+
+function failureOf(error: unknown): { type: string; message: string } {
+  const cause = (error as { cause?: { type?: string; message?: string } }).cause;
+  return { type: cause?.type ?? 'TARMAC_INTERNAL', message: cause?.message ?? (error instanceof Error ? error.message : String(error)) };
+}
+
+/**
+ * agentSession: validate harness#model → prepare (or use the run's workspace) →
+ * attempt → classify → evidence gate → policy (collect / respawn / escalate / give up),
+ * with meters and a budget that pauses or stops the run when spent.
+ */
+export async function agentSession(request: SessionRequest): Promise<SessionOutcome> {
+  const { taskQueue } = workflowInfo();
+  const started = Date.now();
+  const meters = emptyMeters();
+  const decisions: SessionDecisionRecord[] = [];
+  const attempts: SessionOutcome['attempts'] = [];
+  let state: SessionStatusView['state'] = 'validating';
+  let harnessModel = request.harnessModel;
+  let budget: (BudgetLimits & { onExhausted: 'pause' | 'stop' }) | undefined;
+  let pausedFor: string | undefined;
+  let pendingCommand: BudgetCommand | undefined;
+  let outcome: SessionOutcome | undefined;
+
+  setHandler(sessionStatusQuery, () => ({
+    state,
+    attempt: attempts.length,
+    harnessModel,
+    ...(budget ? { budget } : {}),
+    ...(pausedFor ? { pausedFor } : {}),
+    decisions: [...decisions],
+    meters: { ...meters, wallTimeMs: outcome?.meters.wallTimeMs ?? Date.now() - started },
+    ...(outcome ? { outcome } : {}),
+  }));
+  setHandler(
+    budgetUpdate,
+    (command) => {
+      pendingCommand = command;
+      return { accepted: true, budget };
+    },
+    {
+      validator: (command: BudgetCommand) => {
+        if (command?.action === 'stop') return;
+        if (command?.action !== 'extend') throw new Error('action must be "extend" or "stop"');
+        const amounts = [command.tokens, command.costUsd, command.sessions, command.wallMs];
+        if (amounts.every((value) => value === undefined)) throw new Error('extend needs at least one of tokens, costUsd, sessions, wallMs');
+        if (amounts.some((value) => value !== undefined && !(typeof value === 'number' && value > 0))) throw new Error('extensions must be positive numbers');
+        if (!pausedFor) throw new Error('the run is not paused for its budget');
+      },
+    },
+  );
+
+  const finish = (status: SessionOutcome['status'], summary: string, extra: Partial<SessionOutcome> = {}): SessionOutcome => {
+    meters.wallTimeMs = Date.now() - started;
+    state = 'done';
+    pausedFor = undefined;
+    outcome = {
+      status,
+      summary,
+      runId: request.runId,
+      sessionId: request.sessionId,
+      role: request.role,
+      harnessModel,
+      attempts: [...attempts],
+      decisions: [...decisions],
+      meters: { ...meters },
+      ...extra,
+    };
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: status }]);
+    return outcome;
+  };
+
+  const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
+  let plan: DispatchPlan;
+  try {
+    meters.capsulesRun += 1;
+    plan = await shared['session.validateDispatch']({
+      harnessModel: request.harnessModel,
+      ...(request.ladder ? { ladder: request.ladder } : {}),
+      ...(request.limits ? { limits: request.limits } : {}),
+      ...(request.budget ? { budget: request.budget } : {}),
+    });
+  } catch (error) {
+    const failure = failureOf(error);
+    return finish('invalid-request', `not dispatched: ${failure.message}; no container was started`, { failure });
+  }
+  budget = {
+    tokens: plan.budget.tokens,
+    costUsd: plan.budget.costUsd,
+    sessions: plan.budget.sessions,
+    wallMs: parseDuration(plan.budget.wall) ?? 8 * 3_600_000,
+    onExhausted: plan.budget.onExhausted,
+  };
+
+  let host: Activities | undefined;
+  try {
+    return await runAttempts();
+  } finally {
+    // A session that made its own workspace cleans up after itself (manifest and labels only)
+    // and stores its outcome; inside a landing, the landing does both.
+    const cleaner = host;
+    if (cleaner && request.workspace.kind === 'fresh' && outcome) {
+      const record = outcome;
+      await CancellationScope.nonCancellable(async () => {
+        meters.capsulesRun += 1;
+        await cleaner['capsule.cleanupRun']({ runId: request.runId }).catch(() => undefined);
+        await cleaner['capsule.recordOutcome']({ outcome: record, name: `session-${request.sessionId}` }).catch(() => undefined);
+      });
+    }
+  }
+
+  async function runAttempts(): Promise<SessionOutcome> {
+    try {
+      state = 'preparing';
+      let hostId: string;
+      let baseSha: string;
+      const repo = request.workspace.repo;
+      if (request.workspace.kind === 'fresh') {
+        meters.capsulesRun += 1;
+        ({ hostId, baseSha } = await shared['capsule.prepareSessionWorkspace']({ runId: request.runId, repo, ref: request.workspace.ref }));
+      } else {
+        ({ hostId, baseSha } = request.workspace);
+      }
+      const pinned = proxyActivities<Activities>({ ...sessionRun(parseDuration(plan.limits.timeout) ?? 30 * 60_000), taskQueue: hostQueue(hostId) });
+      host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
+
+      state = 'running';
+      for (;;) {
+        // The budget is checked before every new container: spent → pause and ask, or stop.
+        for (;;) {
+          meters.wallTimeMs = Date.now() - started;
+          const limits = budget!;
+          const spent = budgetExhausted(meters, limits);
+          if (!spent) break;
+          if (limits.onExhausted === 'stop') {
+            decisions.push({ afterAttempt: attempts.length, action: 'stop', reason: `budget exhausted (${spent})` });
+            return finish('budget-exhausted', `stopped: the run budget is exhausted (${spent})`);
+          }
+          decisions.push({ afterAttempt: attempts.length, action: 'pause', reason: `budget exhausted (${spent}); waiting for extend or stop` });
+          meters.budgetPauses += 1;
+          state = 'paused-budget';
+          pausedFor = spent;
+          await condition(() => pendingCommand !== undefined);
+          const command = pendingCommand!;
+          pendingCommand = undefined;
+          pausedFor = undefined;
+          state = 'running';
+          if (command.action === 'stop') {
+            decisions.push({ afterAttempt: attempts.length, action: 'stop', reason: 'stopped by an operator while paused for budget' });
+            return finish('budget-exhausted', `stopped by an operator: the run budget was exhausted (${spent})`);
+          }
+          budget = {
+            ...limits,
+            tokens: limits.tokens + (command.tokens ?? 0),
+            costUsd: limits.costUsd + (command.costUsd ?? 0),
+            sessions: limits.sessions + (command.sessions ?? 0),
+            wallMs: limits.wallMs + (command.wallMs ?? 0),
+          };
+          decisions.push({ afterAttempt: attempts.length, action: 'resume', reason: 'budget extended' });
+        }
+
+        const harness = plan.harnesses[harnessModel.split('#')[0]!]!;
+        meters.sessionsSpawned += 1;
+        const report: SessionAttemptReport = await pinned['session.run']({
+          runId: request.runId,
+          sessionId: request.sessionId,
+          attempt: attempts.length + 1,
+          role: request.role,
+          harnessModel,
+          harness,
+          task: request.task,
+          limits: plan.limits,
+          repo,
+          baseSha,
+        });
+        if (report.reattached) meters.reattachments += 1;
+        if (report.result) {
+          meters.inputTokens += report.result.usage.inputTokens;
+          meters.outputTokens += report.result.usage.outputTokens;
+          meters.costUsd += report.result.usage.costUsd;
+        }
+        let attemptClass: AttemptClass = classifySession({
+          exitCode: report.exitCode,
+          oomKilled: report.oomKilled,
+          timedOut: report.timedOut,
+          hostLost: false,
+          sawFirstTurn: report.sawFirstTurn,
+          result: report.result ? 'valid' : report.resultProblem === 'result.json is missing' ? 'missing' : 'invalid',
+          // The activity read the result, so it is collected even when the container had finished unseen.
+          collected: true,
+          budgetExceeded: false,
+        });
+        if (report.foundFinished) {
+          decisions.push({ afterAttempt: report.attempt, action: 'collect', reason: 'found the session finished (done-undelivered) and collected its result' });
+        }
+        // Trust the evidence, not the claim: code roles must have added commits.
+        if (attemptClass === 'delivered' && rolesThatMustCommit.includes(request.role) && report.commitsAdded < 1) attemptClass = 'no-evidence';
+        attempts.push({ ...report, class: attemptClass });
+
+        const decision = decideNext({
+          attempts: attempts.map((entry) => ({ harnessModel: entry.harnessModel, class: entry.class as AttemptClass })),
+          ladder: plan.ladder,
+          maxRespawns: plan.limits.maxRespawns,
+          maxAttempts: plan.limits.maxAttempts,
+          live: false,
+        });
+        decisions.push({
+          afterAttempt: report.attempt,
+          action: decision.action,
+          ...('harnessModel' in decision ? { harnessModel: decision.harnessModel } : {}),
+          reason: 'reason' in decision ? decision.reason : `${attemptClass} on ${harnessModel}`,
+        });
+        switch (decision.action) {
+          case 'done':
+            return finish('delivered', `${harnessModel} delivered after ${attempts.length} attempt(s)${report.commitsAdded ? ` with ${report.commitsAdded} commit(s)` : ''}: ${report.result?.summary ?? ''}`, {
+              ...(report.result ? { result: report.result } : {}),
+              headSha: report.headSha,
+              recipeVersion: plan.recipeVersion,
+            });
+          case 'respawn':
+            meters.respawns += 1;
+            harnessModel = decision.harnessModel;
+            break;
+          case 'escalate':
+            meters.escalations += 1;
+            harnessModel = decision.harnessModel;
+            break;
+          case 'give-up':
+            return finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, { recipeVersion: plan.recipeVersion });
+          case 'wait':
+          case 'collect':
+            // The activity already waits on a live container and collects a finished one.
+            return finish('failed', `unexpected policy decision ${decision.action}`);
+        }
+      }
+    } catch (error) {
+      if (isCancellation(error)) {
+        return await CancellationScope.nonCancellable(async () => finish('cancelled', `cancelled after ${attempts.length} attempt(s)`));
+      }
+      const failure = failureOf(error);
+      return finish('failed', `failed: ${failure.message}`, { failure });
+    }
+  }
+}
