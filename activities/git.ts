@@ -105,7 +105,7 @@ function fetchFailure(repo: string, error: Error): Error {
   return error;
 }
 
-async function gitExitCode(baseDir: string, args: string[]): Promise<number> {
+export async function gitExitCode(baseDir: string, args: string[]): Promise<number> {
   return await new Promise((resolve, reject) => {
     const child = spawn('git', [...automationSettings.flatMap((setting) => ['-c', setting]), '-C', baseDir, ...args], { stdio: 'ignore' });
     child.on('error', reject);

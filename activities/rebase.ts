@@ -1,0 +1,155 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { BranchHead } from '../core/types';
+import { automationGit, gitExitCode } from './git';
+import { runPaths, writeFileAtomic } from './run-store';
+
+/** What the rebase capsule has done so far, kept next to the workspace so a retry resumes it. */
+interface RebaseState {
+  targetSha: string;
+  applied: { branch: string; newHead: string }[];
+  /** The branch whose rebase is running or stopped at a conflict. */
+  inProgress?: string;
+}
+
+export interface RebaseInput {
+  runId: string;
+  targetSha: string;
+  heads: BranchHead[];
+}
+
+export type RebaseResult =
+  | { status: 'done'; headSha: string; treeSha: string }
+  | { status: 'conflict'; branch: string; commit: string; subject: string; files: string[]; baseSha: string };
+
+export interface ProvenanceEntry {
+  branch: string;
+  original: string;
+  subject: string;
+  /** The rebased copy, or null when the patch is already in the target or was dropped. */
+  rebased: string | null;
+  how: 'identical' | 'resolved' | 'already-upstream' | 'dropped';
+}
+
+export interface PatchCheckInput {
+  runId: string;
+  targetSha: string;
+  heads: BranchHead[];
+}
+
+function rebaseRunning(workspace: string): boolean {
+  return existsSync(join(workspace, '.git', 'rebase-merge')) || existsSync(join(workspace, '.git', 'rebase-apply'));
+}
+
+async function unmergedFiles(workspace: string): Promise<string[]> {
+  const out = await automationGit(workspace).raw(['diff', '--name-only', '--diff-filter=U']);
+  return out.split('\n').filter(Boolean);
+}
+
+async function conflictAt(workspace: string, branch: string): Promise<RebaseResult> {
+  const git = automationGit(workspace);
+  const stopped = (await readFile(join(workspace, '.git', 'rebase-merge', 'stopped-sha'), 'utf8').catch(() => '')).trim();
+  const commit = stopped || (await git.revparse(['REBASE_HEAD']).catch(() => '')).trim();
+  const subject = commit ? (await git.raw(['log', '-1', '--format=%s', commit])).trim() : '';
+  return { status: 'conflict', branch, commit, subject, files: await unmergedFiles(workspace), baseSha: (await git.revparse(['HEAD'])).trim() };
+}
+
+export function createRebaseActivities({ dataDir }: { dataDir: string }) {
+  const statePath = (runId: string) => join(runPaths(dataDir, runId).runDir, 'rebase-state.json');
+  const readState = async (runId: string, targetSha: string): Promise<RebaseState> => {
+    try {
+      const state = JSON.parse(await readFile(statePath(runId), 'utf8')) as RebaseState;
+      if (state.targetSha === targetSha) return state;
+    } catch {
+      // No state yet (or unreadable): start from the target.
+    }
+    return { targetSha, applied: [] };
+  };
+
+  return {
+    /**
+     * Rebases the branches, in the order given, onto the target head in the run's
+     * workspace, with rerere off. Resumable: it continues where an earlier call (or a
+     * resolver that ran `git rebase --continue`) left off. Stops at a conflict and
+     * reports the commit and the conflicted files; never resolves anything itself.
+     */
+    rebaseBranches: async ({ runId, targetSha, heads }: RebaseInput): Promise<RebaseResult> => {
+      const workspace = runPaths(dataDir, runId).worktree;
+      const git = automationGit(workspace);
+      const state = await readState(runId, targetSha);
+      const save = () => writeFileAtomic(statePath(runId), `${JSON.stringify(state, null, 2)}\n`);
+
+      if (state.inProgress) {
+        if (rebaseRunning(workspace)) {
+          if ((await unmergedFiles(workspace)).length > 0) return await conflictAt(workspace, state.inProgress);
+          // Resolved and staged but not continued: continue (no editor; simple-git strips GIT_EDITOR).
+          const continued = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--continue']);
+          if (continued !== 0 && rebaseRunning(workspace)) return await conflictAt(workspace, state.inProgress);
+        }
+        state.applied.push({ branch: state.inProgress, newHead: (await git.revparse(['HEAD'])).trim() });
+        delete state.inProgress;
+        await save();
+      }
+
+      for (const head of heads.slice(state.applied.length)) {
+        const onto = state.applied[state.applied.length - 1]?.newHead ?? targetSha;
+        const upstream = (await git.raw(['merge-base', targetSha, head.sha])).trim();
+        state.inProgress = head.branch;
+        await save();
+        const code = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--no-autosquash', '--onto', onto, upstream, head.sha]);
+        if (code !== 0) {
+          if (rebaseRunning(workspace)) return await conflictAt(workspace, head.branch);
+          throw new Error(`git rebase of ${head.branch} failed (exit ${code}) without stopping at a conflict`);
+        }
+        state.applied.push({ branch: head.branch, newHead: (await git.revparse(['HEAD'])).trim() });
+        delete state.inProgress;
+        await save();
+      }
+      const headSha = (await git.revparse(['HEAD'])).trim();
+      return { status: 'done', headSha, treeSha: (await git.revparse([`${headSha}^{tree}`])).trim() };
+    },
+
+    /**
+     * Never lose work: every original commit of every branch must be in the result —
+     * as a rebased copy (same author, date and subject), or as a patch already in
+     * the target. Anything else is reported as dropped.
+     */
+    checkPatches: async ({ runId, targetSha, heads }: PatchCheckInput): Promise<{ provenance: ProvenanceEntry[]; dropped: ProvenanceEntry[] }> => {
+      const workspace = runPaths(dataDir, runId).worktree;
+      const git = automationGit(workspace);
+      const identity = '%an%x00%ae%x00%ad%x00%s';
+      const rebased = new Map<string, string>();
+      for (const line of (await git.raw(['log', '--format=%H%x00' + identity, '--date=raw', `${targetSha}..HEAD`])).split('\n').filter(Boolean)) {
+        const [sha, ...rest] = line.split('\0');
+        rebased.set(rest.join('\0'), sha!);
+      }
+      const patchId = async (sha: string) => {
+        const show = await git.raw(['show', '--format=', sha]);
+        return show.trim() ? show : '';
+      };
+      const seen = new Set<string>();
+      const provenance: ProvenanceEntry[] = [];
+      for (const head of heads) {
+        const originals = (await git.raw(['log', '--reverse', '--format=%H%x00' + identity, '--date=raw', `${targetSha}..${head.sha}`])).split('\n').filter(Boolean);
+        for (const line of originals) {
+          const [original, ...rest] = line.split('\0');
+          if (!original || seen.has(original)) continue;
+          seen.add(original);
+          const subject = rest[3] ?? '';
+          const copy = rebased.get(rest.join('\0'));
+          if (copy) {
+            provenance.push({ branch: head.branch, original, subject, rebased: copy, how: (await patchId(copy)) === (await patchId(original)) ? 'identical' : 'resolved' });
+            continue;
+          }
+          // `git cherry` marks with "-" a commit whose patch is already in HEAD's history.
+          const cherry = (await git.raw(['cherry', 'HEAD', original, `${original}^`])).trim();
+          provenance.push({ branch: head.branch, original, subject, rebased: null, how: cherry.startsWith('-') ? 'already-upstream' : 'dropped' });
+        }
+      }
+      return { provenance, dropped: provenance.filter((entry) => entry.how === 'dropped') };
+    },
+  };
+}
+
+export type RebaseActivities = ReturnType<typeof createRebaseActivities>;
