@@ -5,7 +5,7 @@ import type Docker from 'dockerode';
 import type { GateSuite } from '../core/gate-file';
 import type { GateSuiteResult } from '../core/types';
 import { labelKeys, removeRunContainers, runStepContainer } from './containers';
-import { containerUser, handToContainerUser } from './git';
+import { containerUser, gitArgs, handToContainerUser } from './git';
 import { dataRef, mirrorPath, recordInManifest, runPaths } from './run-store';
 
 export interface GateActivityDeps {
@@ -40,10 +40,10 @@ async function run(command: string, args: string[], options: { cwd?: string; inp
 }
 
 /** Writes the exact tree of a commit into a fresh directory (no .git, nothing else). */
-async function exportTree(mirror: string, commitSha: string, dir: string): Promise<void> {
+async function exportTree(repository: string, commitSha: string, dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  const archive = spawn('git', ['-C', mirror, 'archive', '--format=tar', commitSha], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const archive = spawn('git', gitArgs(repository, 'archive', '--format=tar', commitSha), { stdio: ['ignore', 'pipe', 'inherit'] });
   const archived = new Promise<void>((resolve, reject) => {
     archive.on('error', reject);
     archive.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`git archive ${commitSha} exited ${code}`))));
@@ -80,7 +80,8 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
       if (already.length === 0) {
         // A fresh attempt gets a fresh snapshot; a reattached one keeps the tree its container is using.
         await recordInManifest(paths.manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [snapshot] });
-        await exportTree(mirrorPath(dataDir, repo), commitSha, snapshot);
+        // The workspace holds the run's own commits (rebased, fixed) and reads the rest from the mirror.
+        await exportTree(paths.worktree, commitSha, snapshot);
         await handToContainerUser(snapshot);
       }
       const result = await runStepContainer(docker, {

@@ -2,11 +2,11 @@ import { spawn } from 'node:child_process';
 import { access, mkdir, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ApplicationFailure, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import { FailureType } from '../core/errors';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
-import type { BranchHead, GateSuiteResult } from '../core/types';
+import type { BranchHead } from '../core/types';
 import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-store';
 
 /**
@@ -16,6 +16,11 @@ import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-stor
  * them. The mirror is ours (made by `git init --bare`), so it carries no hooks.
  */
 const automationSettings = ['rerere.enabled=false', 'advice.detachedHead=false', 'safe.directory=*'];
+
+/** `git` argv prefix with the automation settings, for commands run without simple-git (pipes). */
+export function gitArgs(baseDir: string, ...args: string[]): string[] {
+  return [...automationSettings.flatMap((setting) => ['-c', setting]), '-C', baseDir, ...args];
+}
 
 /** Git for automation (simple-git with the settings above). */
 export function automationGit(baseDir: string): SimpleGit {
@@ -59,37 +64,7 @@ export interface InspectTargetResult {
   gate: GateFileParse;
 }
 
-export interface PrepareRunInput {
-  runId: string;
-  repo: string;
-  targetSha: string;
-  heads: BranchHead[];
-}
-
-export interface PrepareRunResult {
-  headSha: string;
-  treeSha: string;
-  commitsOverTarget: number;
-}
-
-export interface VerifyLandingInput {
-  runId: string;
-  repo: string;
-  targetSha: string;
-  headSha: string;
-  gates: GateSuiteResult[];
-  suiteIds: string[];
-}
-
-export interface FastForwardInput {
-  runId: string;
-  repo: string;
-  target: string;
-  expectedTargetSha: string;
-  headSha: string;
-}
-
-function permanent(type: string, message: string, details?: Record<string, unknown>): ApplicationFailure {
+export function permanent(type: string, message: string, details?: Record<string, unknown>): ApplicationFailure {
   return ApplicationFailure.create({ type, message, nonRetryable: true, details: details ? [details] : [] });
 }
 
@@ -107,7 +82,7 @@ function fetchFailure(repo: string, error: Error): Error {
 
 export async function gitExitCode(baseDir: string, args: string[]): Promise<number> {
   return await new Promise((resolve, reject) => {
-    const child = spawn('git', [...automationSettings.flatMap((setting) => ['-c', setting]), '-C', baseDir, ...args], { stdio: 'ignore' });
+    const child = spawn('git', gitArgs(baseDir, ...args), { stdio: 'ignore' });
     child.on('error', reject);
     child.on('close', (code) => resolve(code ?? 1));
   });
@@ -128,38 +103,40 @@ export async function ensureWorkspace(mirror: string, path: string, sha: string)
   await handToContainerUser(path);
 }
 
+/** This host's bare mirror of `repo`, created on first use. */
+export async function ensureMirror(dataDir: string, repo: string): Promise<string> {
+  const mirror = mirrorPath(dataDir, repo);
+  try {
+    await access(join(mirror, 'HEAD'));
+  } catch {
+    await mkdir(mirror, { recursive: true });
+    await automationGit(mirror).init(true);
+  }
+  return mirror;
+}
+
+/** Fetches exactly these branches of `repo` into the mirror's `refs/remotes/origin/*`. */
+export async function fetchRefs(mirror: string, repo: string, branches: string[]): Promise<void> {
+  const refspecs = [...new Set(branches)].map((branch) => `+refs/heads/${branch}:refs/remotes/origin/${branch}`);
+  try {
+    await automationGit(mirror).raw(['fetch', '--no-tags', '--quiet', repo, ...refspecs]);
+  } catch (error) {
+    throw fetchFailure(repo, error as Error);
+  }
+}
+
+async function commitExists(mirror: string, sha: string): Promise<boolean> {
+  return (await gitExitCode(mirror, ['cat-file', '-e', `${sha}^{commit}`])) === 0;
+}
+
 export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
-  async function ensureMirror(repo: string): Promise<string> {
-    const mirror = mirrorPath(dataDir, repo);
-    try {
-      await access(join(mirror, 'HEAD'));
-    } catch {
-      await mkdir(mirror, { recursive: true });
-      await automationGit(mirror).init(true);
-    }
-    return mirror;
-  }
-
-  async function fetchRefs(mirror: string, repo: string, branches: string[]): Promise<void> {
-    const refspecs = [...new Set(branches)].map((branch) => `+refs/heads/${branch}:refs/remotes/origin/${branch}`);
-    try {
-      await automationGit(mirror).raw(['fetch', '--no-tags', '--quiet', repo, ...refspecs]);
-    } catch (error) {
-      throw fetchFailure(repo, error as Error);
-    }
-  }
-
-  async function commitExists(mirror: string, sha: string): Promise<boolean> {
-    return (await gitExitCode(mirror, ['cat-file', '-e', `${sha}^{commit}`])) === 0;
-  }
-
   return {
     /**
      * Fetches the target and branches into this host's mirror, checks the pinned heads
      * exist, and reads the gate file from the target tree. Creates nothing of the run.
      */
     inspectTarget: async ({ repo, target, heads }: InspectTargetInput): Promise<InspectTargetResult> => {
-      const mirror = await ensureMirror(repo);
+      const mirror = await ensureMirror(dataDir, repo);
       await fetchRefs(mirror, repo, [target, ...heads.map((head) => head.branch)]);
       const git = automationGit(mirror);
       const targetSha = (await git.revparse([`refs/remotes/origin/${target}^{commit}`])).trim();
@@ -181,43 +158,13 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
       return { hostId, targetSha, gate };
     },
 
-    /** Creates the run's worktree at the aggregate head and records it in the manifest. */
-    prepareRun: async ({ runId, repo, targetSha, heads }: PrepareRunInput): Promise<PrepareRunResult> => {
-      const mirror = await ensureMirror(repo);
-      const paths = runPaths(dataDir, runId);
-      const last = heads[heads.length - 1];
-      if (!last) throw permanent(FailureType.refNotFound, 'a landing needs at least one branch');
-      const headSha = last.sha;
-      if ((await gitExitCode(mirror, ['merge-base', '--is-ancestor', targetSha, headSha])) !== 0) {
-        throw permanent(
-          FailureType.notFastForward,
-          `branch ${last.branch} (${headSha.slice(0, 12)}) is not based on the target head ${targetSha.slice(0, 12)}`,
-        );
-      }
-      await mkdir(paths.runDir, { recursive: true });
-      await recordInManifest(
-        paths.manifest,
-        { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
-        { worktrees: [paths.worktree] },
-      );
-      await ensureWorkspace(mirror, paths.worktree, headSha);
-      const worktreeHead = (await automationGit(paths.worktree).revparse(['HEAD'])).trim();
-      if (worktreeHead !== headSha) {
-        throw new Error(`run workspace ${paths.worktree} is at ${worktreeHead}, expected ${headSha}`);
-      }
-      const git = automationGit(mirror);
-      const treeSha = (await git.revparse([`${headSha}^{tree}`])).trim();
-      const commitsOverTarget = Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim());
-      return { headSha, treeSha, commitsOverTarget };
-    },
-
     /**
      * A workspace for a session that is not part of a landing: fetch `ref` into the
      * mirror and make the run workspace at it. Returns the host (sessions pin to it)
      * and the base commit against which the session's commits are counted.
      */
     prepareSessionWorkspace: async ({ runId, repo, ref }: { runId: string; repo: string; ref: string }): Promise<{ hostId: string; baseSha: string }> => {
-      const mirror = await ensureMirror(repo);
+      const mirror = await ensureMirror(dataDir, repo);
       await fetchRefs(mirror, repo, [ref]);
       const baseSha = (await automationGit(mirror).revparse([`refs/remotes/origin/${ref}^{commit}`])).trim();
       const paths = runPaths(dataDir, runId);
@@ -225,59 +172,6 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
       await recordInManifest(paths.manifest, { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { worktrees: [paths.worktree] });
       await ensureWorkspace(mirror, paths.worktree, baseSha);
       return { hostId, baseSha };
-    },
-
-    /**
-     * The last mechanical check before merge: the landing adds commits, changes the
-     * tree, and every declared suite passed on exactly this tree.
-     */
-    verifyLanding: async ({ repo, targetSha, headSha, gates, suiteIds }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> => {
-      const git = automationGit(mirrorPath(dataDir, repo));
-      const problems: string[] = [];
-      const commits = Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim());
-      if (commits < 1) problems.push('the landing adds no commit over the target');
-      const headTree = (await git.revparse([`${headSha}^{tree}`])).trim();
-      const targetTree = (await git.revparse([`${targetSha}^{tree}`])).trim();
-      if (headTree === targetTree) problems.push('the landing does not change the target tree');
-      if ((await gitExitCode(mirrorPath(dataDir, repo), ['merge-base', '--is-ancestor', targetSha, headSha])) !== 0) {
-        problems.push('the head is not a descendant of the target');
-      }
-      for (const suiteId of suiteIds) {
-        const passed = gates.some((gate) => gate.suiteId === suiteId && gate.treeSha === headTree && gate.status === 'passed');
-        if (!passed) problems.push(`suite ${suiteId} has no passing result on tree ${headTree.slice(0, 12)}`);
-      }
-      return { ok: problems.length === 0, problems };
-    },
-
-    /**
-     * Moves the target on origin to exactly the verified SHA, fast-forward only (a
-     * plain push: never forced). Idempotent: a retry after a push that landed finds
-     * the target already there.
-     */
-    fastForwardTarget: async ({ repo, target, expectedTargetSha, headSha }: FastForwardInput): Promise<{ mergedSha: string; alreadyMerged: boolean }> => {
-      const mirror = await ensureMirror(repo);
-      const git = automationGit(mirror);
-      const remoteHead = async () => (await git.listRemote([repo, `refs/heads/${target}`])).trim().split(/\s+/)[0] ?? '';
-      const current = await remoteHead();
-      if (current === headSha) return { mergedSha: headSha, alreadyMerged: true };
-      if (current !== expectedTargetSha) {
-        throw permanent(FailureType.targetMoved, `target ${target} moved from ${expectedTargetSha.slice(0, 12)} to ${current.slice(0, 12) || '(deleted)'}`, {
-          expected: expectedTargetSha,
-          actual: current,
-        });
-      }
-      try {
-        await git.raw(['push', '--quiet', repo, `${headSha}:refs/heads/${target}`]);
-      } catch (error) {
-        const now = await remoteHead();
-        if (now === headSha) return { mergedSha: headSha, alreadyMerged: true };
-        if (now !== expectedTargetSha) {
-          throw permanent(FailureType.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12)}`, { expected: expectedTargetSha, actual: now });
-        }
-        throw error;
-      }
-      log.info('target fast-forwarded', { target, from: expectedTargetSha, to: headSha });
-      return { mergedSha: headSha, alreadyMerged: false };
     },
 
     /** Removes exactly what the run's manifest lists (worktrees, directories); keeps logs and outcome. */

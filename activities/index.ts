@@ -4,6 +4,8 @@ import type { SessionOutcome } from '../core/session-types';
 import type { LandingOutcome } from '../core/types';
 import { createGateActivities } from './gates';
 import { createGitActivities } from './git';
+import { createLandingCapsules } from './landing-capsules';
+import { createRebaseActivities } from './rebase';
 import { createSessionActivities } from './sessions';
 import { runPaths, writeFileAtomic } from './run-store';
 
@@ -23,11 +25,18 @@ export function createActivities(deps: ActivityDeps) {
   const git = createGitActivities(deps);
   const gates = createGateActivities(deps);
   const sessions = createSessionActivities(deps);
+  const landing = createLandingCapsules(deps);
+  const rebase = createRebaseActivities(deps);
   return {
     'capsule.inspectTarget': git.inspectTarget,
-    'capsule.prepareRun': git.prepareRun,
-    'capsule.verifyLanding': git.verifyLanding,
-    'capsule.fastForwardTarget': git.fastForwardTarget,
+    'capsule.prepareRun': landing.prepareRun,
+    'capsule.rebaseBranches': rebase.rebaseBranches,
+    'capsule.checkPatches': rebase.checkPatches,
+    'capsule.workspaceHead': landing.workspaceHead,
+    'capsule.changedFiles': landing.changedFiles,
+    'capsule.verifyLanding': landing.verifyLanding,
+    'capsule.fastForwardTarget': landing.fastForwardTarget,
+    'capsule.currentTarget': landing.currentTarget,
     'capsule.prepareSessionWorkspace': git.prepareSessionWorkspace,
     'gate.runSuite': gates.runGateSuite,
     'session.validateDispatch': sessions.validateDispatch,

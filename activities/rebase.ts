@@ -1,8 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BranchHead } from '../core/types';
-import { automationGit, gitExitCode } from './git';
+import { automationGit, gitArgs, gitExitCode, handToContainerUser } from './git';
 import { runPaths, writeFileAtomic } from './run-store';
 
 /** What the rebase capsule has done so far, kept next to the workspace so a retry resumes it. */
@@ -82,7 +83,10 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
 
       if (state.inProgress) {
         if (rebaseRunning(workspace)) {
-          if ((await unmergedFiles(workspace)).length > 0) return await conflictAt(workspace, state.inProgress);
+          if ((await unmergedFiles(workspace)).length > 0) {
+            await handToContainerUser(workspace);
+            return await conflictAt(workspace, state.inProgress);
+          }
           // Resolved and staged but not continued: continue (no editor; simple-git strips GIT_EDITOR).
           const continued = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--continue']);
           if (continued !== 0 && rebaseRunning(workspace)) return await conflictAt(workspace, state.inProgress);
@@ -99,7 +103,11 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
         await save();
         const code = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--no-autosquash', '--onto', onto, upstream, head.sha]);
         if (code !== 0) {
-          if (rebaseRunning(workspace)) return await conflictAt(workspace, head.branch);
+          if (rebaseRunning(workspace)) {
+            // The resolver (another uid) continues this rebase: hand it the workspace.
+            await handToContainerUser(workspace);
+            return await conflictAt(workspace, head.branch);
+          }
           throw new Error(`git rebase of ${head.branch} failed (exit ${code}) without stopping at a conflict`);
         }
         state.applied.push({ branch: head.branch, newHead: (await git.revparse(['HEAD'])).trim() });
@@ -124,9 +132,10 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
         const [sha, ...rest] = line.split('\0');
         rebased.set(rest.join('\0'), sha!);
       }
+      // patch-id --stable ignores line numbers and whitespace: the same change rebased elsewhere keeps its id.
       const patchId = async (sha: string) => {
-        const show = await git.raw(['show', '--format=', sha]);
-        return show.trim() ? show : '';
+        const diff = await git.raw(['show', '--format=', sha]);
+        return spawnSync('git', gitArgs(workspace, 'patch-id', '--stable'), { input: diff, encoding: 'utf8' }).stdout.split(' ')[0] ?? '';
       };
       const seen = new Set<string>();
       const provenance: ProvenanceEntry[] = [];

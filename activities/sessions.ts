@@ -28,6 +28,7 @@ export interface SessionActivityDeps {
 }
 
 export interface ValidateDispatchInput {
+  /** harness#model of the first attempt; empty → the ladder's first rung. */
   harnessModel: string;
   ladder?: string[];
   limits?: Partial<SessionLimits>;
@@ -36,6 +37,8 @@ export interface ValidateDispatchInput {
 
 export interface DispatchPlan {
   recipeVersion: string;
+  /** The first attempt's harness#model (the request's, or the ladder's first rung). */
+  harnessModel: string;
   ladder: string[];
   limits: SessionLimits;
   budget: Budget;
@@ -73,7 +76,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
     validateDispatch: async (input: ValidateDispatchInput): Promise<DispatchPlan> => {
       const recipes = loadRecipes(recipesDir);
       const ladder = input.ladder ?? recipes.ladder;
-      const names = [{ field: 'harnessModel', spec: input.harnessModel }, ...ladder.map((spec, index) => ({ field: `ladder[${index}]`, spec }))];
+      const harnessModel = input.harnessModel || ladder[0]!;
+      const names = [{ field: 'harnessModel', spec: harnessModel }, ...ladder.map((spec, index) => ({ field: `ladder[${index}]`, spec }))];
       for (const { field, spec } of names) {
         const check = checkHarnessModel(spec, recipes.harnesses);
         if (!check.ok) {
@@ -92,7 +96,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         const { image, adapter, secrets: secretNames } = recipes.harnesses[name]!;
         harnesses[name] = { image, adapter, secrets: secretNames };
       }
-      return { recipeVersion: recipes.version, ladder, limits, budget, harnesses };
+      return { recipeVersion: recipes.version, harnessModel, ladder, limits, budget, harnesses };
     },
 
     /**
@@ -116,6 +120,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         await writeFile(join(dir, 'task.json'), `${JSON.stringify({ role, model, harness: harnessName, attempt, ...task }, null, 2)}\n`);
         await writeFile(join(dir, 'prompt.md'), `${task.prompt}\n`);
         await handToContainerUser(outDir);
+        // Host-side git (rebase, index refreshes) leaves files owned by the worker; the agent needs them.
+        await handToContainerUser(paths.worktree);
       }
       const user = containerUser();
       const secretEnv = harness.secrets.filter((name) => secrets[name]).map((name) => `${name}=${secrets[name]}`);

@@ -7,7 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../core/config';
 import { bearerAuth } from './auth';
 import { registerErrorHandler } from './errors';
-import { landingRoutes } from './routes/landings';
+import { landingControlRoutes, landingRoutes } from './routes/landings';
 import { runRoutes } from './routes/runs';
 
 export interface AppDeps {
@@ -50,6 +50,7 @@ export async function buildApp({ client, config, logger }: AppDeps): Promise<Fas
     async (v1) => {
       v1.addHook('onRequest', bearerAuth(config.apiTokens));
       await v1.register(landingRoutes, { client, config });
+      await v1.register(landingControlRoutes, { client });
       await v1.register(runRoutes, { client });
     },
     { prefix: '/v1' },

@@ -18,12 +18,29 @@ export interface LandingRequest {
   heads: BranchHead[];
   /** Target head when the request was accepted (informational; the run re-reads it). */
   requestedTargetSha?: string;
+  /** Agents for the judgment steps; default the first rung of the recipe ladder. */
+  agents?: LandingAgents;
+}
+
+export interface LandingAgents {
+  /** harness#model that resolves rebase conflicts. */
+  resolver?: string;
+  /** harness#model of the fixup round. */
+  fixer?: string;
+  /** Ladder for those sessions (validated); default the recipe ladder. */
+  ladder?: string[];
+  /** Script harness only: literal edits the scripted fixer applies (deterministic tests and demos). */
+  scriptEdits?: { file: string; find?: string; replace: string }[];
 }
 
 export const LandingPhase = {
   validate: 'validate',
   prepare: 'prepare',
+  rebase: 'rebase',
+  questions: 'questions',
   gate: 'gate',
+  fixup: 'fixup',
+  queue: 'queue',
   verify: 'verify',
   merge: 'merge',
   cleanup: 'cleanup',
@@ -36,6 +53,10 @@ export const LandingStatus = {
   gateFailed: 'gate-failed',
   invalidGateFile: 'invalid-gate-file',
   needsRebase: 'needs-rebase',
+  conflictUnresolved: 'conflict-unresolved',
+  droppedCommits: 'dropped-commits',
+  fixupFailed: 'fixup-failed',
+  needsDecision: 'needs-decision',
   targetMoved: 'target-moved',
   verifyFailed: 'verify-failed',
   failed: 'failed',
@@ -53,6 +74,8 @@ export interface GateSuiteResult {
   durationMs: number;
   /** True when the result was collected from a container started by an earlier attempt. */
   reattached: boolean;
+  /** Gate round: 1 for the first gate, then one per fixup round or re-gate after the target moved. */
+  round?: number;
 }
 
 export interface Meters {
@@ -87,6 +110,14 @@ export interface LandingOutcome {
   treeSha?: string;
   mergedSha?: string;
   gates: GateSuiteResult[];
+  /** Original commit → rebased commit, per branch. */
+  provenance?: { branch: string; original: string; subject: string; rebased: string | null; how: string }[];
+  /** Red gate results retired by later green ones (both kept in `gates`). */
+  supersedes?: { suiteId: string; red: { treeSha: string; round: number; status: string }; supersededBy: { treeSha: string; round: number } }[];
+  /** Questions asked and their answers. */
+  questions?: { id: string; question: string; answer?: string }[];
+  /** Agent sessions run by this landing, with their end. */
+  sessions?: { sessionId: string; role: string; status: string; harnessModel: string; attempts: number }[];
   /** Machine-readable details of the failure, when there is one (file, field, exit code…). */
   failure?: { type: string; message: string; field?: string; file?: string };
   meters: Meters;
@@ -98,5 +129,7 @@ export interface LandingStatusView {
   steps: StepRecord[];
   meters: Meters;
   gates: GateSuiteResult[];
+  /** Questions waiting for an answer (the `answer` update). */
+  pendingQuestions: { id: string; question: string }[];
   outcome?: LandingOutcome;
 }

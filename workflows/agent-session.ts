@@ -109,6 +109,7 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
     const failure = failureOf(error);
     return finish('invalid-request', `not dispatched: ${failure.message}; no container was started`, { failure });
   }
+  harnessModel = plan.harnessModel;
   budget = {
     tokens: plan.budget.tokens,
     costUsd: plan.budget.costUsd,

@@ -26,7 +26,9 @@ export class LandingTracker {
   readonly steps: StepRecord[] = [];
   readonly meters = emptyMeters();
   readonly gates: GateSuiteResult[] = [];
-  facts: { targetSha?: string; headSha?: string; treeSha?: string; mergedSha?: string } = {};
+  facts: Pick<LandingOutcome, 'targetSha' | 'headSha' | 'treeSha' | 'mergedSha' | 'provenance' | 'supersedes'> = {};
+  readonly questions: NonNullable<LandingOutcome['questions']> = [];
+  readonly sessions: NonNullable<LandingOutcome['sessions']> = [];
   outcome?: LandingOutcome;
   private readonly startedAt = Date.now();
 
@@ -41,11 +43,11 @@ export class LandingTracker {
   }
 
   /** Runs one step, recording it in the step list and the meters. */
-  async step<T>(name: string, kind: 'capsule' | 'container', run: () => Promise<T>, describe?: (value: T) => string): Promise<T> {
+  async step<T>(name: string, kind: 'capsule' | 'container' | 'session', run: () => Promise<T>, describe?: (value: T) => string): Promise<T> {
     const record: StepRecord = { name, status: 'running', startedAt: new Date().toISOString() };
     this.steps.push(record);
     if (kind === 'capsule') this.meters.capsulesRun += 1;
-    else this.meters.containersRun += 1;
+    else if (kind === 'container') this.meters.containersRun += 1;
     try {
       const value = await run();
       record.status = 'done';
@@ -73,6 +75,8 @@ export class LandingTracker {
       endedInPhase: this.phase,
       ...this.facts,
       gates: [...this.gates],
+      ...(this.questions.length ? { questions: [...this.questions] } : {}),
+      ...(this.sessions.length ? { sessions: [...this.sessions] } : {}),
       ...(failure ? { failure } : {}),
       meters: { ...this.meters },
     };
@@ -87,6 +91,7 @@ export class LandingTracker {
       steps: this.steps.map((step) => ({ ...step })),
       meters: { ...this.meters, wallTimeMs: this.outcome?.meters.wallTimeMs ?? Date.now() - this.startedAt },
       gates: [...this.gates],
+      pendingQuestions: this.questions.filter((question) => question.answer === undefined).map(({ id, question }) => ({ id, question })),
       ...(this.outcome ? { outcome: this.outcome } : {}),
     };
   }

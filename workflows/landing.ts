@@ -1,30 +1,52 @@
-import { CancellationScope, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, executeChild, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { parseDuration } from '../core/duration';
 import { FailureType } from '../core/errors';
-import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath } from '../core/gate-file';
+import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile } from '../core/gate-file';
 import { hostQueue } from '../core/queues';
+import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { capsule, gateSuite } from './activity-options';
 import { LandingTracker } from './landing-tracker';
-import { landingStatusQuery } from './messages';
+import { answerUpdate, landingStatusQuery } from './messages';
+import { gateVerdict } from './policies/supersedes';
 
 /** The failure type and message of an activity failure, read from its cause. */
-function failureOf(error: unknown): { type?: string; message: string; details?: Record<string, unknown> } {
-  const cause = (error as { cause?: { type?: string; message?: string; details?: unknown[] } }).cause;
+function failureOf(error: unknown): { type?: string; message: string } {
+  const cause = (error as { cause?: { type?: string; message?: string } }).cause;
   const message = cause?.message ?? (error instanceof Error ? error.message : String(error));
-  const details = cause?.details?.[0] as Record<string, unknown> | undefined;
-  return { ...(cause?.type ? { type: cause.type } : {}), message, ...(details ? { details } : {}) };
+  return { ...(cause?.type ? { type: cause.type } : {}), message };
 }
 
+/** Resolver sessions one landing may start before it gives up on a conflict. */
+const maxResolverSessions = 5;
+
 /**
- * landing: validate → prepare → gate → verify → merge → cleanup → outcome.
- * Every exit path, cancellation included, returns and records an outcome.
+ * landing: validate → prepare → rebase (resolver on conflict, patch check) →
+ * questions → gate → fixup (re-gate; green supersedes red) → verify → merge →
+ * cleanup → outcome. Every exit path, cancellation included, returns and records
+ * an outcome.
  */
 export async function landing(request: LandingRequest): Promise<LandingOutcome> {
   const { workflowId: runId, taskQueue } = workflowInfo();
   const tracker = new LandingTracker(runId, request);
   setHandler(landingStatusQuery, () => tracker.view());
+  setHandler(
+    answerUpdate,
+    ({ questionId, text }) => {
+      const question = tracker.questions.find((entry) => entry.answer === undefined && (!questionId || entry.id === questionId))!;
+      question.answer = text.trim();
+      return { accepted: true, questionId: question.id };
+    },
+    {
+      validator: ({ questionId, text }) => {
+        if (typeof text !== 'string' || text.length > 10_000) throw new Error('text must be a string of at most 10000 characters');
+        const pending = tracker.questions.filter((entry) => entry.answer === undefined);
+        if (pending.length === 0) throw new Error('the landing has no pending question');
+        if (questionId && !pending.some((entry) => entry.id === questionId)) throw new Error(`no pending question ${questionId}`);
+      },
+    },
+  );
 
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
   let host: Activities | undefined;
@@ -36,27 +58,92 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       outcome = tracker.finish('cancelled', `cancelled in phase ${tracker.phase}; nothing was merged by this run`);
     } else {
       const failure = failureOf(error);
-      outcome = tracker.finish('failed', `failed in phase ${tracker.phase}: ${failure.message}`, {
-        type: failure.type ?? 'TARMAC_INTERNAL',
-        message: failure.message,
-      });
+      outcome = tracker.finish('failed', `failed in phase ${tracker.phase}: ${failure.message}`, { type: failure.type ?? 'TARMAC_INTERNAL', message: failure.message });
     }
   }
   // The finale runs even when the workflow is cancelled: cleanup by manifest, then the record.
   await CancellationScope.nonCancellable(async () => {
-    if (host) {
-      const cleaner = host;
-      tracker.enter('cleanup');
-      try {
-        await tracker.step('capsule.cleanupRun', 'capsule', () => cleaner['capsule.cleanupRun']({ runId }));
-      } catch (error) {
-        outcome.summary += ` (cleanup failed: ${failureOf(error).message})`;
-      }
-      tracker.enter('done');
-      await cleaner['capsule.recordOutcome']({ outcome });
+    if (!host) return;
+    const cleaner = host;
+    tracker.enter('cleanup');
+    try {
+      await tracker.step('capsule.cleanupRun', 'capsule', () => cleaner['capsule.cleanupRun']({ runId }));
+    } catch (error) {
+      outcome.summary += ` (cleanup failed: ${failureOf(error).message})`;
     }
+    tracker.enter('done');
+    await cleaner['capsule.recordOutcome']({ outcome });
   });
   return outcome;
+
+  /** Runs an agent session as a child workflow on this run's workspace. */
+  async function session(role: 'resolver' | 'fixer', sessionId: string, baseSha: string, hostId: string, task: SessionRequest['task']): Promise<SessionOutcome> {
+    const harnessModel = (role === 'resolver' ? request.agents?.resolver : request.agents?.fixer) ?? '';
+    const result = await tracker.step(`session.${role}:${sessionId}`, 'session', () =>
+      executeChild('agentSession', {
+        workflowId: `${runId}.${sessionId}`,
+        taskQueue,
+        args: [
+          {
+            runId,
+            sessionId,
+            role,
+            harnessModel,
+            task,
+            workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
+            ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
+          } satisfies SessionRequest,
+        ],
+      }) as Promise<SessionOutcome>,
+      (value) => `${value.status} after ${value.attempts.length} attempt(s) on ${value.harnessModel}`,
+    );
+    tracker.sessions.push({ sessionId, role, status: result.status, harnessModel: result.harnessModel, attempts: result.attempts.length });
+    tracker.meters.agentSessions += result.meters.sessionsSpawned;
+    tracker.meters.inputTokens += result.meters.inputTokens;
+    tracker.meters.outputTokens += result.meters.outputTokens;
+    tracker.meters.costUsd += result.meters.costUsd;
+    return result;
+  }
+
+  /** Asks a blocking question and waits for the `answer` update. */
+  async function ask(id: string, question: string): Promise<string> {
+    tracker.questions.push({ id, question });
+    await condition(() => tracker.questions.find((entry) => entry.id === id)?.answer !== undefined);
+    return tracker.questions.find((entry) => entry.id === id)!.answer!;
+  }
+
+  /** Runs every suite on one tree; results join the gate record with their round. */
+  async function runGate(pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string) {
+    for (const suite of gate.suites) {
+      const timeoutMs = parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
+      const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(pinned) });
+      const result = await tracker.step(
+        `gate.runSuite:${suite.id}#${round}`,
+        'container',
+        () => runner['gate.runSuite']({ runId, repo: request.repo, commitSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round }),
+        (value) => `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}`,
+      );
+      tracker.gates.push({ ...result, round });
+    }
+    return gateVerdict(
+      tracker.gates.map((record) => ({ ...record, round: record.round ?? 1 })),
+      gate.suites.map((suite) => suite.id),
+      treeSha,
+    );
+  }
+
+  function redSummary(gate: GateFile, treeSha: string, round: number): { summary: string; message: string } {
+    const red = tracker.gates.filter((record) => record.treeSha === treeSha && record.round === round && record.status !== 'passed');
+    const parts = red.map((record) => {
+      const suite = gate.suites.find((entry) => entry.id === record.suiteId);
+      const how = record.status === 'timed-out' ? `timed out after ${suite?.timeout ?? defaultSuiteTimeout}` : `exited ${record.exitCode}`;
+      return { text: `gate suite ${record.suiteId} ${how}`, log: record.logRef };
+    });
+    return {
+      summary: `${parts.map((part) => part.text).join('; ')} on tree ${treeSha.slice(0, 12)}; log: ${parts.map((part) => part.log).join(', ')}`,
+      message: parts.map((part) => part.text.replace('gate suite ', 'suite ')).join('; '),
+    };
+  }
 
   async function land(): Promise<LandingOutcome> {
     tracker.enter('validate');
@@ -67,95 +154,114 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       (value) => `target at ${value.targetSha.slice(0, 12)} on host ${value.hostId}`,
     );
     tracker.facts.targetSha = inspected.targetSha;
-    // Everything after this touches the host's mirror, worktree or Docker daemon: pin to that host.
-    host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(inspected.hostId) });
-    const pinned = host;
+    // Everything after this touches the host's mirror, workspace or Docker daemon: pin to that host.
+    const pinned = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(inspected.hostId) });
+    host = pinned;
     if (!inspected.gate.ok) {
       const { field, message } = inspected.gate;
       const where = field === '(file)' ? gateFilePath : `${gateFilePath}: ${field}`;
-      return tracker.finish('invalid-gate-file', `${where} ${message}`, {
-        type: FailureType.invalidGateFile,
-        message: `${where} ${message}`,
-        file: gateFilePath,
-        field,
-      });
+      return tracker.finish('invalid-gate-file', `${where} ${message}`, { type: FailureType.invalidGateFile, message: `${where} ${message}`, file: gateFilePath, field });
     }
     const gate = inspected.gate.gate;
+    const targetSha = inspected.targetSha;
 
     tracker.enter('prepare');
-    let prepared;
-    try {
-      prepared = await tracker.step('capsule.prepareRun', 'capsule', () =>
-        pinned['capsule.prepareRun']({ runId, repo: request.repo, targetSha: inspected.targetSha, heads: request.heads }),
-      );
-    } catch (error) {
-      const failure = failureOf(error);
-      if (failure.type === FailureType.notFastForward) {
-        return tracker.finish('needs-rebase', failure.message, { type: failure.type, message: failure.message });
-      }
-      throw error;
-    }
-    tracker.facts.headSha = prepared.headSha;
-    tracker.facts.treeSha = prepared.treeSha;
+    await tracker.step('capsule.prepareRun', 'capsule', () => pinned['capsule.prepareRun']({ runId, repo: request.repo, targetSha }));
 
-    tracker.enter('gate');
-    for (const suite of gate.suites) {
-      const timeoutMs = parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
-      const suiteRunner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(inspected.hostId) });
-      const result = await tracker.step(
-        `gate.runSuite:${suite.id}`,
-        'container',
-        () =>
-          suiteRunner['gate.runSuite']({
-            runId,
-            repo: request.repo,
-            commitSha: prepared.headSha,
-            treeSha: prepared.treeSha,
-            suite,
-            image: gate.image ?? defaultRunnerImage,
-            timeoutMs,
-            round: 1,
-          }),
-        (value) => `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}`,
+    tracker.enter('rebase');
+    let resolvers = 0;
+    const declaredDrops = new Map<string, string>();
+    for (;;) {
+      const rebased = await tracker.step('capsule.rebaseBranches', 'capsule', () => pinned['capsule.rebaseBranches']({ runId, targetSha, heads: request.heads }), (value) =>
+        value.status === 'done' ? `at ${value.headSha.slice(0, 12)}` : `conflict in ${value.files.join(', ')} at ${value.commit.slice(0, 12)}`,
       );
-      tracker.gates.push(result);
-      if (result.status !== 'passed') {
-        const how = result.status === 'timed-out' ? `timed out after ${suite.timeout ?? defaultSuiteTimeout}` : `exited ${result.exitCode}`;
-        return tracker.finish('gate-failed', `gate suite ${suite.id} ${how} on tree ${prepared.treeSha.slice(0, 12)}; log: ${result.logRef}`, {
-          type: 'TARMAC_GATE_FAILED',
-          message: `suite ${suite.id} ${how}`,
+      if (rebased.status === 'done') break;
+      if (resolvers >= maxResolverSessions) {
+        return tracker.finish('conflict-unresolved', `rebase of ${rebased.branch} still conflicts at ${rebased.commit.slice(0, 12)} "${rebased.subject}" after ${resolvers} resolver session(s); nothing was merged`, {
+          type: 'TARMAC_CONFLICT_UNRESOLVED',
+          message: `conflicted files: ${rebased.files.join(', ')}`,
         });
       }
+      resolvers += 1;
+      const resolved = await session('resolver', `resolver-${resolvers}`, rebased.baseSha, inspected.hostId, {
+        prompt: [
+          `A rebase of branch ${rebased.branch} onto ${request.target} stopped at commit ${rebased.commit} "${rebased.subject}".`,
+          `Conflicted files: ${rebased.files.join(', ')}.`,
+          'Resolve each conflict keeping the intent of both sides, stage the files and run `GIT_EDITOR=true git rebase --continue`;',
+          'repeat while the rebase stops again. Never drop a commit silently: list any you must drop in droppedCommits with a reason.',
+        ].join('\n'),
+        files: rebased.files,
+      });
+      for (const drop of resolved.result?.droppedCommits ?? []) declaredDrops.set(drop.sha, drop.reason);
     }
+    const patches = await tracker.step('capsule.checkPatches', 'capsule', () => pinned['capsule.checkPatches']({ runId, targetSha, heads: request.heads }), (value) =>
+      `${value.provenance.length} original commit(s), ${value.dropped.length} missing`,
+    );
+    tracker.facts.provenance = patches.provenance;
+    const dropped = patches.dropped.filter((entry) => !declaredDrops.has(entry.original));
+    if (dropped.length > 0) {
+      return tracker.finish('dropped-commits', `the rebased result is missing ${dropped.length} commit(s): ${dropped.map((entry) => `${entry.original.slice(0, 12)} "${entry.subject}" (${entry.branch})`).join(', ')}; nothing was merged`, {
+        type: 'TARMAC_DROPPED_COMMITS',
+        message: dropped.map((entry) => entry.original).join(', '),
+      });
+    }
+    let head = await pinned['capsule.workspaceHead']({ runId, since: targetSha });
+    tracker.facts.headSha = head.headSha;
+    tracker.facts.treeSha = head.treeSha;
+
+    tracker.enter('questions');
+    const changed = await tracker.step('capsule.changedFiles', 'capsule', () => pinned['capsule.changedFiles']({ runId, targetSha }));
+    if (changed.includes(gateFilePath)) {
+      const answer = await ask('gate-file-edit', `This landing edits ${gateFilePath}, which decides its own gate. Approve the edit? (an empty answer stops the landing)`);
+      if (answer === '') {
+        return tracker.finish('needs-decision', `stopped: the edit of ${gateFilePath} was not approved (empty answer); nothing was merged`, { type: 'TARMAC_NEEDS_DECISION', message: 'empty answer' });
+      }
+    }
+
+    tracker.enter('gate');
+    let round = 1;
+    let verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
+    const maxRounds = gate.fixup?.maxRounds ?? 1;
+    let fixups = 0;
+    while (!verdict.green) {
+      const red = redSummary(gate, head.treeSha, round);
+      if (fixups >= maxRounds) {
+        return fixups === 0
+          ? tracker.finish('gate-failed', red.summary, { type: 'TARMAC_GATE_FAILED', message: red.message })
+          : tracker.finish('fixup-failed', `${red.summary}; still red after ${fixups} fixup round(s)`, { type: 'TARMAC_FIXUP_FAILED', message: red.message });
+      }
+      tracker.enter('fixup');
+      fixups += 1;
+      await session('fixer', `fixer-${fixups}`, head.headSha, inspected.hostId, {
+        prompt: `The gate of this landing is red: ${red.summary}.\nFix the code so every suite passes, and commit the fix.`,
+        ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}),
+      });
+      // The gate decides, not the fixer's exit code or summary: only new commits and a re-gate count.
+      const after = await pinned['capsule.workspaceHead']({ runId, since: head.headSha });
+      if (after.commitsSince < 1) {
+        return tracker.finish('fixup-failed', `fixup round ${fixups} added no commit; ${red.summary}`, { type: 'TARMAC_FIXUP_FAILED', message: 'the fixer added no commit' });
+      }
+      head = await pinned['capsule.workspaceHead']({ runId, since: targetSha });
+      tracker.facts.headSha = head.headSha;
+      tracker.facts.treeSha = head.treeSha;
+      tracker.enter('gate');
+      round += 1;
+      verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
+    }
+    if (verdict.lineage.length > 0) tracker.facts.supersedes = verdict.lineage;
 
     tracker.enter('verify');
     const verified = await tracker.step('capsule.verifyLanding', 'capsule', () =>
-      pinned['capsule.verifyLanding']({
-        runId,
-        repo: request.repo,
-        targetSha: inspected.targetSha,
-        headSha: prepared.headSha,
-        gates: tracker.gates,
-        suiteIds: gate.suites.map((suite) => suite.id),
-      }),
+      pinned['capsule.verifyLanding']({ runId, targetSha, headSha: head.headSha, gates: tracker.gates, suiteIds: gate.suites.map((suite) => suite.id), dropped: dropped.map((entry) => entry.original) }),
     );
     if (!verified.ok) {
-      return tracker.finish('verify-failed', `verification refused the merge: ${verified.problems.join('; ')}`, {
-        type: 'TARMAC_VERIFY_FAILED',
-        message: verified.problems.join('; '),
-      });
+      return tracker.finish('verify-failed', `verification refused the merge: ${verified.problems.join('; ')}`, { type: 'TARMAC_VERIFY_FAILED', message: verified.problems.join('; ') });
     }
 
     tracker.enter('merge');
     try {
       const merged = await tracker.step('capsule.fastForwardTarget', 'capsule', () =>
-        pinned['capsule.fastForwardTarget']({
-          runId,
-          repo: request.repo,
-          target: request.target,
-          expectedTargetSha: inspected.targetSha,
-          headSha: prepared.headSha,
-        }),
+        pinned['capsule.fastForwardTarget']({ runId, repo: request.repo, target: request.target, expectedTargetSha: targetSha, headSha: head.headSha }),
       );
       tracker.facts.mergedSha = merged.mergedSha;
     } catch (error) {
@@ -165,9 +271,10 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       }
       throw error;
     }
+    const superseded = verdict.lineage.length ? `; ${verdict.lineage.length} red result(s) superseded by the re-gate` : '';
     return tracker.finish(
       'landed',
-      `${request.target} fast-forwarded to ${prepared.headSha.slice(0, 12)} (${prepared.commitsOverTarget} commit(s), all ${gate.suites.length} suite(s) green on tree ${prepared.treeSha.slice(0, 12)})`,
+      `${request.target} fast-forwarded to ${head.headSha.slice(0, 12)} (${head.commitsSince} commit(s), all ${gate.suites.length} suite(s) green on tree ${head.treeSha.slice(0, 12)}${superseded})`,
     );
   }
 }

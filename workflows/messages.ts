@@ -10,3 +10,6 @@ export const sessionStatusQuery = defineQuery<SessionStatusView>('status');
 
 /** Extends a paused run's budget, or stops it. Rejected (400) when the command is malformed. */
 export const budgetUpdate = defineUpdate<{ accepted: true; budget: SessionStatusView['budget'] }, [BudgetCommand]>('budget');
+
+/** Answers a landing's pending question; an empty text is a decision not to go on. */
+export const answerUpdate = defineUpdate<{ accepted: true; questionId: string }, [{ questionId?: string; text: string }]>('answer');

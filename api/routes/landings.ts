@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/common';
-import type { Client } from '@temporalio/client';
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/config';
 import { ApiErrorCode } from '../../core/errors';
 import { landingId } from '../../core/landing-id';
 import { branchNameProblem } from '../../core/refs';
 import type { LandingOutcome, LandingRequest, LandingStatusView } from '../../core/types';
-import { landingStatusQuery } from '../../workflows/messages';
+import { answerUpdate, landingStatusQuery } from '../../workflows/messages';
 import { searchAttributes } from '../../workflows/search-attributes';
 import { ApiError, invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
@@ -124,6 +124,59 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
         meters: { ...(view?.meters ?? outcome?.meters ?? {}) },
         ...(outcome ? { outcome: { ...outcome } } : {}),
       };
+    },
+  );
+};
+
+export const landingControlRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (app, { client }) => {
+  const existing = async (id: string) => {
+    const handle = client.workflow.getHandle(id);
+    try {
+      const description = await handle.describe();
+      return { handle, status: description.status.name };
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no landing ${id}`);
+      throw error;
+    }
+  };
+
+  app.post(
+    '/landings/:id/answers',
+    {
+      schema: {
+        summary: "Answer the landing's pending question (an empty text stops it with needs-decision)",
+        params: LandingIdParams,
+        body: Type.Object({ text: Type.String({ maxLength: 10_000 }), questionId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) }, { additionalProperties: false }),
+        response: { 200: Type.Object({ accepted: Type.Boolean(), questionId: Type.String() }), ...errors },
+      },
+    },
+    async (request) => {
+      const { handle } = await existing(request.params.id);
+      try {
+        return await handle.executeUpdate(answerUpdate, { args: [{ text: request.body.text, ...(request.body.questionId ? { questionId: request.body.questionId } : {}) }] });
+      } catch (error) {
+        if (error instanceof WorkflowUpdateFailedError) {
+          throw new ApiError(400, ApiErrorCode.validation, `text: ${error.cause instanceof Error ? error.cause.message : 'the answer was rejected'}`, { field: 'text' });
+        }
+        throw error;
+      }
+    },
+  );
+
+  app.post(
+    '/landings/:id/cancel',
+    {
+      schema: {
+        summary: 'Cancel a landing: its containers stop, cleanup runs, the outcome is cancelled',
+        params: LandingIdParams,
+        response: { 202: Type.Object({ id: Type.String(), cancelRequested: Type.Boolean() }), 409: ErrorSchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { handle, status } = await existing(request.params.id);
+      if (status !== 'RUNNING') throw new ApiError(409, ApiErrorCode.conflict, `landing ${request.params.id} is not running (${status})`);
+      await handle.cancel();
+      return reply.status(202).send({ id: request.params.id, cancelRequested: true });
     },
   );
 };

@@ -62,7 +62,17 @@ describe('landing, end to end: HTTP → Temporal → worker → container → gi
     assert.match(log, /suite ok/, 'the container log is in the run dir');
     assert.deepEqual(
       view.steps.map((step: { name: string }) => step.name),
-      ['capsule.inspectTarget', 'capsule.prepareRun', 'gate.runSuite:test', 'capsule.verifyLanding', 'capsule.fastForwardTarget', 'capsule.cleanupRun'],
+      [
+        'capsule.inspectTarget',
+        'capsule.prepareRun',
+        'capsule.rebaseBranches',
+        'capsule.checkPatches',
+        'capsule.changedFiles',
+        'gate.runSuite:test#1',
+        'capsule.verifyLanding',
+        'capsule.fastForwardTarget',
+        'capsule.cleanupRun',
+      ],
     );
     assert.equal(await containersCreated(stack.docker, since, `tarmac.run=${created.body.id}`), 1, 'one gate container');
     const leftovers = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${created.body.id}`] }) });
@@ -83,10 +93,13 @@ describe('landing, end to end: HTTP → Temporal → worker → container → gi
     const repo = createFixtureRepo({
       base: {
         ...passingBase,
-        '.config/tarmac/land-gate.json': gateFile([
-          { id: 'unit', run: ['make', 'test'] },
-          { id: 'lint', run: ['sh', '-c', 'echo lint found 2 problems; exit 3'] },
-        ]),
+        '.config/tarmac/land-gate.json': gateFile(
+          [
+            { id: 'unit', run: ['make', 'test'] },
+            { id: 'lint', run: ['sh', '-c', 'echo lint found 2 problems; exit 3'] },
+          ],
+          { fixup: { maxRounds: 0 } },
+        ),
       },
       branches: featureBranch(),
     });
@@ -124,7 +137,7 @@ describe('landing, end to end: HTTP → Temporal → worker → container → gi
     assert.equal(branchHead(repo.path, 'main'), before);
   });
 
-  it('a branch that is not based on the target head is not merged (needs-rebase)', async () => {
+  it('a branch cut from an older target head is rebased onto the current one and landed', async () => {
     const repo = createFixtureRepo({
       base: { ...passingBase, '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]) },
       branches: featureBranch(),
@@ -135,7 +148,13 @@ describe('landing, end to end: HTTP → Temporal → worker → container → gi
     const before = branchHead(repo.path, 'main');
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/x'], target: 'main' });
     const view = await finished(stack, created.body.id);
-    assert.equal(view.outcome.status, 'needs-rebase');
-    assert.equal(branchHead(repo.path, 'main'), before);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    const merged = branchHead(repo.path, 'main');
+    assert.equal(merged, view.outcome.mergedSha);
+    assert.equal(repo.git('-C', repo.path, 'rev-parse', `${merged}^`), before, 'the rebased commit sits on the moved target');
+    assert.deepEqual(
+      view.outcome.provenance.map((entry: { how: string }) => entry.how),
+      ['identical'],
+    );
   });
 });

@@ -69,6 +69,39 @@ function fix(task) {
   return { status: staged ? 'ok' : 'no-change', summary: staged ? `edited ${staged.split('\n').length} file(s)` : 'nothing to change' };
 }
 
+/** Keeps both sides of every conflict hunk (ours first), dropping the markers and any diff3 base. */
+function unionResolve(text) {
+  return text.replace(/^<<<<<<< [^\n]*\n([\s\S]*?)(?:^\|\|\|\|\|\|\| [^\n]*\n[\s\S]*?)?^=======\n([\s\S]*?)^>>>>>>> [^\n]*\n/gm, '$1$2');
+}
+
+/**
+ * A conflict resolver without a model: for each conflicted file, the task's edit for
+ * it if there is one, else the union of both sides; then stage and continue the rebase,
+ * as often as it stops. `drop` skips the conflicted commit instead (a resolver that
+ * silently loses work, for tests of the patch check).
+ */
+function resolve(task, drop) {
+  const git = (...args) => execFileSync('git', ['-C', workspace, ...args], { encoding: 'utf8', env: { ...process.env, GIT_EDITOR: 'true' } });
+  const rebasing = () => fs.existsSync(path.join(workspace, '.git', 'rebase-merge')) || fs.existsSync(path.join(workspace, '.git', 'rebase-apply'));
+  const edits = Object.fromEntries((Array.isArray(task.edits) ? task.edits : []).map((edit) => [edit.file, edit.replace]));
+  let resolved = 0;
+  for (let round = 0; round < 50 && rebasing(); round += 1) {
+    const files = git('diff', '--name-only', '--diff-filter=U').split('\n').filter(Boolean);
+    if (drop) {
+      try { git('rebase', '--skip'); } catch { /* stops again at the next conflict */ }
+      continue;
+    }
+    for (const file of files) {
+      const target = path.join(workspace, file);
+      fs.writeFileSync(target, file in edits ? edits[file] : unionResolve(fs.readFileSync(target, 'utf8')));
+      resolved += 1;
+    }
+    git('add', '-A');
+    try { git('rebase', '--continue'); } catch { /* stopped at the next conflict */ }
+  }
+  return { status: rebasing() ? 'error' : 'ok', summary: rebasing() ? 'the rebase still stops' : `resolved ${resolved} file(s) and continued the rebase` };
+}
+
 async function main() {
   const behaviour = process.argv[2] || process.env.TARMAC_MODEL || 'reviewer';
   const attempt = Number(process.env.TARMAC_ATTEMPT || '1');
@@ -83,8 +116,15 @@ async function main() {
     case 'flaky-start':
       return deliver(review(task));
     case 'fixer':
-    case 'resolver':
       return deliver(fix(task));
+    case 'fixer-exit-1':
+      // Commits the right fix, then exits non-zero: the re-gate must decide, not the exit code.
+      deliver(fix(task));
+      process.exit(1);
+    case 'resolver':
+      return deliver(resolve(task, false));
+    case 'resolver-drops':
+      return deliver(resolve(task, true));
     case 'claims-success':
       // Says it is done without changing anything: completion must be decided by evidence.
       return deliver({ status: 'ok', summary: 'all fixed, tests pass' });
