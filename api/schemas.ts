@@ -20,6 +20,26 @@ export const LandingCreateSchema = Type.Object(
       description: 'source branches in landing order; the last one is the aggregate head',
     }),
     target: Type.String({ minLength: 1, maxLength: 255, description: 'branch the landing fast-forwards' }),
+    agents: Type.Optional(
+      Type.Object(
+        {
+          resolver: Type.Optional(Type.String({ minLength: 3, maxLength: 200, description: 'harness#model resolving rebase conflicts' })),
+          fixer: Type.Optional(Type.String({ minLength: 3, maxLength: 200, description: 'harness#model of the fixup round' })),
+          ladder: Type.Optional(Type.Array(Type.String({ minLength: 3, maxLength: 200 }), { minItems: 1, maxItems: 20 })),
+          scriptEdits: Type.Optional(
+            Type.Array(
+              Type.Object(
+                { file: Type.String({ minLength: 1, maxLength: 500 }), find: Type.Optional(Type.String({ maxLength: 100_000 })), replace: Type.String({ maxLength: 100_000 }) },
+                { additionalProperties: false },
+              ),
+              { maxItems: 50, description: 'script harness only: edits the scripted fixer applies' },
+            ),
+          ),
+          scriptSlowMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000, description: 'script harness only: delay of slow agents' })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -64,6 +84,7 @@ export const LandingViewSchema = Type.Object({
   steps: Type.Array(StepSchema),
   gates: Type.Array(GateResultSchema),
   meters: Type.Record(Type.String(), Type.Number()),
+  pendingQuestions: Type.Array(Type.Object({ id: Type.String(), question: Type.String() })),
   outcome: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 });
 

@@ -33,6 +33,7 @@ export function isFailureType(value: unknown): value is FailureType {
 /** Codes of the HTTP error shape `{ error: { code, message, details? } }`. */
 export const ApiErrorCode = {
   validation: 'TARMAC_VALIDATION',
+  unknownModel: 'TARMAC_UNKNOWN_MODEL',
   unauthorized: 'TARMAC_UNAUTHORIZED',
   notFound: 'TARMAC_NOT_FOUND',
   conflict: 'TARMAC_CONFLICT',

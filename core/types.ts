@@ -31,6 +31,8 @@ export interface LandingAgents {
   ladder?: string[];
   /** Script harness only: literal edits the scripted fixer applies (deterministic tests and demos). */
   scriptEdits?: { file: string; find?: string; replace: string }[];
+  /** Script harness only: how long slow scripted agents wait (tests of restarts mid-session). */
+  scriptSlowMs?: number;
 }
 
 export const LandingPhase = {

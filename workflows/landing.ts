@@ -235,6 +235,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       await session('fixer', `fixer-${fixups}`, head.headSha, inspected.hostId, {
         prompt: `The gate of this landing is red: ${red.summary}.\nFix the code so every suite passes, and commit the fix.`,
         ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}),
+        ...(request.agents?.scriptSlowMs ? { slowMs: request.agents.scriptSlowMs } : {}),
       });
       // The gate decides, not the fixer's exit code or summary: only new commits and a re-gate count.
       const after = await pinned['capsule.workspaceHead']({ runId, since: head.headSha });

@@ -5,6 +5,8 @@ import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/config';
 import { ApiErrorCode } from '../../core/errors';
 import { landingId } from '../../core/landing-id';
+import { checkHarnessModel } from '../../core/harness-models';
+import { loadRecipes } from '../../core/recipes';
 import { branchNameProblem } from '../../core/refs';
 import type { LandingOutcome, LandingRequest, LandingStatusView } from '../../core/types';
 import { answerUpdate, landingStatusQuery } from '../../workflows/messages';
@@ -40,10 +42,23 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
         if (branch === target) throw invalid(`branches[${index}]`, 'must differ from target');
       });
       if (new Set(branches).size !== branches.length) throw invalid('branches', 'must not name a branch twice');
+      const agents = request.body.agents;
+      if (agents) {
+        const recipes = loadRecipes();
+        const specs = [
+          ...(agents.resolver ? [{ field: 'agents.resolver', spec: agents.resolver }] : []),
+          ...(agents.fixer ? [{ field: 'agents.fixer', spec: agents.fixer }] : []),
+          ...(agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
+        ];
+        for (const { field, spec } of specs) {
+          const check = checkHarnessModel(spec, recipes.harnesses);
+          if (!check.ok) throw new ApiError(400, ApiErrorCode.unknownModel, `${field} ${check.message}`, { field, nearest: check.nearest });
+        }
+      }
       const repo = await normaliseRepo(request.body.repo);
       const { targetSha, heads } = await resolveHeads(repo, target, branches);
       const id = landingId(repo, target, heads);
-      const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha };
+      const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha, ...(agents ? { agents } : {}) };
       let duplicate = false;
       try {
         await client.workflow.start('landing', {
@@ -122,6 +137,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
         steps: view?.steps ?? [],
         gates: view?.gates ?? outcome?.gates ?? [],
         meters: { ...(view?.meters ?? outcome?.meters ?? {}) },
+        pendingQuestions: view?.pendingQuestions ?? [],
         ...(outcome ? { outcome: { ...outcome } } : {}),
       };
     },
@@ -147,11 +163,12 @@ export const landingControlRoutes: FastifyPluginAsyncTypebox<{ client: Client }>
         summary: "Answer the landing's pending question (an empty text stops it with needs-decision)",
         params: LandingIdParams,
         body: Type.Object({ text: Type.String({ maxLength: 10_000 }), questionId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) }, { additionalProperties: false }),
-        response: { 200: Type.Object({ accepted: Type.Boolean(), questionId: Type.String() }), ...errors },
+        response: { 200: Type.Object({ accepted: Type.Boolean(), questionId: Type.String() }), 409: ErrorSchema, ...errors },
       },
     },
     async (request) => {
-      const { handle } = await existing(request.params.id);
+      const { handle, status } = await existing(request.params.id);
+      if (status !== 'RUNNING') throw new ApiError(409, ApiErrorCode.conflict, `landing ${request.params.id} is not running (${status}); nothing to answer`);
       try {
         return await handle.executeUpdate(answerUpdate, { args: [{ text: request.body.text, ...(request.body.questionId ? { questionId: request.body.questionId } : {}) }] });
       } catch (error) {

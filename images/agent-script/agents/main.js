@@ -117,6 +117,9 @@ async function main() {
       return deliver(review(task));
     case 'fixer':
       return deliver(fix(task));
+    case 'slow-fixer':
+      await sleep(Number(task.slowMs ?? 5_000));
+      return deliver(fix(task));
     case 'fixer-exit-1':
       // Commits the right fix, then exits non-zero: the re-gate must decide, not the exit code.
       deliver(fix(task));

@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { mirrorPath } from '../../activities/run-store';
+import { landingId } from '../../core/landing-id';
+import { branchHead, createFixtureRepo, gateFile, type FixtureBranch, type Files } from '../../infra/fixture-repo';
+import { startStack, waitFor, type Stack } from '../helpers/stack';
+
+const git = (dir: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
+
+/** A file's content on a branch of a bare repository. */
+const show = (repoPath: string, ref: string, file: string) => git(repoPath, 'show', `${ref}:${file}`);
+
+describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack();
+  });
+  after(async () => {
+    await stack?.stop();
+  });
+
+  async function land(body: Record<string, unknown>) {
+    const created = await stack.api('POST', '/v1/landings', body);
+    assert.ok(created.status === 201, JSON.stringify(created.body));
+    return created.body.id as string;
+  }
+  async function finished(id: string) {
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      240_000,
+      `landing ${id} to finish`,
+    );
+    return view.body;
+  }
+
+  const gate = (extra: Record<string, unknown> = {}) => gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], extra);
+  function conflictRepo(branchCommits: FixtureBranch['commits'], base: Files = {}) {
+    const repo = createFixtureRepo({
+      base: { 'shared.txt': 'base\n', 'check.sh': 'test -f shared.txt\n', '.config/tarmac/land-gate.json': gate(), ...base },
+      branches: [{ name: 'feature/one', commits: branchCommits }],
+    });
+    // The target moves on the same line after the branch was cut: the rebase must conflict.
+    repo.git('checkout', '-q', 'main');
+    repo.git('-c', 'user.name=t', '-c', 'user.email=t@t.invalid', 'commit', '-q', '--allow-empty', '-m', 'placeholder');
+    execFileSync('sh', ['-c', `printf 'target\\n' > ${join(repo.clone, 'shared.txt')}`]);
+    repo.git('-c', 'user.name=t', '-c', 'user.email=t@t.invalid', 'commit', '-q', '-am', 'target changes shared');
+    repo.git('push', '-q', 'origin', 'main');
+    return repo;
+  }
+  const resolverAgents = { resolver: 'script#resolver', ladder: ['script#resolver'] };
+
+  it('two branches land together; the merged SHA is the one whose tree was gated', async () => {
+    const repo = createFixtureRepo({
+      base: { 'a.txt': 'a\n', 'b.txt': 'b\n', 'check.sh': 'grep -q A a.txt && grep -q B b.txt\n', '.config/tarmac/land-gate.json': gate({ fixup: { maxRounds: 0 } }) },
+      branches: [
+        { name: 'feature/a', commits: [{ message: 'a: upper', files: { 'a.txt': 'A\n' } }] },
+        { name: 'feature/b', commits: [{ message: 'b: upper', files: { 'b.txt': 'B\n' } }] },
+      ],
+    });
+    const id = await land({ repo: repo.url, branches: ['feature/a', 'feature/b'], target: 'main' });
+    const view = await finished(id);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    const merged = branchHead(repo.path, 'main');
+    assert.equal(merged, view.outcome.mergedSha);
+    assert.equal(git(repo.path, 'rev-parse', `${merged}^{tree}`), view.gates[0].treeSha, 'the gated tree is the merged tree');
+    assert.deepEqual(view.outcome.provenance.map((entry: { branch: string; how: string }) => `${entry.branch}:${entry.how}`), ['feature/a:identical', 'feature/b:identical']);
+    assert.equal(show(repo.path, 'main', 'a.txt'), 'A');
+    assert.equal(show(repo.path, 'main', 'b.txt'), 'B');
+  });
+
+  it('a conflicting branch is resolved by the scripted resolver and merged; every original patch is present', async () => {
+    const repo = conflictRepo([
+      { message: 'one: change shared', files: { 'shared.txt': 'one\n' } },
+      { message: 'one: add notes', files: { 'notes.txt': 'notes\n' } },
+    ]);
+    const id = await land({ repo: repo.url, branches: ['feature/one'], target: 'main', agents: resolverAgents });
+    const view = await finished(id);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    assert.equal(show(repo.path, 'main', 'shared.txt'), 'target\none', 'both sides kept by the resolver');
+    assert.equal(show(repo.path, 'main', 'notes.txt'), 'notes');
+    const how = view.outcome.provenance.map((entry: { subject: string; how: string; rebased: string | null }) => [entry.subject, entry.how, Boolean(entry.rebased)]);
+    assert.deepEqual(how, [
+      ['one: change shared', 'resolved', true],
+      ['one: add notes', 'identical', true],
+    ]);
+    assert.equal(view.outcome.sessions[0].role, 'resolver');
+  });
+
+  it('a resolver that silently drops a commit → dropped-commits naming it; target unchanged', async () => {
+    const repo = conflictRepo([
+      { message: 'one: change shared', files: { 'shared.txt': 'one\n' } },
+      { message: 'one: add notes', files: { 'notes.txt': 'notes\n' } },
+    ]);
+    const before = branchHead(repo.path, 'main');
+    const id = await land({ repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: 'script#resolver-drops', ladder: ['script#resolver-drops'] } });
+    const view = await finished(id);
+    assert.equal(view.outcome.status, 'dropped-commits', view.outcome.summary);
+    assert.match(view.outcome.summary, /"one: change shared" \(feature\/one\)/);
+    assert.doesNotMatch(view.outcome.summary, /add notes/);
+    assert.equal(branchHead(repo.path, 'main'), before);
+  });
+
+  it('a stale rerere resolution is not replayed by the automated rebase', async () => {
+    const repo = conflictRepo([{ message: 'one: change shared', files: { 'shared.txt': 'one\n' } }]);
+    const heads = [{ branch: 'feature/one', sha: branchHead(repo.path, 'feature/one') }];
+    const targetSha = branchHead(repo.path, 'main');
+    // Pre-seed the run's workspace with rerere on and a stale recorded resolution of this very conflict.
+    const workspace = join(stack.dataDir, 'runs', landingId(repo.url, 'main', heads), 'worktree');
+    execFileSync('git', ['clone', '-q', repo.url, workspace]);
+    git(workspace, 'config', 'rerere.enabled', 'true');
+    git(workspace, 'checkout', '-q', '--detach', targetSha);
+    const upstream = git(workspace, 'merge-base', targetSha, heads[0]!.sha);
+    assert.throws(() => git(workspace, 'rebase', '--onto', targetSha, upstream, heads[0]!.sha), 'the seed rebase conflicts');
+    execFileSync('sh', ['-c', `printf 'STALE\\n' > ${join(workspace, 'shared.txt')}`]);
+    git(workspace, 'add', 'shared.txt');
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', workspace, '-c', 'core.editor=true', 'rebase', '--continue']);
+    assert.ok(existsSync(join(workspace, '.git', 'rr-cache')), 'rerere recorded the stale resolution');
+    git(workspace, 'checkout', '-q', '--detach', targetSha);
+
+    const id = await land({ repo: repo.url, branches: ['feature/one'], target: 'main', agents: resolverAgents });
+    const view = await finished(id);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    assert.equal(show(repo.path, 'main', 'shared.txt'), 'target\none', 'the resolver resolved it; rerere did not');
+    assert.equal(view.outcome.sessions.length, 1, 'the conflict reached the resolver');
+  });
+
+  const fixupRepo = () =>
+    createFixtureRepo({
+      base: { 'check.sh': 'test -f FIXED || { echo "FIXED is missing"; exit 4; }\n', '.config/tarmac/land-gate.json': gate() },
+      branches: [{ name: 'feature/f', commits: [{ message: 'feature without the fix', files: { 'feature.txt': 'f\n' } }] }],
+    });
+  const fixerAgents = (fixer: string) => ({ fixer, ladder: [fixer], scriptEdits: [{ file: 'FIXED', replace: 'yes\n' }] });
+
+  it('red gate → fixer commits → green re-gate supersedes the red → merged', async () => {
+    const repo = fixupRepo();
+    const id = await land({ repo: repo.url, branches: ['feature/f'], target: 'main', agents: fixerAgents('script#fixer') });
+    const view = await finished(id);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    assert.deepEqual(view.outcome.gates.map((result: { status: string; round: number }) => `${result.round}:${result.status}`), ['1:failed', '2:passed']);
+    assert.equal(view.outcome.supersedes.length, 1);
+    assert.equal(view.outcome.supersedes[0].supersededBy.treeSha, view.outcome.treeSha);
+    assert.equal(show(repo.path, 'main', 'FIXED'), 'yes');
+    assert.equal(branchHead(repo.path, 'main'), view.outcome.mergedSha);
+  });
+
+  it('a fixer that commits the right fix and exits non-zero → still merged (the gate decides)', async () => {
+    const repo = fixupRepo();
+    const id = await land({ repo: repo.url, branches: ['feature/f'], target: 'main', agents: fixerAgents('script#fixer-exit-1') });
+    const view = await finished(id);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    assert.equal(view.outcome.sessions[0].role, 'fixer');
+  });
+
+  it('a fixer that commits nothing → fixup-failed; target unchanged', async () => {
+    const repo = fixupRepo();
+    const before = branchHead(repo.path, 'main');
+    const id = await land({ repo: repo.url, branches: ['feature/f'], target: 'main', agents: fixerAgents('script#claims-success') });
+    const view = await finished(id);
+    assert.equal(view.outcome.status, 'fixup-failed', view.outcome.summary);
+    assert.equal(branchHead(repo.path, 'main'), before);
+  });
+
+  it('a landing that edits the gate file waits for an answer: non-empty continues, empty ends needs-decision', async () => {
+    const edits = (name: string) =>
+      createFixtureRepo({
+        base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gate() },
+        branches: [{ name, commits: [{ message: 'loosen the gate', files: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['true'] }]) } }] }],
+      });
+    const ask = async (id: string) =>
+      (await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.body.pendingQuestions?.length === 1, 60_000, 'the question')).body;
+
+    const approved = edits('feature/gate');
+    const first = await land({ repo: approved.url, branches: ['feature/gate'], target: 'main' });
+    const waiting = await ask(first);
+    assert.equal(waiting.phase, 'questions');
+    assert.match(waiting.pendingQuestions[0].question, /land-gate\.json/);
+    assert.equal((await stack.api('POST', `/v1/landings/${first}/answers`, { text: 'approved by the gate owners' })).status, 200);
+    const landed = await finished(first);
+    assert.equal(landed.outcome.status, 'landed', landed.outcome.summary);
+    assert.equal(landed.outcome.questions[0].answer, 'approved by the gate owners');
+
+    const refused = edits('feature/gate2');
+    const before = branchHead(refused.path, 'main');
+    const second = await land({ repo: refused.url, branches: ['feature/gate2'], target: 'main' });
+    await ask(second);
+    assert.equal((await stack.api('POST', `/v1/landings/${second}/answers`, { text: '' })).status, 200);
+    const stopped = await finished(second);
+    assert.equal(stopped.outcome.status, 'needs-decision');
+    assert.equal(branchHead(refused.path, 'main'), before);
+    const late = await stack.api('POST', `/v1/landings/${second}/answers`, { text: 'too late' });
+    assert.equal(late.status, 409, 'an answer to a finished landing is refused');
+    assert.equal(late.body.error.code, 'TARMAC_CONFLICT');
+  });
+
+  it('cancel mid-gate → cancelled; no container with the run label; unrelated mirror refs and worktrees untouched', async () => {
+    const repo = createFixtureRepo({
+      base: { 'check.sh': 'sleep 60\n', '.config/tarmac/land-gate.json': gate() },
+      branches: [{ name: 'feature/slow', commits: [{ message: 'slow', files: { 's.txt': 's\n' } }] }],
+    });
+    const before = branchHead(repo.path, 'main');
+    const id = await land({ repo: repo.url, branches: ['feature/slow'], target: 'main' });
+    await waitFor(
+      () => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${id}`], status: ['running'] }) }),
+      (list) => list.length === 1,
+      60_000,
+      'the gate container',
+    );
+    // Someone else's things in the same mirror: cleanup must not touch them.
+    const mirror = mirrorPath(stack.dataDir, repo.url);
+    git(mirror, 'update-ref', 'refs/heads/someone-else', before);
+    const otherWorktree = join(mkdtempSync(join(tmpdir(), 'tarmac-other-')), 'wt');
+    git(mirror, 'worktree', 'add', '-q', '--detach', otherWorktree, before);
+
+    const cancelled = await stack.api('POST', `/v1/landings/${id}/cancel`);
+    assert.equal(cancelled.status, 202);
+    const view = await finished(id);
+    assert.equal(view.outcome.status, 'cancelled', view.outcome.summary);
+    const left = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${id}`] }) });
+    assert.equal(left.length, 0, 'no container with the run label is left');
+    assert.equal(git(mirror, 'rev-parse', 'refs/heads/someone-else'), before);
+    assert.ok(existsSync(join(otherWorktree, 'check.sh')), 'the unrelated worktree is still there');
+    assert.match(git(mirror, 'worktree', 'list'), /tarmac-other-/);
+    assert.equal(existsSync(join(stack.dataDir, 'runs', id, 'worktree')), false, 'the run workspace is gone');
+    assert.equal(branchHead(repo.path, 'main'), before);
+    assert.equal(JSON.parse(readFileSync(join(stack.dataDir, 'runs', id, 'outcome.json'), 'utf8')).status, 'cancelled');
+  });
+});
