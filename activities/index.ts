@@ -6,6 +6,8 @@ import { createGateActivities } from './gates';
 import { createGitActivities } from './git';
 import { createLandingCapsules } from './landing-capsules';
 import { createRebaseActivities } from './rebase';
+import { createQueueActivities } from './queue';
+import { defaultTaskQueue } from '../core/queues';
 import { createSessionActivities } from './sessions';
 import { runPaths, writeFileAtomic } from './run-store';
 
@@ -15,6 +17,8 @@ export interface ActivityDeps {
   docker: Docker;
   /** Recipes directory; default the repository's `recipes/`. */
   recipesDir?: string;
+  /** Shared task queue (target queues are started on it); default `tarmac`. */
+  taskQueue?: string;
 }
 
 /**
@@ -27,11 +31,14 @@ export function createActivities(deps: ActivityDeps) {
   const sessions = createSessionActivities(deps);
   const landing = createLandingCapsules(deps);
   const rebase = createRebaseActivities(deps);
+  const queue = createQueueActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
   return {
     'capsule.inspectTarget': git.inspectTarget,
     'capsule.prepareRun': landing.prepareRun,
     'capsule.rebaseBranches': rebase.rebaseBranches,
     'capsule.checkPatches': rebase.checkPatches,
+    'capsule.rebaseOnto': rebase.rebaseOnto,
+    'queue.requestAdmission': queue.requestAdmission,
     'capsule.workspaceHead': landing.workspaceHead,
     'capsule.changedFiles': landing.changedFiles,
     'capsule.verifyLanding': landing.verifyLanding,

@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { log } from '@temporalio/activity';
 import { FailureType } from '../core/errors';
 import type { GateSuiteResult } from '../core/types';
-import { automationGit, ensureMirror, ensureWorkspace, gitExitCode, permanent } from './git';
+import { automationGit, ensureMirror, ensureWorkspace, fetchRefs, gitExitCode, permanent } from './git';
 import { recordInManifest, runPaths } from './run-store';
 
 export interface WorkspaceHead {
@@ -116,10 +116,11 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
       return { mergedSha: headSha, alreadyMerged: false };
     },
 
-    /** Fetches the target's current head into the mirror (the target queue checks whether it moved). */
+    /** Fetches the target's current head into the mirror and returns it (did it move while we waited?). */
     currentTarget: async ({ repo, target }: { repo: string; target: string }): Promise<string> => {
-      const out = await automationGit(await ensureMirror(dataDir, repo)).listRemote([repo, `refs/heads/${target}`]);
-      return out.trim().split(/\s+/)[0] ?? '';
+      const mirror = await ensureMirror(dataDir, repo);
+      await fetchRefs(mirror, repo, [target]);
+      return (await automationGit(mirror).revparse([`refs/remotes/origin/${target}^{commit}`])).trim();
     },
   };
 }

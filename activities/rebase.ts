@@ -119,6 +119,23 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
     },
 
     /**
+     * Moves the workspace's commits over `fromSha` onto `ontoSha` (the target moved
+     * while the landing waited to merge), rerere off. A conflict aborts the rebase and
+     * is reported; the workspace is left as it was.
+     */
+    rebaseOnto: async ({ runId, fromSha, ontoSha }: { runId: string; fromSha: string; ontoSha: string }): Promise<{ status: 'done'; headSha: string } | { status: 'conflict'; files: string[] }> => {
+      const workspace = runPaths(dataDir, runId).worktree;
+      const git = automationGit(workspace);
+      const code = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--no-autosquash', '--onto', ontoSha, fromSha]);
+      if (code !== 0) {
+        const files = rebaseRunning(workspace) ? await unmergedFiles(workspace) : [];
+        if (rebaseRunning(workspace)) await gitExitCode(workspace, ['rebase', '--abort']);
+        return { status: 'conflict', files };
+      }
+      return { status: 'done', headSha: (await git.revparse(['HEAD'])).trim() };
+    },
+
+    /**
      * Never lose work: every original commit of every branch must be in the result —
      * as a rebased copy (same author, date and subject), or as a patch already in
      * the target. Anything else is reported as dropped.

@@ -1,3 +1,4 @@
 /** The workflow bundle's entry: every workflow type the worker registers. */
 export { landing } from './landing';
 export { agentSession } from './agent-session';
+export { targetQueue } from './target-queue';

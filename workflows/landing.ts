@@ -1,4 +1,4 @@
-import { CancellationScope, condition, executeChild, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, executeChild, getExternalWorkflowHandle, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { parseDuration } from '../core/duration';
 import { FailureType } from '../core/errors';
@@ -8,7 +8,7 @@ import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { capsule, gateSuite } from './activity-options';
 import { LandingTracker } from './landing-tracker';
-import { answerUpdate, landingStatusQuery } from './messages';
+import { admittedSignal, answerUpdate, landingStatusQuery, releaseSignal } from './messages';
 import { gateVerdict } from './policies/supersedes';
 
 /** The failure type and message of an activity failure, read from its cause. */
@@ -48,6 +48,12 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     },
   );
 
+  const queue: { id?: string; admitted: boolean } = { admitted: false };
+  setHandler(admittedSignal, ({ queueId }) => {
+    queue.id = queueId;
+    queue.admitted = true;
+  });
+
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
   let host: Activities | undefined;
   let outcome: LandingOutcome;
@@ -63,6 +69,8 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
   }
   // The finale runs even when the workflow is cancelled: cleanup by manifest, then the record.
   await CancellationScope.nonCancellable(async () => {
+    // Free the target for the next landing, whether this one merged, failed or was cancelled.
+    if (queue.id) await getExternalWorkflowHandle(queue.id).signal(releaseSignal, { landingId: runId }).catch(() => undefined);
     if (!host) return;
     const cleaner = host;
     tracker.enter('cleanup');
@@ -251,26 +259,78 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     }
     if (verdict.lineage.length > 0) tracker.facts.supersedes = verdict.lineage;
 
-    tracker.enter('verify');
-    const verified = await tracker.step('capsule.verifyLanding', 'capsule', () =>
-      pinned['capsule.verifyLanding']({ runId, targetSha, headSha: head.headSha, gates: tracker.gates, suiteIds: gate.suites.map((suite) => suite.id), dropped: dropped.map((entry) => entry.original) }),
-    );
+    const suiteIds = gate.suites.map((suite) => suite.id);
+    const verify = async (base: string) => {
+      tracker.enter('verify');
+      return await tracker.step('capsule.verifyLanding', 'capsule', () =>
+        pinned['capsule.verifyLanding']({ runId, targetSha: base, headSha: head.headSha, gates: tracker.gates, suiteIds, dropped: dropped.map((entry) => entry.original) }),
+      );
+    };
+    const verified = await verify(targetSha);
     if (!verified.ok) {
       return tracker.finish('verify-failed', `verification refused the merge: ${verified.problems.join('; ')}`, { type: 'TARMAC_VERIFY_FAILED', message: verified.problems.join('; ') });
     }
 
+    // Merges to one target go one at a time, through its queue.
+    tracker.enter('queue');
+    const { queueId } = await tracker.step('queue.requestAdmission', 'capsule', () => shared['queue.requestAdmission']({ repo: request.repo, target: request.target, landingId: runId }));
+    queue.id = queueId;
+    await condition(() => queue.admitted);
+
     tracker.enter('merge');
-    try {
-      const merged = await tracker.step('capsule.fastForwardTarget', 'capsule', () =>
-        pinned['capsule.fastForwardTarget']({ runId, repo: request.repo, target: request.target, expectedTargetSha: targetSha, headSha: head.headSha }),
-      );
-      tracker.facts.mergedSha = merged.mergedSha;
-    } catch (error) {
-      const failure = failureOf(error);
-      if (failure.type === FailureType.targetMoved) {
-        return tracker.finish('target-moved', `${failure.message}; nothing was merged`, { type: failure.type, message: failure.message });
+    let base = targetSha;
+    for (let tries = 1; ; tries += 1) {
+      const current = await tracker.step('capsule.currentTarget', 'capsule', () => pinned['capsule.currentTarget']({ repo: request.repo, target: request.target }));
+      if (current !== base && current !== head.headSha) {
+        // The target moved while this landing waited: rebase onto it and gate the new tree.
+        const moved = await tracker.step('capsule.rebaseOnto', 'capsule', () => pinned['capsule.rebaseOnto']({ runId, fromSha: base, ontoSha: current }));
+        if (moved.status === 'conflict') {
+          return tracker.finish('target-moved', `${request.target} moved to ${current.slice(0, 12)} and the landing conflicts with it (${moved.files.join(', ')}); nothing was merged`, {
+            type: FailureType.targetMoved,
+            message: `conflicts with the new target in ${moved.files.join(', ')}`,
+          });
+        }
+        const recheck = await tracker.step('capsule.checkPatches', 'capsule', () => pinned['capsule.checkPatches']({ runId, targetSha: current, heads: request.heads }));
+        const lost = recheck.dropped.filter((entry) => !declaredDrops.has(entry.original));
+        if (lost.length > 0) {
+          return tracker.finish('dropped-commits', `rebasing onto the moved target lost ${lost.map((entry) => `"${entry.subject}"`).join(', ')}; nothing was merged`, {
+            type: 'TARMAC_DROPPED_COMMITS',
+            message: lost.map((entry) => entry.original).join(', '),
+          });
+        }
+        base = current;
+        tracker.facts.targetSha = base;
+        head = await pinned['capsule.workspaceHead']({ runId, since: base });
+        tracker.facts.headSha = head.headSha;
+        tracker.facts.treeSha = head.treeSha;
+        tracker.enter('gate');
+        round += 1;
+        verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
+        if (!verdict.green) {
+          const red = redSummary(gate, head.treeSha, round);
+          return tracker.finish('gate-failed', `re-gate after ${request.target} moved: ${red.summary}`, { type: 'TARMAC_GATE_FAILED', message: red.message });
+        }
+        const reverified = await verify(base);
+        if (!reverified.ok) {
+          return tracker.finish('verify-failed', `verification refused the merge: ${reverified.problems.join('; ')}`, { type: 'TARMAC_VERIFY_FAILED', message: reverified.problems.join('; ') });
+        }
+        tracker.enter('merge');
       }
-      throw error;
+      try {
+        const merged = await tracker.step('capsule.fastForwardTarget', 'capsule', () =>
+          pinned['capsule.fastForwardTarget']({ runId, repo: request.repo, target: request.target, expectedTargetSha: base, headSha: head.headSha }),
+        );
+        tracker.facts.mergedSha = merged.mergedSha;
+        break;
+      } catch (error) {
+        const failure = failureOf(error);
+        // Someone pushed outside the queue between our check and our push: go round again.
+        if (failure.type === FailureType.targetMoved && tries < 5) continue;
+        if (failure.type === FailureType.targetMoved) {
+          return tracker.finish('target-moved', `${failure.message}; nothing was merged`, { type: failure.type, message: failure.message });
+        }
+        throw error;
+      }
     }
     const superseded = verdict.lineage.length ? `; ${verdict.lineage.length} red result(s) superseded by the re-gate` : '';
     return tracker.finish(

@@ -1,4 +1,4 @@
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { BudgetCommand, SessionStatusView } from '../core/session-types';
 import type { LandingStatusView } from '../core/types';
 
@@ -13,3 +13,12 @@ export const budgetUpdate = defineUpdate<{ accepted: true; budget: SessionStatus
 
 /** Answers a landing's pending question; an empty text is a decision not to go on. */
 export const answerUpdate = defineUpdate<{ accepted: true; questionId: string }, [{ questionId?: string; text: string }]>('answer');
+
+/** Target queue: a landing asks to be admitted to merge. */
+export const admissionRequestSignal = defineSignal<[{ landingId: string }]>('requestAdmission');
+/** Target queue → landing: your turn to merge. */
+export const admittedSignal = defineSignal<[{ queueId: string }]>('admitted');
+/** Landing → target queue: done merging (or not merging after all). */
+export const releaseSignal = defineSignal<[{ landingId: string }]>('release');
+/** Target queue: who merges now and who waits. */
+export const queueStatusQuery = defineQuery<{ current?: string; waiting: string[]; admitted: number }>('status');

@@ -75,7 +75,7 @@ describe('tarmac dev: the README flow on one machine', () => {
     assert.equal(branchHead(demoPath, 'main'), branchHead(demoPath, 'feature/greeting'));
 
     // The Web UI's own HTTP API, as its workflow list page calls it.
-    const query = encodeURIComponent(`TarmacRepo="${demoUrl}"`);
+    const query = encodeURIComponent(`TarmacRepo="${demoUrl}" AND TarmacKind="landing"`);
     const ui = await waitFor(
       async () => (await fetch(`http://127.0.0.1:${uiPort}/api/v1/namespaces/default/workflows?query=${query}`)).json() as Promise<any>,
       (body) => Array.isArray(body.executions) && body.executions.length > 0,

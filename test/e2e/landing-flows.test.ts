@@ -198,6 +198,33 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     assert.equal(late.body.error.code, 'TARMAC_CONFLICT');
   });
 
+  it('two landings on one target at once both merge, one at a time; the second is re-gated on the first; no force-push', async () => {
+    const repo = createFixtureRepo({
+      base: { 'check.sh': 'sleep 2\n', '.config/tarmac/land-gate.json': gate() },
+      branches: [
+        { name: 'feature/x', commits: [{ message: 'x', files: { 'x.txt': 'x\n' } }] },
+        { name: 'feature/y', commits: [{ message: 'y', files: { 'y.txt': 'y\n' } }] },
+      ],
+    });
+    git(repo.path, 'config', 'core.logAllRefUpdates', 'always');
+    const start = branchHead(repo.path, 'main');
+    const ids = await Promise.all(['feature/x', 'feature/y'].map((branch) => land({ repo: repo.url, branches: [branch], target: 'main' })));
+    const views = await Promise.all(ids.map((id) => finished(id)));
+    for (const view of views) assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    const [first, second] = [...views].sort((a, b) => (a.outcome.targetSha === start ? -1 : b.outcome.targetSha === start ? 1 : 0));
+    assert.equal(first.outcome.targetSha, start, 'the first merged onto the original head');
+    assert.equal(second.outcome.targetSha, first.outcome.mergedSha, 'the second was rebased onto the first');
+    const regate = second.outcome.gates.find((result: { round: number }) => result.round === 2);
+    assert.ok(regate, 'the second was re-gated');
+    assert.equal(regate.status, 'passed');
+    assert.equal(regate.treeSha, git(repo.path, 'rev-parse', 'main^{tree}'), 'the re-gate ran on the tree that was merged');
+    assert.equal(branchHead(repo.path, 'main'), second.outcome.mergedSha);
+    // Every update of main was a fast-forward of the one before: no force-push.
+    const updates = git(repo.path, 'reflog', 'show', '--format=%H', 'refs/heads/main').split('\n').filter(Boolean).reverse();
+    assert.deepEqual(updates, [first.outcome.mergedSha, second.outcome.mergedSha]);
+    assert.equal(git(repo.path, 'rev-parse', `${second.outcome.mergedSha}^`), first.outcome.mergedSha);
+  });
+
   it('cancel mid-gate → cancelled; no container with the run label; unrelated mirror refs and worktrees untouched', async () => {
     const repo = createFixtureRepo({
       base: { 'check.sh': 'sleep 60\n', '.config/tarmac/land-gate.json': gate() },

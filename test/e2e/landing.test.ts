@@ -70,6 +70,8 @@ describe('landing, end to end: HTTP → Temporal → worker → container → gi
         'capsule.changedFiles',
         'gate.runSuite:test#1',
         'capsule.verifyLanding',
+        'queue.requestAdmission',
+        'capsule.currentTarget',
         'capsule.fastForwardTarget',
         'capsule.cleanupRun',
       ],
@@ -83,7 +85,7 @@ describe('landing, end to end: HTTP → Temporal → worker → container → gi
 
     // The Web UI lists workflows through visibility; the same query finds the landing by repo.
     const found: string[] = [];
-    for await (const execution of stack.client.workflow.list({ query: `TarmacRepo = '${repo.url}'` })) found.push(execution.workflowId);
+    for await (const execution of stack.client.workflow.list({ query: `TarmacRepo = '${repo.url}' AND TarmacKind = 'landing'` })) found.push(execution.workflowId);
     assert.deepEqual(found, [created.body.id]);
     const listed = await stack.api('GET', '/v1/landings');
     assert.ok(listed.body.landings.some((landing: { id: string; outcome?: string }) => landing.id === created.body.id && landing.outcome === 'landed'));
