@@ -60,4 +60,47 @@ describe('worker restart mid-gate', () => {
       .filter(Boolean);
     assert.deepEqual(reflog, [head], 'main was updated exactly once after the fixture was made');
   });
+
+  it('SIGKILL the worker during the fixup session: the landing completes correctly, once', async () => {
+    const repo = createFixtureRepo({
+      base: {
+        'check.sh': 'test -f FIXED\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]),
+      },
+      branches: [{ name: 'feature/needs-fix', commits: [{ message: 'feature', files: { 'f.txt': 'f\n' } }] }],
+    });
+    execFileSync('git', ['-C', repo.path, 'config', 'core.logAllRefUpdates', 'always']);
+    const since = Math.floor(Date.now() / 1000);
+    const created = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/needs-fix'],
+      target: 'main',
+      agents: { fixer: 'script#slow-fixer', ladder: ['script#slow-fixer'], scriptSlowMs: 6000, scriptEdits: [{ file: 'FIXED', replace: 'yes\n' }] },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const fixerLabel = `tarmac.role=fixer`;
+    const [fixer] = await waitFor(
+      () => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${created.body.id}`, fixerLabel], status: ['running'] }) }),
+      (list) => list.length === 1,
+      90_000,
+      'the fixer session container to run',
+    );
+    await stack.killWorker('SIGKILL');
+    await stack.startWorker();
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.body?.workflowStatus === 'COMPLETED',
+      180_000,
+      'the landing to complete',
+    );
+    const outcome = view.body.outcome;
+    assert.equal(outcome.status, 'landed', outcome.summary);
+    assert.deepEqual(outcome.sessions.map((session: { role: string; attempts: number }) => `${session.role}:${session.attempts}`), ['fixer:1']);
+    const session = (await stack.client.workflow.getHandle(`${created.body.id}.fixer-1`).result()) as { attempts: { containerId: string; reattached: boolean }[] };
+    assert.equal(session.attempts[0]!.containerId, fixer!.Id, 'the fixer container was reattached, not replaced');
+    assert.equal(session.attempts[0]!.reattached, true);
+    assert.equal(await containersCreated(stack.docker, since, `tarmac.session=fixer-1`), 1);
+    const reflog = execFileSync('git', ['-C', repo.path, 'reflog', 'show', '--format=%H', 'refs/heads/main'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+    assert.deepEqual(reflog, [outcome.mergedSha], 'main was updated exactly once');
+  });
 });
