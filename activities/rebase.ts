@@ -21,7 +21,17 @@ export interface RebaseInput {
 }
 
 export type RebaseResult =
-  | { status: 'done'; headSha: string; treeSha: string }
+  | {
+      status: 'done';
+      headSha: string;
+      treeSha: string;
+      /** Commits of the aggregate head over the target. */
+      commitsSince: number;
+      /** Files the landing changes relative to the target. */
+      changedFiles: string[];
+      provenance: ProvenanceEntry[];
+      dropped: ProvenanceEntry[];
+    }
   | { status: 'conflict'; branch: string; commit: string; subject: string; files: string[]; baseSha: string };
 
 export interface ProvenanceEntry {
@@ -54,6 +64,46 @@ async function conflictAt(workspace: string, branch: string): Promise<RebaseResu
   const commit = stopped || (await git.revparse(['REBASE_HEAD']).catch(() => '')).trim();
   const subject = commit ? (await git.raw(['log', '-1', '--format=%s', commit])).trim() : '';
   return { status: 'conflict', branch, commit, subject, files: await unmergedFiles(workspace), baseSha: (await git.revparse(['HEAD'])).trim() };
+}
+
+/**
+ * Never lose work: every original commit of every branch must be in the result —
+ * as a rebased copy (same author, date and subject), or as a patch already in
+ * the target. Anything else is reported as dropped.
+ */
+async function checkPatchesIn(workspace: string, { targetSha, heads }: PatchCheckInput): Promise<{ provenance: ProvenanceEntry[]; dropped: ProvenanceEntry[] }> {
+  const git = automationGit(workspace);
+  const identity = '%an%x00%ae%x00%ad%x00%s';
+  const rebased = new Map<string, string>();
+  for (const line of (await git.raw(['log', '--format=%H%x00' + identity, '--date=raw', `${targetSha}..HEAD`])).split('\n').filter(Boolean)) {
+    const [sha, ...rest] = line.split('\0');
+    rebased.set(rest.join('\0'), sha!);
+  }
+  // patch-id --stable ignores line numbers and whitespace: the same change rebased elsewhere keeps its id.
+  const patchId = async (sha: string) => {
+    const diff = await git.raw(['show', '--format=', sha]);
+    return spawnSync('git', gitArgs(workspace, 'patch-id', '--stable'), { input: diff, encoding: 'utf8' }).stdout.split(' ')[0] ?? '';
+  };
+  const seen = new Set<string>();
+  const provenance: ProvenanceEntry[] = [];
+  for (const head of heads) {
+    const originals = (await git.raw(['log', '--reverse', '--format=%H%x00' + identity, '--date=raw', `${targetSha}..${head.sha}`])).split('\n').filter(Boolean);
+    for (const line of originals) {
+      const [original, ...rest] = line.split('\0');
+      if (!original || seen.has(original)) continue;
+      seen.add(original);
+      const subject = rest[3] ?? '';
+      const copy = rebased.get(rest.join('\0'));
+      if (copy) {
+        provenance.push({ branch: head.branch, original, subject, rebased: copy, how: (await patchId(copy)) === (await patchId(original)) ? 'identical' : 'resolved' });
+        continue;
+      }
+      // `git cherry` marks with "-" a commit whose patch is already in HEAD's history.
+      const cherry = (await git.raw(['cherry', 'HEAD', original, `${original}^`])).trim();
+      provenance.push({ branch: head.branch, original, subject, rebased: null, how: cherry.startsWith('-') ? 'already-upstream' : 'dropped' });
+    }
+  }
+  return { provenance, dropped: provenance.filter((entry) => entry.how === 'dropped') };
 }
 
 export function createRebaseActivities({ dataDir }: { dataDir: string }) {
@@ -114,8 +164,17 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
         delete state.inProgress;
         await save();
       }
+      // Done: the patch check and the facts the next phases need, in the same capsule (one round trip).
       const headSha = (await git.revparse(['HEAD'])).trim();
-      return { status: 'done', headSha, treeSha: (await git.revparse([`${headSha}^{tree}`])).trim() };
+      const patches = await checkPatchesIn(workspace, { runId, targetSha, heads });
+      return {
+        status: 'done',
+        headSha,
+        treeSha: (await git.revparse([`${headSha}^{tree}`])).trim(),
+        commitsSince: Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim()),
+        changedFiles: (await git.raw(['diff', '--name-only', `${targetSha}..${headSha}`])).split('\n').filter(Boolean),
+        ...patches,
+      };
     },
 
     /**
@@ -135,46 +194,8 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
       return { status: 'done', headSha: (await git.revparse(['HEAD'])).trim() };
     },
 
-    /**
-     * Never lose work: every original commit of every branch must be in the result —
-     * as a rebased copy (same author, date and subject), or as a patch already in
-     * the target. Anything else is reported as dropped.
-     */
-    checkPatches: async ({ runId, targetSha, heads }: PatchCheckInput): Promise<{ provenance: ProvenanceEntry[]; dropped: ProvenanceEntry[] }> => {
-      const workspace = runPaths(dataDir, runId).worktree;
-      const git = automationGit(workspace);
-      const identity = '%an%x00%ae%x00%ad%x00%s';
-      const rebased = new Map<string, string>();
-      for (const line of (await git.raw(['log', '--format=%H%x00' + identity, '--date=raw', `${targetSha}..HEAD`])).split('\n').filter(Boolean)) {
-        const [sha, ...rest] = line.split('\0');
-        rebased.set(rest.join('\0'), sha!);
-      }
-      // patch-id --stable ignores line numbers and whitespace: the same change rebased elsewhere keeps its id.
-      const patchId = async (sha: string) => {
-        const diff = await git.raw(['show', '--format=', sha]);
-        return spawnSync('git', gitArgs(workspace, 'patch-id', '--stable'), { input: diff, encoding: 'utf8' }).stdout.split(' ')[0] ?? '';
-      };
-      const seen = new Set<string>();
-      const provenance: ProvenanceEntry[] = [];
-      for (const head of heads) {
-        const originals = (await git.raw(['log', '--reverse', '--format=%H%x00' + identity, '--date=raw', `${targetSha}..${head.sha}`])).split('\n').filter(Boolean);
-        for (const line of originals) {
-          const [original, ...rest] = line.split('\0');
-          if (!original || seen.has(original)) continue;
-          seen.add(original);
-          const subject = rest[3] ?? '';
-          const copy = rebased.get(rest.join('\0'));
-          if (copy) {
-            provenance.push({ branch: head.branch, original, subject, rebased: copy, how: (await patchId(copy)) === (await patchId(original)) ? 'identical' : 'resolved' });
-            continue;
-          }
-          // `git cherry` marks with "-" a commit whose patch is already in HEAD's history.
-          const cherry = (await git.raw(['cherry', 'HEAD', original, `${original}^`])).trim();
-          provenance.push({ branch: head.branch, original, subject, rebased: null, how: cherry.startsWith('-') ? 'already-upstream' : 'dropped' });
-        }
-      }
-      return { provenance, dropped: provenance.filter((entry) => entry.how === 'dropped') };
-    },
+    /** The patch check alone (after a rebase onto a moved target). */
+    checkPatches: async (input: PatchCheckInput) => await checkPatchesIn(runPaths(dataDir, input.runId).worktree, input),
   };
 }
 

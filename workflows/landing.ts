@@ -179,9 +179,12 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     tracker.enter('rebase');
     let resolvers = 0;
     const declaredDrops = new Map<string, string>();
+    let rebased;
     for (;;) {
-      const rebased = await tracker.step('capsule.rebaseBranches', 'capsule', () => pinned['capsule.rebaseBranches']({ runId, targetSha, heads: request.heads }), (value) =>
-        value.status === 'done' ? `at ${value.headSha.slice(0, 12)}` : `conflict in ${value.files.join(', ')} at ${value.commit.slice(0, 12)}`,
+      rebased = await tracker.step('capsule.rebaseBranches', 'capsule', () => pinned['capsule.rebaseBranches']({ runId, targetSha, heads: request.heads }), (value) =>
+        value.status === 'done'
+          ? `at ${value.headSha.slice(0, 12)}; ${value.provenance.length} original commit(s), ${value.dropped.length} missing`
+          : `conflict in ${value.files.join(', ')} at ${value.commit.slice(0, 12)}`,
       );
       if (rebased.status === 'done') break;
       if (resolvers >= maxResolverSessions) {
@@ -202,24 +205,20 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       });
       for (const drop of resolved.result?.droppedCommits ?? []) declaredDrops.set(drop.sha, drop.reason);
     }
-    const patches = await tracker.step('capsule.checkPatches', 'capsule', () => pinned['capsule.checkPatches']({ runId, targetSha, heads: request.heads }), (value) =>
-      `${value.provenance.length} original commit(s), ${value.dropped.length} missing`,
-    );
-    tracker.facts.provenance = patches.provenance;
-    const dropped = patches.dropped.filter((entry) => !declaredDrops.has(entry.original));
+    tracker.facts.provenance = rebased.provenance;
+    const dropped = rebased.dropped.filter((entry) => !declaredDrops.has(entry.original));
     if (dropped.length > 0) {
       return tracker.finish('dropped-commits', `the rebased result is missing ${dropped.length} commit(s): ${dropped.map((entry) => `${entry.original.slice(0, 12)} "${entry.subject}" (${entry.branch})`).join(', ')}; nothing was merged`, {
         type: 'TARMAC_DROPPED_COMMITS',
         message: dropped.map((entry) => entry.original).join(', '),
       });
     }
-    let head = await pinned['capsule.workspaceHead']({ runId, since: targetSha });
+    let head = { headSha: rebased.headSha, treeSha: rebased.treeSha, commitsSince: rebased.commitsSince };
     tracker.facts.headSha = head.headSha;
     tracker.facts.treeSha = head.treeSha;
 
     tracker.enter('questions');
-    const changed = await tracker.step('capsule.changedFiles', 'capsule', () => pinned['capsule.changedFiles']({ runId, targetSha }));
-    if (changed.includes(gateFilePath)) {
+    if (rebased.changedFiles.includes(gateFilePath)) {
       const answer = await ask('gate-file-edit', `This landing edits ${gateFilePath}, which decides its own gate. Approve the edit? (an empty answer stops the landing)`);
       if (answer === '') {
         return tracker.finish('needs-decision', `stopped: the edit of ${gateFilePath} was not approved (empty answer); nothing was merged`, { type: 'TARMAC_NEEDS_DECISION', message: 'empty answer' });
@@ -280,42 +279,6 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     tracker.enter('merge');
     let base = targetSha;
     for (let tries = 1; ; tries += 1) {
-      const current = await tracker.step('capsule.currentTarget', 'capsule', () => pinned['capsule.currentTarget']({ repo: request.repo, target: request.target }));
-      if (current !== base && current !== head.headSha) {
-        // The target moved while this landing waited: rebase onto it and gate the new tree.
-        const moved = await tracker.step('capsule.rebaseOnto', 'capsule', () => pinned['capsule.rebaseOnto']({ runId, fromSha: base, ontoSha: current }));
-        if (moved.status === 'conflict') {
-          return tracker.finish('target-moved', `${request.target} moved to ${current.slice(0, 12)} and the landing conflicts with it (${moved.files.join(', ')}); nothing was merged`, {
-            type: FailureType.targetMoved,
-            message: `conflicts with the new target in ${moved.files.join(', ')}`,
-          });
-        }
-        const recheck = await tracker.step('capsule.checkPatches', 'capsule', () => pinned['capsule.checkPatches']({ runId, targetSha: current, heads: request.heads }));
-        const lost = recheck.dropped.filter((entry) => !declaredDrops.has(entry.original));
-        if (lost.length > 0) {
-          return tracker.finish('dropped-commits', `rebasing onto the moved target lost ${lost.map((entry) => `"${entry.subject}"`).join(', ')}; nothing was merged`, {
-            type: 'TARMAC_DROPPED_COMMITS',
-            message: lost.map((entry) => entry.original).join(', '),
-          });
-        }
-        base = current;
-        tracker.facts.targetSha = base;
-        head = await pinned['capsule.workspaceHead']({ runId, since: base });
-        tracker.facts.headSha = head.headSha;
-        tracker.facts.treeSha = head.treeSha;
-        tracker.enter('gate');
-        round += 1;
-        verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
-        if (!verdict.green) {
-          const red = redSummary(gate, head.treeSha, round);
-          return tracker.finish('gate-failed', `re-gate after ${request.target} moved: ${red.summary}`, { type: 'TARMAC_GATE_FAILED', message: red.message });
-        }
-        const reverified = await verify(base);
-        if (!reverified.ok) {
-          return tracker.finish('verify-failed', `verification refused the merge: ${reverified.problems.join('; ')}`, { type: 'TARMAC_VERIFY_FAILED', message: reverified.problems.join('; ') });
-        }
-        tracker.enter('merge');
-      }
       try {
         const merged = await tracker.step('capsule.fastForwardTarget', 'capsule', () =>
           pinned['capsule.fastForwardTarget']({ runId, repo: request.repo, target: request.target, expectedTargetSha: base, headSha: head.headSha }),
@@ -324,13 +287,44 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
         break;
       } catch (error) {
         const failure = failureOf(error);
-        // Someone pushed outside the queue between our check and our push: go round again.
-        if (failure.type === FailureType.targetMoved && tries < 5) continue;
-        if (failure.type === FailureType.targetMoved) {
-          return tracker.finish('target-moved', `${failure.message}; nothing was merged`, { type: failure.type, message: failure.message });
-        }
-        throw error;
+        if (failure.type !== FailureType.targetMoved) throw error;
+        if (tries >= 5) return tracker.finish('target-moved', `${failure.message}; gave up after ${tries} tries; nothing was merged`, { type: failure.type, message: failure.message });
       }
+      // The target moved while this landing waited (a push outside the queue, or an earlier
+      // landing): rebase onto it and gate the new tree before trying again.
+      const current = await tracker.step('capsule.currentTarget', 'capsule', () => pinned['capsule.currentTarget']({ repo: request.repo, target: request.target }));
+      const moved = await tracker.step('capsule.rebaseOnto', 'capsule', () => pinned['capsule.rebaseOnto']({ runId, fromSha: base, ontoSha: current }));
+      if (moved.status === 'conflict') {
+        return tracker.finish('target-moved', `${request.target} moved to ${current.slice(0, 12)} and the landing conflicts with it (${moved.files.join(', ')}); nothing was merged`, {
+          type: FailureType.targetMoved,
+          message: `conflicts with the new target in ${moved.files.join(', ')}`,
+        });
+      }
+      const recheck = await tracker.step('capsule.checkPatches', 'capsule', () => pinned['capsule.checkPatches']({ runId, targetSha: current, heads: request.heads }));
+      const lost = recheck.dropped.filter((entry) => !declaredDrops.has(entry.original));
+      if (lost.length > 0) {
+        return tracker.finish('dropped-commits', `rebasing onto the moved target lost ${lost.map((entry) => `"${entry.subject}"`).join(', ')}; nothing was merged`, {
+          type: 'TARMAC_DROPPED_COMMITS',
+          message: lost.map((entry) => entry.original).join(', '),
+        });
+      }
+      base = current;
+      tracker.facts.targetSha = base;
+      head = await pinned['capsule.workspaceHead']({ runId, since: base });
+      tracker.facts.headSha = head.headSha;
+      tracker.facts.treeSha = head.treeSha;
+      tracker.enter('gate');
+      round += 1;
+      verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
+      if (!verdict.green) {
+        const red = redSummary(gate, head.treeSha, round);
+        return tracker.finish('gate-failed', `re-gate after ${request.target} moved: ${red.summary}`, { type: 'TARMAC_GATE_FAILED', message: red.message });
+      }
+      const reverified = await verify(base);
+      if (!reverified.ok) {
+        return tracker.finish('verify-failed', `verification refused the merge: ${reverified.problems.join('; ')}`, { type: 'TARMAC_VERIFY_FAILED', message: reverified.problems.join('; ') });
+      }
+      tracker.enter('merge');
     }
     const superseded = verdict.lineage.length ? `; ${verdict.lineage.length} red result(s) superseded by the re-gate` : '';
     return tracker.finish(
