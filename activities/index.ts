@@ -6,6 +6,7 @@ import { createGateActivities } from './gates';
 import { createGitActivities } from './git';
 import { createLandingCapsules } from './landing-capsules';
 import { createRebaseActivities } from './rebase';
+import { createReviewCacheActivities } from './review-cache';
 import { createQueueActivities } from './queue';
 import { defaultTaskQueue } from '../core/queues';
 import { createSessionActivities } from './sessions';
@@ -30,6 +31,7 @@ export function createActivities(deps: ActivityDeps) {
   const gates = createGateActivities(deps);
   const sessions = createSessionActivities(deps);
   const landing = createLandingCapsules(deps);
+  const reviewCache = createReviewCacheActivities(deps);
   const rebase = createRebaseActivities(deps);
   const queue = createQueueActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
   return {
@@ -48,6 +50,9 @@ export function createActivities(deps: ActivityDeps) {
     'gate.runSuite': gates.runGateSuite,
     'session.validateDispatch': sessions.validateDispatch,
     'session.run': sessions.runSession,
+    'review.resolvePanel': sessions.resolvePanel,
+    'review.restore': reviewCache.restore,
+    'review.seal': reviewCache.seal,
     /** Removes what the manifest lists and the run's labelled containers; keeps logs and the outcome. */
     async 'capsule.cleanupRun'({ runId }: { runId: string }): Promise<{ removedPaths: string[]; removedContainers: number }> {
       const { removed } = await gates.removeRunContainers({ runId });

@@ -19,6 +19,8 @@ export interface VerifyLandingInput {
   gates: GateSuiteResult[];
   suiteIds: string[];
   dropped: string[];
+  /** When the landing has a review panel: the tree its approving verdict was for. */
+  reviewedTreeSha?: string | null;
 }
 
 export interface FastForwardInput {
@@ -67,7 +69,7 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      * tree, descends from the target, dropped no patch, and every declared suite
      * passed on exactly this tree.
      */
-    verifyLanding: async ({ runId, targetSha, headSha, gates, suiteIds, dropped }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> => {
+    verifyLanding: async ({ runId, targetSha, headSha, gates, suiteIds, dropped, reviewedTreeSha }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> => {
       const git = workspaceGit(runId);
       const problems: string[] = [];
       const commits = Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim());
@@ -79,6 +81,9 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
         problems.push('the head is not a descendant of the target');
       }
       if (dropped.length > 0) problems.push(`dropped commits: ${dropped.join(', ')}`);
+      if (reviewedTreeSha !== undefined && reviewedTreeSha !== headTree) {
+        problems.push(`the review quorum was not met on tree ${headTree.slice(0, 12)}${reviewedTreeSha ? ` (approved tree: ${reviewedTreeSha.slice(0, 12)})` : ''}`);
+      }
       for (const suiteId of suiteIds) {
         const passed = gates.some((gate) => gate.suiteId === suiteId && gate.treeSha === headTree && gate.status === 'passed');
         if (!passed) problems.push(`suite ${suiteId} has no passing result on tree ${headTree.slice(0, 12)}`);

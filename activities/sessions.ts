@@ -12,6 +12,7 @@ import { containerPaths } from '../core/harnesses/types';
 import { BudgetSchema, SessionLimitsSchema, type Budget, type Harness, type SessionLimits } from '../core/recipe-schemas';
 import { loadRecipes } from '../core/recipes';
 import { checkSessionResult, type SessionResult } from '../core/session-result';
+import type { ResolvedPanel } from '../core/review-types';
 import type { SessionAttemptReport, SessionRole, SessionTask } from '../core/session-types';
 import { containerStdout, labelKeys, runStepContainer } from './containers';
 import { automationGit, containerUser, handToContainerUser } from './git';
@@ -97,6 +98,18 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         harnesses[name] = { image, adapter, secrets: secretNames };
       }
       return { recipeVersion: recipes.version, harnessModel, ladder, limits, budget, harnesses };
+    },
+
+    /** A recipe panel by name, its reviewers checked against the registry. */
+    resolvePanel: async ({ name, quorum }: { name: string; quorum?: number }): Promise<ResolvedPanel> => {
+      const recipes = loadRecipes(recipesDir);
+      const panel = recipes.panels[name];
+      if (!panel) {
+        throw ApplicationFailure.create({ type: FailureType.invalidRequest, message: `review.panel: unknown panel "${name}" (known: ${Object.keys(recipes.panels).join(', ')})`, nonRetryable: true });
+      }
+      const effective = quorum ?? panel.quorum;
+      if (effective > panel.reviewers.length) throw invalidRequest(`review.quorum: ${effective} is more than the ${panel.reviewers.length} reviewer(s) of panel "${name}"`);
+      return { ...panel, quorum: effective, name };
     },
 
     /**

@@ -85,6 +85,7 @@ export const LandingViewSchema = Type.Object({
   gates: Type.Array(GateResultSchema),
   meters: Type.Record(Type.String(), Type.Number()),
   pendingQuestions: Type.Array(Type.Object({ id: Type.String(), question: Type.String() })),
+  reviews: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'review panels: verdict, REVIEW_CACHE status, restored reviewers' }),
   outcome: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 });
 

@@ -64,6 +64,26 @@ export const LimitsRecipeSchema = Type.Object(
   { additionalProperties: false },
 );
 
+export const severities = ['blocking', 'major', 'minor', 'info'] as const;
+
+const PanelSchema = Type.Object(
+  {
+    description: Type.Optional(Type.String()),
+    reviewers: Type.Array(Type.String({ pattern: '^[a-z][a-z0-9-]*#.+$', description: 'harness#model' }), { minItems: 1, maxItems: 12 }),
+    quorum: Type.Integer({ minimum: 1 }),
+    blockingSeverities: Type.Array(Type.Union(severities.map((severity) => Type.Literal(severity)))),
+    promptVersion: Type.String({ minLength: 1, maxLength: 40, pattern: '^[A-Za-z0-9._-]+$' }),
+    prompt: Type.String({ minLength: 1 }),
+  },
+  { additionalProperties: false },
+);
+
+export const PanelsRecipeSchema = Type.Object(
+  { version: Type.Literal(1), panels: Type.Record(Type.String({ pattern: '^[a-z][a-z0-9-]*$' }), PanelSchema) },
+  { additionalProperties: false },
+);
+export type Panel = Static<typeof PanelSchema>;
+
 export type HarnessesRecipe = Static<typeof HarnessesRecipeSchema>;
 export type Harness = HarnessesRecipe['harnesses'][string];
 export type LadderRecipe = Static<typeof LadderRecipeSchema>;
@@ -77,4 +97,5 @@ export interface Recipes {
   harnesses: HarnessesRecipe['harnesses'];
   ladder: string[];
   limits: LimitsRecipe;
+  panels: Record<string, Panel>;
 }

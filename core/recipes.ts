@@ -5,7 +5,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { fieldName } from './gate-file';
 import { checkHarnessModel } from './harness-models';
-import { HarnessesRecipeSchema, LadderRecipeSchema, LimitsRecipeSchema, type Recipes } from './recipe-schemas';
+import { HarnessesRecipeSchema, LadderRecipeSchema, LimitsRecipeSchema, PanelsRecipeSchema, type Recipes } from './recipe-schemas';
 
 /** The recipes that ship with Tarmac. */
 export const defaultRecipesDir = resolve(__dirname, '..', 'recipes');
@@ -34,7 +34,7 @@ function validated<T>(file: string, text: string, schema: TSchema): T {
 }
 
 /** Parses recipe texts (file name → content): every file and every cross-reference checked. */
-export function parseRecipes(texts: { harnesses: string; ladder: string; limits: string }): Recipes {
+export function parseRecipes(texts: { harnesses: string; ladder: string; limits: string; panels?: string }): Recipes {
   const harnesses = validated<{ harnesses: Recipes['harnesses'] }>('harnesses.json', texts.harnesses, HarnessesRecipeSchema).harnesses;
   const { ladder } = validated<{ ladder: string[] }>('ladder.json', texts.ladder, LadderRecipeSchema);
   const limits = validated<Recipes['limits']>('limits.json', texts.limits, LimitsRecipeSchema);
@@ -42,12 +42,24 @@ export function parseRecipes(texts: { harnesses: string; ladder: string; limits:
     const check = checkHarnessModel(entry, harnesses);
     if (!check.ok) throw new RecipeError('ladder.json', `ladder[${index}]`, check.message);
   });
-  const version = createHash('sha256').update(texts.harnesses).update('\0').update(texts.ladder).update('\0').update(texts.limits).digest('hex').slice(0, 12);
-  return { version, harnesses, ladder, limits };
+  const panels = texts.panels === undefined ? {} : validated<{ panels: Recipes['panels'] }>('panels.json', texts.panels, PanelsRecipeSchema).panels;
+  for (const [name, panel] of Object.entries(panels)) {
+    panel.reviewers.forEach((reviewer, index) => {
+      const check = checkHarnessModel(reviewer, harnesses);
+      if (!check.ok) throw new RecipeError('panels.json', `panels.${name}.reviewers[${index}]`, check.message);
+    });
+    if (panel.quorum > panel.reviewers.length) throw new RecipeError('panels.json', `panels.${name}.quorum`, `is ${panel.quorum} but the panel has ${panel.reviewers.length} reviewer(s)`);
+    if (new Set(panel.reviewers).size !== panel.reviewers.length) throw new RecipeError('panels.json', `panels.${name}.reviewers`, 'must not name a reviewer twice (the cache is keyed by harness#model)');
+  }
+  const version = createHash('sha256')
+    .update([texts.harnesses, texts.ladder, texts.limits, texts.panels ?? ''].join('\0'))
+    .digest('hex')
+    .slice(0, 12);
+  return { version, harnesses, ladder, limits, panels };
 }
 
 /** Loads and validates the recipes of a directory (default: the repository's `recipes/`). */
 export function loadRecipes(dir: string = defaultRecipesDir): Recipes {
   const read = (file: string) => readFileSync(join(dir, file), 'utf8');
-  return parseRecipes({ harnesses: read('harnesses.json'), ladder: read('ladder.json'), limits: read('limits.json') });
+  return parseRecipes({ harnesses: read('harnesses.json'), ladder: read('ladder.json'), limits: read('limits.json'), panels: read('panels.json') });
 }

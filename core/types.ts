@@ -41,6 +41,7 @@ export const LandingPhase = {
   rebase: 'rebase',
   questions: 'questions',
   gate: 'gate',
+  review: 'review',
   fixup: 'fixup',
   queue: 'queue',
   verify: 'verify',
@@ -58,6 +59,8 @@ export const LandingStatus = {
   conflictUnresolved: 'conflict-unresolved',
   droppedCommits: 'dropped-commits',
   fixupFailed: 'fixup-failed',
+  reviewIncomplete: 'review-incomplete',
+  reviewBlocked: 'review-blocked',
   needsDecision: 'needs-decision',
   targetMoved: 'target-moved',
   verifyFailed: 'verify-failed',
@@ -116,6 +119,8 @@ export interface LandingOutcome {
   provenance?: { branch: string; original: string; subject: string; rebased: string | null; how: string }[];
   /** Red gate results retired by later green ones (both kept in `gates`). */
   supersedes?: { suiteId: string; red: { treeSha: string; round: number; status: string }; supersededBy: { treeSha: string; round: number } }[];
+  /** Review panels run, one per reviewed tree: verdict, cache status, restored reviewers. */
+  reviews?: ReviewRecord[];
   /** Questions asked and their answers. */
   questions?: { id: string; question: string; answer?: string }[];
   /** Agent sessions run by this landing, with their end. */
@@ -125,12 +130,25 @@ export interface LandingOutcome {
   meters: Meters;
 }
 
+export interface ReviewRecord {
+  treeSha: string;
+  status: string;
+  summary: string;
+  cache: 'hit' | 'partial' | 'miss';
+  restored: string[];
+  sessionsStarted: number;
+  missing: string[];
+  blocking: { file: string; line?: number; severity: string; message: string; votes: string[] }[];
+}
+
 export interface LandingStatusView {
   runId: string;
   phase: LandingPhase;
   steps: StepRecord[];
   meters: Meters;
   gates: GateSuiteResult[];
+  /** Review panels so far (REVIEW_CACHE status and restored reviewers included). */
+  reviews: ReviewRecord[];
   /** Questions waiting for an answer (the `answer` update). */
   pendingQuestions: { id: string; question: string }[];
   outcome?: LandingOutcome;

@@ -29,6 +29,7 @@ export class LandingTracker {
   facts: Pick<LandingOutcome, 'targetSha' | 'headSha' | 'treeSha' | 'mergedSha' | 'provenance' | 'supersedes'> = {};
   readonly questions: NonNullable<LandingOutcome['questions']> = [];
   readonly sessions: NonNullable<LandingOutcome['sessions']> = [];
+  readonly reviews: NonNullable<LandingOutcome['reviews']> = [];
   outcome?: LandingOutcome;
   private readonly startedAt = Date.now();
 
@@ -77,6 +78,7 @@ export class LandingTracker {
       gates: [...this.gates],
       ...(this.questions.length ? { questions: [...this.questions] } : {}),
       ...(this.sessions.length ? { sessions: [...this.sessions] } : {}),
+      ...(this.reviews.length ? { reviews: [...this.reviews] } : {}),
       ...(failure ? { failure } : {}),
       meters: { ...this.meters },
     };
@@ -91,6 +93,7 @@ export class LandingTracker {
       steps: this.steps.map((step) => ({ ...step })),
       meters: { ...this.meters, wallTimeMs: this.outcome?.meters.wallTimeMs ?? Date.now() - this.startedAt },
       gates: [...this.gates],
+      reviews: [...this.reviews],
       pendingQuestions: this.questions.filter((question) => question.answer === undefined).map(({ id, question }) => ({ id, question })),
       ...(this.outcome ? { outcome: this.outcome } : {}),
     };

@@ -4,6 +4,7 @@ import { parseDuration } from '../core/duration';
 import { FailureType } from '../core/errors';
 import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile } from '../core/gate-file';
 import { hostQueue } from '../core/queues';
+import type { PanelRequest, PanelVerdict } from '../core/review-types';
 import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { capsule, gateSuite } from './activity-options';
@@ -49,6 +50,8 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
   );
 
   const queue: { id?: string; admitted: boolean } = { admitted: false };
+  /** The tree the review panel last approved (null: a panel is configured but nothing approved yet). */
+  let approvedTree: string | null = null;
   setHandler(admittedSignal, ({ queueId }) => {
     queue.id = queueId;
     queue.admitted = true;
@@ -138,6 +141,37 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       gate.suites.map((suite) => suite.id),
       treeSha,
     );
+  }
+
+  /** Runs the review panel on the workspace head's tree (a child workflow; the cache makes repeats free). */
+  async function reviewTree(pinnedHost: string, review: NonNullable<GateFile['review']>): Promise<PanelVerdict> {
+    tracker.enter('review');
+    const facts = await tracker.step('capsule.changedFiles', 'capsule', () => host!['capsule.changedFiles']({ runId, targetSha: tracker.facts.targetSha! }));
+    const current = { headSha: tracker.facts.headSha!, treeSha: tracker.facts.treeSha! };
+    const verdict = await tracker.step(
+      `review.panel:${review.panel}#${tracker.reviews.length + 1}`,
+      'session',
+      () =>
+        executeChild('reviewPanel', {
+          workflowId: `${runId}.review-${tracker.reviews.length + 1}`,
+          taskQueue,
+          args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum } satisfies PanelRequest],
+        }) as Promise<PanelVerdict>,
+      (value) => `${value.status}; REVIEW_CACHE=${value.cache}${value.restored.length ? ` (restored: ${value.restored.join(', ')})` : ''}`,
+    );
+    tracker.reviews.push({
+      treeSha: verdict.treeSha,
+      status: verdict.status,
+      summary: verdict.summary,
+      cache: verdict.cache,
+      restored: verdict.restored,
+      sessionsStarted: verdict.sessionsStarted,
+      missing: verdict.missing,
+      blocking: verdict.blocking.map(({ file, line, severity, message, votes }) => ({ file, ...(line === undefined ? {} : { line }), severity, message, votes })),
+    });
+    tracker.meters.agentSessions += verdict.sessionsStarted;
+    if (verdict.status === 'approved') approvedTree = verdict.treeSha;
+    return verdict;
   }
 
   function redSummary(gate: GateFile, treeSha: string, round: number): { summary: string; message: string } {
@@ -230,24 +264,44 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     let verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
     const maxRounds = gate.fixup?.maxRounds ?? 1;
     let fixups = 0;
-    while (!verdict.green) {
-      const red = redSummary(gate, head.treeSha, round);
-      if (fixups >= maxRounds) {
-        return fixups === 0
-          ? tracker.finish('gate-failed', red.summary, { type: 'TARMAC_GATE_FAILED', message: red.message })
-          : tracker.finish('fixup-failed', `${red.summary}; still red after ${fixups} fixup round(s)`, { type: 'TARMAC_FIXUP_FAILED', message: red.message });
+    for (;;) {
+      let problem: string;
+      let fixerBrief: string;
+      const scriptEdits = request.agents?.scriptEdits;
+      if (!verdict.green) {
+        const red = redSummary(gate, head.treeSha, round);
+        if (fixups >= maxRounds) {
+          return fixups === 0
+            ? tracker.finish('gate-failed', red.summary, { type: 'TARMAC_GATE_FAILED', message: red.message })
+            : tracker.finish('fixup-failed', `${red.summary}; still red after ${fixups} fixup round(s)`, { type: 'TARMAC_FIXUP_FAILED', message: red.message });
+        }
+        problem = red.summary;
+        fixerBrief = `The gate of this landing is red: ${red.summary}.\nFix the code so every suite passes, and commit the fix.`;
+      } else {
+        if (!gate.review) break;
+        const review = await reviewTree(inspected.hostId, gate.review);
+        if (review.status === 'approved') break;
+        if (review.status === 'review-incomplete') {
+          return tracker.finish('review-incomplete', `${review.summary}; nothing was merged`, { type: 'TARMAC_REVIEW_INCOMPLETE', message: `missing reviewers: ${review.missing.join(', ')}` });
+        }
+        if (fixups >= maxRounds) {
+          return tracker.finish('review-blocked', `${review.summary}; no fixup round left; nothing was merged`, { type: 'TARMAC_REVIEW_BLOCKED', message: review.summary });
+        }
+        problem = review.summary;
+        const findings = review.blocking.map((finding) => `- ${finding.file}:${finding.line ?? 0} [${finding.severity}] ${finding.message}`).join('\n');
+        fixerBrief = `The review panel requested changes. Blocking findings:\n${findings}\nFix them and commit the fix.`;
       }
       tracker.enter('fixup');
       fixups += 1;
       await session('fixer', `fixer-${fixups}`, head.headSha, inspected.hostId, {
-        prompt: `The gate of this landing is red: ${red.summary}.\nFix the code so every suite passes, and commit the fix.`,
-        ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}),
+        prompt: fixerBrief,
+        ...(scriptEdits ? { edits: scriptEdits } : {}),
         ...(request.agents?.scriptSlowMs ? { slowMs: request.agents.scriptSlowMs } : {}),
       });
       // The gate decides, not the fixer's exit code or summary: only new commits and a re-gate count.
       const after = await pinned['capsule.workspaceHead']({ runId, since: head.headSha });
       if (after.commitsSince < 1) {
-        return tracker.finish('fixup-failed', `fixup round ${fixups} added no commit; ${red.summary}`, { type: 'TARMAC_FIXUP_FAILED', message: 'the fixer added no commit' });
+        return tracker.finish('fixup-failed', `fixup round ${fixups} added no commit; ${problem}`, { type: 'TARMAC_FIXUP_FAILED', message: 'the fixer added no commit' });
       }
       head = await pinned['capsule.workspaceHead']({ runId, since: targetSha });
       tracker.facts.headSha = head.headSha;
@@ -262,7 +316,15 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     const verify = async (base: string) => {
       tracker.enter('verify');
       return await tracker.step('capsule.verifyLanding', 'capsule', () =>
-        pinned['capsule.verifyLanding']({ runId, targetSha: base, headSha: head.headSha, gates: tracker.gates, suiteIds, dropped: dropped.map((entry) => entry.original) }),
+        pinned['capsule.verifyLanding']({
+          runId,
+          targetSha: base,
+          headSha: head.headSha,
+          gates: tracker.gates,
+          suiteIds,
+          dropped: dropped.map((entry) => entry.original),
+          ...(gate.review ? { reviewedTreeSha: approvedTree } : {}),
+        }),
       );
     };
     const verified = await verify(targetSha);
@@ -319,6 +381,15 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       if (!verdict.green) {
         const red = redSummary(gate, head.treeSha, round);
         return tracker.finish('gate-failed', `re-gate after ${request.target} moved: ${red.summary}`, { type: 'TARMAC_GATE_FAILED', message: red.message });
+      }
+      if (gate.review) {
+        const review = await reviewTree(inspected.hostId, gate.review);
+        if (review.status !== 'approved') {
+          return tracker.finish(review.status === 'review-incomplete' ? 'review-incomplete' : 'review-blocked', `review after ${request.target} moved: ${review.summary}; nothing was merged`, {
+            type: review.status === 'review-incomplete' ? 'TARMAC_REVIEW_INCOMPLETE' : 'TARMAC_REVIEW_BLOCKED',
+            message: review.summary,
+          });
+        }
       }
       const reverified = await verify(base);
       if (!reverified.ok) {

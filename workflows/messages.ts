@@ -1,4 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { PanelVerdict } from '../core/review-types';
 import type { BudgetCommand, SessionStatusView } from '../core/session-types';
 import type { LandingStatusView } from '../core/types';
 
@@ -22,3 +23,6 @@ export const admittedSignal = defineSignal<[{ queueId: string }]>('admitted');
 export const releaseSignal = defineSignal<[{ landingId: string }]>('release');
 /** Target queue: who merges now and who waits. */
 export const queueStatusQuery = defineQuery<{ current?: string; waiting: string[]; admitted: number }>('status');
+
+/** Status of a review panel: cache status, restored reviewers, who is still running. */
+export const panelStatusQuery = defineQuery<{ state: string; cache?: string; restored: string[]; running: string[]; sealed: string[]; verdict?: PanelVerdict }>('status');

@@ -138,6 +138,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
         gates: view?.gates ?? outcome?.gates ?? [],
         meters: { ...(view?.meters ?? outcome?.meters ?? {}) },
         pendingQuestions: view?.pendingQuestions ?? [],
+        reviews: (view?.reviews ?? outcome?.reviews ?? []).map((review) => ({ ...review })),
         ...(outcome ? { outcome: { ...outcome } } : {}),
       };
     },

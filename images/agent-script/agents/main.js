@@ -113,6 +113,9 @@ async function main() {
   firstTurn();
   switch (behaviour) {
     case 'reviewer':
+    case 'reviewer-a':
+    case 'reviewer-b':
+    case 'reviewer-c':
     case 'flaky-start':
       return deliver(review(task));
     case 'fixer':

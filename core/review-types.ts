@@ -1,0 +1,40 @@
+/** Types of review panels. Pure data. */
+import type { Panel } from './recipe-schemas';
+import type { MergedFinding } from '../workflows/policies/quorum';
+
+export interface PanelRequest {
+  /** The run the reviewers' containers belong to (`tarmac.run`) and whose workspace they read. */
+  runId: string;
+  repo: string;
+  hostId: string;
+  /** Workspace head whose tree is reviewed. */
+  headSha: string;
+  treeSha: string;
+  /** Files the change touches (the reviewers' task). */
+  files: string[];
+  /** A recipe panel by name, with an optional quorum override (from the gate file). */
+  panel: string;
+  quorum?: number;
+}
+
+export type CacheStatus = 'hit' | 'partial' | 'miss';
+
+export interface PanelVerdict {
+  status: 'approved' | 'changes-requested' | 'review-incomplete';
+  summary: string;
+  treeSha: string;
+  panel: string;
+  cache: CacheStatus;
+  /** Reviewers restored from the cache, and why the others were not. */
+  restored: string[];
+  misses: { harnessModel: string; reason: string }[];
+  reviewers: { harnessModel: string; source: 'cache' | 'session'; status: 'delivered' | 'errored'; sessionStatus?: string }[];
+  quorum: number;
+  delivered: number;
+  missing: string[];
+  findings: MergedFinding[];
+  blocking: MergedFinding[];
+  sessionsStarted: number;
+}
+
+export type ResolvedPanel = Panel & { name: string };

@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { branchHead, createFixtureRepo, gateFile, type Files } from '../../infra/fixture-repo';
+import { findingsCachePath } from '../../workflows/policies/findings-cache-key';
+import { containersCreated, startStack, waitFor, type Stack } from '../helpers/stack';
+
+/** Every repo made from these files has the same trees: the cache is keyed by tree, not by repo. */
+function reviewedRepo(panel: string, feature: Files, base: Files = {}) {
+  return createFixtureRepo({
+    base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { review: { panel, quorum: 3 } }), ...base },
+    branches: [{ name: 'feature/r', commits: [{ message: 'feature', files: feature }] }],
+  });
+}
+const cleanFeature = { 'src/feature.js': "module.exports = 1; // TODO: name it\n" };
+
+describe('review panel with a per-model findings cache', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack();
+  });
+  after(async () => {
+    await stack?.stop();
+  });
+
+  async function landRepo(url: string, agents?: Record<string, unknown>) {
+    const since = Math.floor(Date.now() / 1000);
+    const created = await stack.api('POST', '/v1/landings', { repo: url, branches: ['feature/r'], target: 'main', ...(agents ? { agents } : {}) });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    const view = await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, `landing ${id}`);
+    const reviewerContainers = await containersCreated(stack.docker, since, `tarmac.role=reviewer`);
+    return { id, outcome: view.body.outcome, view: view.body, reviewerContainers };
+  }
+  const cacheFile = (treeSha: string, harnessModel: string) => join(stack.dataDir, 'cache', 'reviews', findingsCachePath({ treeSha, harnessModel, promptVersion: 'v1' }));
+
+  let tree: string;
+
+  it('first landing: miss, 3 reviewer sessions; the identical tree again: hit, 0 sessions', async () => {
+    const first = await landRepo(reviewedRepo('script-trio', cleanFeature).url);
+    assert.equal(first.outcome.status, 'landed', first.outcome.summary);
+    assert.equal(first.outcome.reviews.length, 1);
+    assert.equal(first.outcome.reviews[0].cache, 'miss');
+    assert.equal(first.outcome.reviews[0].sessionsStarted, 3);
+    assert.equal(first.reviewerContainers, 3);
+    assert.equal(first.view.reviews[0].cache, 'miss', 'visible in the status view too');
+    tree = first.outcome.reviews[0].treeSha;
+    assert.equal(tree, first.outcome.treeSha);
+    for (const reviewer of ['script#reviewer-a', 'script#reviewer-b', 'script#reviewer-c']) assert.ok(existsSync(cacheFile(tree, reviewer)), `${reviewer} sealed`);
+
+    const second = await landRepo(reviewedRepo('script-trio', cleanFeature).url);
+    assert.equal(second.outcome.status, 'landed', second.outcome.summary);
+    assert.equal(second.outcome.treeSha, tree, 'the same tree');
+    assert.equal(second.outcome.reviews[0].cache, 'hit');
+    assert.deepEqual(second.outcome.reviews[0].restored, ['script#reviewer-a', 'script#reviewer-b', 'script#reviewer-c']);
+    assert.equal(second.outcome.reviews[0].sessionsStarted, 0);
+    assert.equal(second.reviewerContainers, 0, 'no reviewer container was started (counted through Docker labels)');
+    assert.match(second.view.steps.find((step: { name: string }) => step.name.startsWith('review.panel')).detail, /REVIEW_CACHE=hit/);
+  });
+
+  it("deleting one reviewer's entry → partial, one session", async () => {
+    rmSync(cacheFile(tree, 'script#reviewer-c'));
+    const run = await landRepo(reviewedRepo('script-trio', cleanFeature).url);
+    assert.equal(run.outcome.status, 'landed', run.outcome.summary);
+    assert.equal(run.outcome.reviews[0].cache, 'partial');
+    assert.deepEqual(run.outcome.reviews[0].restored, ['script#reviewer-a', 'script#reviewer-b']);
+    assert.equal(run.reviewerContainers, 1);
+  });
+
+  it('corrupt entries (truncated, a flipped byte, valid JSON of another tree) are misses, never hits', async () => {
+    truncateSync(cacheFile(tree, 'script#reviewer-a'), 40);
+    const flipped = readFileSync(cacheFile(tree, 'script#reviewer-b'), 'utf8').replace('TODO', 'TODX');
+    writeFileSync(cacheFile(tree, 'script#reviewer-b'), flipped);
+    const other = JSON.parse(readFileSync(cacheFile(tree, 'script#reviewer-c'), 'utf8'));
+    other.key.treeSha = 'f'.repeat(40);
+    writeFileSync(cacheFile(tree, 'script#reviewer-c'), JSON.stringify(other));
+    const run = await landRepo(reviewedRepo('script-trio', cleanFeature).url);
+    assert.equal(run.outcome.status, 'landed', run.outcome.summary);
+    assert.equal(run.outcome.reviews[0].cache, 'miss');
+    assert.equal(run.reviewerContainers, 3, 'every corrupted reviewer ran again');
+    const reasons = (await stack.client.workflow.getHandle(`${run.id}.review-1`).result()) as { misses: { harnessModel: string; reason: string }[] };
+    const byReviewer = Object.fromEntries(reasons.misses.map((miss) => [miss.harnessModel, miss.reason]));
+    assert.match(byReviewer['script#reviewer-a']!, /unreadable/);
+    assert.match(byReviewer['script#reviewer-b']!, /digest/);
+    assert.match(byReviewer['script#reviewer-c']!, /another key/);
+    assert.doesNotMatch(readFileSync(cacheFile(tree, 'script#reviewer-b'), 'utf8'), /TODX/, 'the re-run resealed a good entry');
+  });
+
+  it('a reviewer that crashes is not counted; quorum unmet → review-incomplete naming it; nothing merged', async () => {
+    const repo = reviewedRepo('script-with-crash', { 'src/other.js': 'module.exports = 2;\n' });
+    const before = branchHead(repo.path, 'main');
+    const run = await landRepo(repo.url);
+    assert.equal(run.outcome.status, 'review-incomplete', run.outcome.summary);
+    assert.match(run.outcome.summary, /missing script#crash/);
+    assert.deepEqual(run.outcome.reviews[0].missing, ['script#crash']);
+    assert.equal(branchHead(repo.path, 'main'), before);
+  });
+
+  it('blocking findings → fixup round → re-review of the new tree → merge', async () => {
+    const repo = reviewedRepo('script-trio', { 'src/debug.js': 'debugger;\nmodule.exports = 3;\n' });
+    const run = await landRepo(repo.url, {
+      fixer: 'script#fixer',
+      ladder: ['script#fixer'],
+      scriptEdits: [{ file: 'src/debug.js', find: 'debugger;', replace: '// fixed' }],
+    });
+    assert.equal(run.outcome.status, 'landed', run.outcome.summary);
+    assert.deepEqual(run.outcome.reviews.map((review: { status: string }) => review.status), ['changes-requested', 'approved']);
+    assert.equal(run.outcome.reviews[0].blocking[0].file, 'src/debug.js');
+    assert.equal(run.outcome.reviews[0].blocking[0].votes.length, 3, 'the three reviewers agreed; merged with their votes');
+    assert.notEqual(run.outcome.reviews[1].treeSha, run.outcome.reviews[0].treeSha, 're-reviewed on the fixed tree');
+    assert.equal(run.outcome.reviews[1].treeSha, run.outcome.treeSha);
+    assert.equal(run.outcome.sessions.map((session: { role: string }) => session.role).join(), 'fixer');
+  });
+
+  it('SIGKILL the worker mid-panel: the 2 delivered are not re-run, the third is reattached; one container per reviewer', async () => {
+    const repo = reviewedRepo('script-slow-third', { 'src/slow.js': 'module.exports = 4;\n' });
+    const since = Math.floor(Date.now() / 1000);
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/r'], target: 'main' });
+    const id = created.body.id as string;
+    const panel = stack.client.workflow.getHandle(`${id}.review-1`);
+    await waitFor(
+      async (): Promise<{ sealed: string[]; running: string[] }> => await panel.query<{ sealed: string[]; running: string[] }>('status').catch(() => ({ sealed: [], running: [] })),
+      (status) => status.sealed.length === 2 && status.running.includes('script#slow'),
+      120_000,
+      'two reviewers sealed while the slow one runs',
+    );
+    await stack.killWorker('SIGKILL');
+    await stack.startWorker();
+    const view = await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 180_000, 'the landing');
+    assert.equal(view.body.outcome.status, 'landed', view.body.outcome.summary);
+    for (const reviewer of ['script_reviewer-a', 'script_reviewer-b', 'script_slow']) {
+      const label = `tarmac.session=review-${view.body.outcome.treeSha.slice(0, 12)}-${reviewer}`;
+      assert.equal(await containersCreated(stack.docker, since, label), 1, `${reviewer}: exactly one container`);
+    }
+    const slow = (await stack.client.workflow.getHandle(`${id}.review-1.script_slow`).result()) as { attempts: { reattached: boolean }[] };
+    assert.equal(slow.attempts.length, 1);
+    assert.equal(slow.attempts[0]!.reattached, true, 'the third reviewer was reattached, not respawned');
+  });
+});
