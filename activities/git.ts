@@ -163,9 +163,9 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
      * mirror and make the run workspace at it. Returns the host (sessions pin to it)
      * and the base commit against which the session's commits are counted.
      */
-    prepareSessionWorkspace: async ({ runId, repo, ref }: { runId: string; repo: string; ref: string }): Promise<{ hostId: string; baseSha: string }> => {
+    prepareSessionWorkspace: async ({ runId, repo, ref, alsoFetch = [] }: { runId: string; repo: string; ref: string; alsoFetch?: string[] }): Promise<{ hostId: string; baseSha: string }> => {
       const mirror = await ensureMirror(dataDir, repo);
-      await fetchRefs(mirror, repo, [ref]);
+      await fetchRefs(mirror, repo, [ref, ...alsoFetch]);
       const baseSha = (await automationGit(mirror).revparse([`refs/remotes/origin/${ref}^{commit}`])).trim();
       const paths = runPaths(dataDir, runId);
       await mkdir(paths.runDir, { recursive: true });

@@ -43,6 +43,7 @@ export function createActivities(deps: ActivityDeps) {
     'queue.requestAdmission': queue.requestAdmission,
     'capsule.workspaceHead': landing.workspaceHead,
     'capsule.changedFiles': landing.changedFiles,
+    'capsule.diffFacts': landing.diffFacts,
     'capsule.verifyLanding': landing.verifyLanding,
     'capsule.fastForwardTarget': landing.fastForwardTarget,
     'capsule.currentTarget': landing.currentTarget,

@@ -58,6 +58,14 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
       };
     },
 
+    /** For a review of `base...HEAD`: the head, its tree, and the files changed since the merge base. */
+    diffFacts: async ({ runId, base }: { runId: string; base: string }): Promise<{ headSha: string; treeSha: string; files: string[] }> => {
+      const git = workspaceGit(runId);
+      const headSha = (await git.revparse(['HEAD'])).trim();
+      const files = (await git.raw(['diff', '--name-only', `${base}...HEAD`])).split('\n').filter(Boolean);
+      return { headSha, treeSha: (await git.revparse([`${headSha}^{tree}`])).trim(), files };
+    },
+
     /** Files the landing changes relative to the target (for questions such as gate-file edits). */
     changedFiles: async ({ runId, targetSha }: { runId: string; targetSha: string }): Promise<string[]> => {
       const out = await workspaceGit(runId).raw(['diff', '--name-only', `${targetSha}..HEAD`]);

@@ -34,7 +34,12 @@ export async function normaliseRepo(repo: string): Promise<string> {
  * check that the repo is a git repository and every named branch exists, and the
  * commits the landing is pinned to.
  */
-export async function resolveHeads(repo: string, target: string, branches: string[]): Promise<{ targetSha: string; heads: BranchHead[] }> {
+export async function resolveHeads(
+  repo: string,
+  target: string,
+  branches: string[],
+  fields: { target: string; branch: (index: number) => string } = { target: 'target', branch: (index) => `branches[${index}]` },
+): Promise<{ targetSha: string; heads: BranchHead[] }> {
   let stdout: string;
   try {
     ({ stdout } = await run('git', ['ls-remote', '--heads', '--', repo], {
@@ -51,10 +56,10 @@ export async function resolveHeads(repo: string, target: string, branches: strin
     if (sha && ref?.startsWith('refs/heads/')) refs.set(ref.slice('refs/heads/'.length), sha);
   }
   const targetSha = refs.get(target);
-  if (!targetSha) throw invalid('target', `branch "${target}" does not exist in ${repo}`);
+  if (!targetSha) throw invalid(fields.target, `branch "${target}" does not exist in ${repo}`);
   const heads = branches.map((branch, index) => {
     const sha = refs.get(branch);
-    if (!sha) throw invalid(`branches[${index}]`, `branch "${branch}" does not exist in ${repo}`);
+    if (!sha) throw invalid(fields.branch(index), `branch "${branch}" does not exist in ${repo}`);
     return { branch, sha };
   });
   return { targetSha, heads };

@@ -6,12 +6,13 @@ export interface PanelRequest {
   /** The run the reviewers' containers belong to (`tarmac.run`) and whose workspace they read. */
   runId: string;
   repo: string;
-  hostId: string;
-  /** Workspace head whose tree is reviewed. */
-  headSha: string;
-  treeSha: string;
-  /** Files the change touches (the reviewers' task). */
-  files: string[];
+  /** Inside a landing: the landing's host, workspace head, its tree and the changed files. */
+  hostId?: string;
+  headSha?: string;
+  treeSha?: string;
+  files?: string[];
+  /** Standalone (POST /v1/reviews): review `base...head` in a workspace the panel makes itself. */
+  fresh?: { head: string; base: string; baseSha: string };
   /** A recipe panel by name, with an optional quorum override (from the gate file). */
   panel: string;
   quorum?: number;

@@ -1,4 +1,4 @@
-import { executeChild, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, executeChild, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { SealedReport } from '../activities/review-cache';
 import { hostQueue } from '../core/queues';
@@ -16,10 +16,27 @@ const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
  * it arrives (before any quorum check) → quorum → verdict with merged findings.
  * A reviewer that errs is missing, never "no findings".
  */
-export async function reviewPanel(request: PanelRequest): Promise<PanelVerdict> {
+export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
   const { workflowId, taskQueue } = workflowInfo();
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
-  const host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(request.hostId) });
+  const request = input;
+  if (input.fresh) {
+    // Standalone: a workspace of our own at the head, then the facts of base...head.
+    const { hostId } = await shared['capsule.prepareSessionWorkspace']({ runId: input.runId, repo: input.repo, ref: input.fresh.head, alsoFetch: [input.fresh.base] });
+    const pinned = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
+    const facts = await pinned['capsule.diffFacts']({ runId: input.runId, base: input.fresh.baseSha });
+    const { fresh: _fresh, ...rest } = input;
+    try {
+      return await reviewPanel({ ...rest, hostId, ...facts });
+    } finally {
+      await CancellationScope.nonCancellable(() => pinned['capsule.cleanupRun']({ runId: input.runId }).catch(() => undefined));
+    }
+  }
+  const hostId = request.hostId!;
+  const treeSha = request.treeSha!;
+  const headSha = request.headSha!;
+  const files = request.files ?? [];
+  const host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
   const status = { state: 'restoring', restored: [] as string[], running: [] as string[], sealed: [] as string[] } as {
     state: string;
     cache?: CacheStatus;
@@ -31,7 +48,7 @@ export async function reviewPanel(request: PanelRequest): Promise<PanelVerdict> 
   setHandler(panelStatusQuery, () => ({ ...status, restored: [...status.restored], running: [...status.running], sealed: [...status.sealed] }));
 
   const panel = await shared['review.resolvePanel']({ name: request.panel, ...(request.quorum ? { quorum: request.quorum } : {}) });
-  const { restored, misses } = await host['review.restore']({ treeSha: request.treeSha, promptVersion: panel.promptVersion, reviewers: panel.reviewers });
+  const { restored, misses } = await host['review.restore']({ treeSha: treeSha, promptVersion: panel.promptVersion, reviewers: panel.reviewers });
   const cache: CacheStatus = misses.length === 0 ? 'hit' : restored.length === 0 ? 'miss' : 'partial';
   status.cache = cache;
   status.restored = restored.map((entry) => entry.harnessModel);
@@ -54,12 +71,12 @@ export async function reviewPanel(request: PanelRequest): Promise<PanelVerdict> 
         args: [
           {
             runId: request.runId,
-            sessionId: `review-${request.treeSha.slice(0, 12)}-${slug(harnessModel)}`,
+            sessionId: `review-${treeSha.slice(0, 12)}-${slug(harnessModel)}`,
             role: 'reviewer',
             harnessModel,
             ladder: [harnessModel],
-            task: { prompt: panel.prompt, files: request.files },
-            workspace: { kind: 'run', repo: request.repo, hostId: request.hostId, baseSha: request.headSha },
+            task: { prompt: panel.prompt, files },
+            workspace: { kind: 'run', repo: request.repo, hostId, baseSha: headSha },
           } satisfies SessionRequest,
         ],
       })) as SessionOutcome;
@@ -68,7 +85,7 @@ export async function reviewPanel(request: PanelRequest): Promise<PanelVerdict> 
       if (delivered) {
         const report: SealedReport = { summary: outcome.result!.summary, findings: outcome.result!.findings ?? [], usage: outcome.result!.usage };
         // Seal first: a survivor of a partial panel is never lost, whatever happens next.
-        await host['review.seal']({ key: { treeSha: request.treeSha, harnessModel, promptVersion: panel.promptVersion }, report });
+        await host['review.seal']({ key: { treeSha: treeSha, harnessModel, promptVersion: panel.promptVersion }, report });
         status.sealed.push(harnessModel);
       }
       reports.set(harnessModel, { harnessModel, status: delivered ? 'delivered' : 'errored', findings: delivered ? (outcome.result!.findings ?? []) : [] });
@@ -90,7 +107,7 @@ export async function reviewPanel(request: PanelRequest): Promise<PanelVerdict> 
   const verdict: PanelVerdict = {
     status: decision.status,
     summary: `${summary} [REVIEW_CACHE=${cache}]`,
-    treeSha: request.treeSha,
+    treeSha: treeSha,
     panel: panel.name,
     cache,
     restored: status.restored,

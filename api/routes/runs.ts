@@ -38,7 +38,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (a
         summary: "Status of any run (the workflow's `status` query)",
         params: LandingIdParams,
         response: {
-          200: Type.Object({ id: Type.String(), type: Type.String(), workflowStatus: Type.String(), status: Type.Unknown() }),
+          200: Type.Object({ id: Type.String(), type: Type.String(), workflowStatus: Type.String(), status: Type.Unknown(), result: Type.Optional(Type.Unknown()) }),
           ...errors,
         },
       },
@@ -47,7 +47,8 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (a
       const handle = client.workflow.getHandle(request.params.id);
       const description = await handle.describe().catch((error: unknown) => notFound(request.params.id, error));
       const status: unknown = await handle.query('status').catch(() => undefined);
-      return { id: request.params.id, type: description.type, workflowStatus: description.status.name, status: status ?? null };
+      const result: unknown = description.status.name === 'COMPLETED' ? await handle.result() : undefined;
+      return { id: request.params.id, type: description.type, workflowStatus: description.status.name, status: status ?? null, ...(result === undefined ? {} : { result }) };
     },
   );
 

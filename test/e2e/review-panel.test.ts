@@ -138,3 +138,38 @@ describe('review panel with a per-model findings cache', () => {
     assert.equal(slow.attempts[0]!.reattached, true, 'the third reviewer was reattached, not respawned');
   });
 });
+
+describe('POST /v1/reviews: a panel on its own', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack();
+  });
+  after(async () => {
+    await stack?.stop();
+  });
+
+  it('reviews base...head with the panel and reports the verdict; a repeat request is idempotent', async () => {
+    const repo = reviewedRepo('script-trio', { 'src/debug.js': 'debugger;\n' });
+    const body = { repo: repo.url, base: 'main', head: 'feature/r', panel: 'script-trio' };
+    const created = await stack.api('POST', '/v1/reviews', body);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const again = await stack.api('POST', '/v1/reviews', body);
+    assert.equal(again.status, 200);
+    assert.equal(again.body.id, created.body.id);
+    const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 120_000, 'the review');
+    assert.equal(run.body.result.status, 'changes-requested');
+    assert.equal(run.body.result.cache, 'miss');
+    assert.deepEqual(run.body.result.blocking.map((finding: { file: string }) => finding.file), ['src/debug.js']);
+    assert.equal(existsSync(join(stack.dataDir, 'runs', created.body.id, 'worktree')), false, 'its workspace was cleaned up');
+  });
+
+  it('refuses an unknown panel and a missing head branch, naming the field', async () => {
+    const repo = reviewedRepo('script-trio', cleanFeature);
+    const unknown = await stack.api('POST', '/v1/reviews', { repo: repo.url, base: 'main', head: 'feature/r', panel: 'nope' });
+    assert.equal(unknown.status, 400);
+    assert.equal(unknown.body.error.details.field, 'panel');
+    const missing = await stack.api('POST', '/v1/reviews', { repo: repo.url, base: 'main', head: 'feature/none', panel: 'script-trio' });
+    assert.equal(missing.status, 400);
+    assert.equal(missing.body.error.details.field, 'head');
+  });
+});

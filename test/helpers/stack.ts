@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import Docker from 'dockerode';
 import type { FastifyInstance } from 'fastify';
@@ -62,6 +62,7 @@ export async function startStack(): Promise<Stack> {
   const docker = new Docker({ socketPath: config.dockerSocket });
 
   let worker: ChildProcess | undefined;
+  const workerLog = join(tmpdir(), `tarmac-test-worker-${basename(dataDir)}.log`);
   const startWorker = async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bin/tarmac.ts'), 'worker'], {
       cwd: root,
@@ -83,9 +84,11 @@ export async function startStack(): Promise<Stack> {
       child.stderr?.on('data', onData);
       child.once('exit', (code) => fail(new Error(`worker exited (${code}) before it started:\n${output}`)));
     });
-    // Keep draining output so the child never blocks on a full pipe.
-    child.stdout?.resume();
-    child.stderr?.resume();
+    // Keep draining output (to a log kept after the test, for post-mortems) so the child never blocks on a full pipe.
+    const log = createWriteStream(workerLog, { flags: 'a' });
+    log.write(output);
+    child.stdout?.pipe(log);
+    child.stderr?.pipe(log);
   };
   await startWorker();
 

@@ -1,0 +1,75 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { createHash } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
+import { Type } from '@sinclair/typebox';
+import type { Config } from '../../core/config';
+import { repoName } from '../../core/landing-id';
+import { loadRecipes } from '../../core/recipes';
+import { branchNameProblem } from '../../core/refs';
+import type { PanelRequest } from '../../core/review-types';
+import { searchAttributes } from '../../workflows/search-attributes';
+import { invalid } from '../errors';
+import { normaliseRepo, resolveHeads } from '../repo';
+import { ErrorSchema } from '../schemas';
+
+const ReviewCreateSchema = Type.Object(
+  {
+    repo: Type.String({ minLength: 1, maxLength: 4096 }),
+    base: Type.String({ minLength: 1, maxLength: 255, description: 'branch the change is reviewed against' }),
+    head: Type.String({ minLength: 1, maxLength: 255, description: 'branch whose tree is reviewed' }),
+    panel: Type.String({ minLength: 1, maxLength: 100, description: 'a panel of recipes/panels.json' }),
+    quorum: Type.Optional(Type.Integer({ minimum: 1, maximum: 12 })),
+  },
+  { additionalProperties: false },
+);
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 500: ErrorSchema };
+
+/** POST /v1/reviews: a review panel on its own, over base...head. Idempotent on (repo, base, head, panel). */
+export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: Config }> = async (app, { client, config }) => {
+  app.post(
+    '/reviews',
+    {
+      schema: {
+        summary: 'Start a review panel over base...head (the findings cache makes a reviewed tree free)',
+        body: ReviewCreateSchema,
+        response: { 201: Type.Object({ id: Type.String(), duplicate: Type.Boolean(), links: Type.Object({ self: Type.String() }) }), 200: Type.Object({ id: Type.String(), duplicate: Type.Boolean(), links: Type.Object({ self: Type.String() }) }), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { base, head, panel, quorum } = request.body;
+      for (const [field, name] of [['base', base], ['head', head]] as const) {
+        const problem = branchNameProblem(name);
+        if (problem) throw invalid(field, problem);
+      }
+      const recipes = loadRecipes();
+      const definition = recipes.panels[panel];
+      if (!definition) throw invalid('panel', `is not a known panel (known: ${Object.keys(recipes.panels).join(', ')})`);
+      if (quorum !== undefined && quorum > definition.reviewers.length) throw invalid('quorum', `is more than the ${definition.reviewers.length} reviewer(s) of panel "${panel}"`);
+      const repo = await normaliseRepo(request.body.repo);
+      const { targetSha: baseSha, heads } = await resolveHeads(repo, base, [head], { target: 'base', branch: () => 'head' });
+      const digest = createHash('sha256').update(JSON.stringify([repo, baseSha, heads[0]!.sha, panel, quorum ?? null])).digest('hex').slice(0, 12);
+      const id = `review.${repoName(repo).replace(/[^A-Za-z0-9._-]+/g, '_')}.${digest}`;
+      let duplicate = false;
+      try {
+        await client.workflow.start('reviewPanel', {
+          workflowId: id,
+          taskQueue: config.taskQueue,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          args: [{ runId: id, repo, panel, ...(quorum ? { quorum } : {}), fresh: { head, base, baseSha } } satisfies PanelRequest],
+          typedSearchAttributes: [
+            { key: searchAttributes.kind, value: 'review' },
+            { key: searchAttributes.repo, value: repo },
+            { key: searchAttributes.branch, value: [head] },
+          ],
+          memo: { request: { repo, base, head, panel }, recipeVersion: recipes.version },
+        });
+      } catch (error) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+        duplicate = true;
+      }
+      return reply.status(duplicate ? 200 : 201).send({ id, duplicate, links: { self: `/v1/runs/${id}` } });
+    },
+  );
+};
