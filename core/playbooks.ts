@@ -78,7 +78,7 @@ export function matchPlaybook(playbooks: readonly Playbook[], output: string, re
   for (const playbook of playbooks) {
     const match = new RegExp(playbook.signature, 'm').exec(output);
     if (!match) continue;
-    const patch = kinds[playbook.kind]((match.groups ?? {}) as Record<string, string>, read);
+    const patch = kinds[playbook.kind](match.groups ?? {}, read);
     if (patch) return { playbookId: playbook.id, ...patch };
   }
   return undefined;
