@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { SessionOutcome } from '../core/session-types';
 import type { LandingOutcome } from '../core/types';
 import { createGateActivities } from './gates';
+import { createFixActivities } from './fix';
 import { createGitActivities } from './git';
 import { createLandingCapsules } from './landing-capsules';
 import { createRebaseActivities } from './rebase';
@@ -32,6 +33,7 @@ export function createActivities(deps: ActivityDeps) {
   const sessions = createSessionActivities(deps);
   const landing = createLandingCapsules(deps);
   const reviewCache = createReviewCacheActivities(deps);
+  const fix = createFixActivities(deps);
   const rebase = createRebaseActivities(deps);
   const queue = createQueueActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
   return {
@@ -54,6 +56,9 @@ export function createActivities(deps: ActivityDeps) {
     'review.resolvePanel': sessions.resolvePanel,
     'review.restore': reviewCache.restore,
     'review.seal': reviewCache.seal,
+    'fix.applyPlaybook': fix.applyPlaybook,
+    'fix.logTail': fix.logTail,
+    'fix.publishFixes': fix.publishFixes,
     /** Removes what the manifest lists and the run's labelled containers; keeps logs and the outcome. */
     async 'capsule.cleanupRun'({ runId }: { runId: string }): Promise<{ removedPaths: string[]; removedContainers: number }> {
       const { removed } = await gates.removeRunContainers({ runId });

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Tarmac's images, each only when its inputs (Dockerfile dir + base image) changed.
 # Offline (the default here), the base is a local debootstrap of Debian bookworm with
-# git, ca-certificates, make and nodejs, imported as tarmac/base:bookworm; set
+# git, ca-certificates, make, nodejs and npm, imported as tarmac/base:bookworm-2; set
 # TARMAC_BASE_IMAGE to build on a public image instead (e.g. debian:bookworm-slim).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,19 +10,29 @@ say() { printf '[images] %s\n' "$*" >&2; }
 die() { printf '[images] error: %s\n' "$*" >&2; exit 1; }
 export DOCKER_BUILDKIT=0  # the legacy builder needs no buildx plugin and no network
 
-base=${TARMAC_BASE_IMAGE:-tarmac/base:bookworm}
-if [ "$base" = tarmac/base:bookworm ] && ! docker image inspect "$base" >/dev/null 2>&1; then
-  tarball="$cache/base-bookworm.tar"
+# Bump the suffix when the base's contents change: the tarball and the tag are both keyed by it.
+base_version=2
+offline_base="tarmac/base:bookworm-$base_version"
+base=${TARMAC_BASE_IMAGE:-$offline_base}
+if [ "$base" = "$offline_base" ] && ! docker image inspect "$base" >/dev/null 2>&1; then
+  tarball="$cache/base-bookworm-$base_version.tar"
   if [ ! -s "$tarball" ]; then
     command -v debootstrap >/dev/null || {
       say "installing debootstrap from apt"
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2 || die "need debootstrap (apt-get install debootstrap, as root)"
     }
     dir=$(mktemp -d "$cache/debootstrap.XXXXXX")
-    trap 'rm -rf "$dir"' EXIT
+    trap 'umount "$dir/proc" 2>/dev/null; rm -rf "$dir"' EXIT
     say "debootstrapping the offline base image (about a minute, once)"
     debootstrap --variant=minbase --include=git,ca-certificates,make,nodejs bookworm "$dir" http://deb.debian.org/debian >&2 \
       || die "debootstrap failed; see the output above"
+    # npm cannot be in --include (it breaks debootstrap); add it in a chroot, /proc bound.
+    say "adding npm to the base (about a minute, once)"
+    cp /etc/resolv.conf "$dir/etc/resolv.conf"
+    mount -t proc proc "$dir/proc"
+    chroot "$dir" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm' >&2 \
+      || { umount "$dir/proc"; die "installing npm in the base failed"; }
+    umount "$dir/proc"
     # Package caches are not needed at run time; they only make the image bigger.
     rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/usr/share/doc/* "$dir"/usr/share/locale/*
     tar -C "$dir" -c . > "$tarball.tmp" && mv "$tarball.tmp" "$tarball"

@@ -3,3 +3,4 @@ export { landing } from './landing';
 export { agentSession } from './agent-session';
 export { targetQueue } from './target-queue';
 export { reviewPanel } from './review-panel';
+export { fixLoop } from './fix-loop';

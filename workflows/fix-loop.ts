@@ -1,0 +1,185 @@
+import { CancellationScope, executeChild, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { FixOutcome, FixRequest } from '../core/fix-types';
+import { hostQueue } from '../core/queues';
+import type { SessionOutcome, SessionRequest } from '../core/session-types';
+import { capsule, gateSuite } from './activity-options';
+import { fixLoopStatusQuery } from './messages';
+import { classifyIntent, roleFor, type Intent } from './policies/intent';
+
+const defaultRepro: Record<Intent, string> = {
+  'boot-fix': 'make up',
+  'build-fix': 'make build',
+  'test-fix': 'make test',
+  'other-fix': 'make test',
+  'design-question': '',
+};
+
+/**
+ * fixLoop: route by intent → Discover (run the repro) → Playbook (a known signature:
+ * deterministic patch) → Edit (agent session) → Verify (re-run the repro) → Repair
+ * (≤ maxRepairs) → Outcome. Every exit path returns and stores an outcome with its
+ * metadata; the fixes go to a run-owned branch, ready to be landed.
+ */
+export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
+  const { taskQueue } = workflowInfo();
+  const started = Date.now();
+  const intent = classifyIntent(request.request);
+  const routedTo = roleFor(intent);
+  const reproCommand = request.reproCommand ?? defaultRepro[intent];
+  const fixBranchName = `tarmac/fix/${request.runId}`;
+  const state = {
+    phase: 'discover',
+    reproExitCode: null as number | null,
+    repairAttempts: 0,
+    verifyFailed: false,
+    playbookUsed: null as string | null,
+    sessions: [] as FixOutcome['sessions'],
+    meters: { capsulesRun: 0, containersRun: 0, agentSessions: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0 },
+  };
+  const done: { outcome?: FixOutcome } = {};
+  setHandler(fixLoopStatusQuery, () => ({ ...state, intent, routedTo, reproCommand, ...(done.outcome ? { outcome: done.outcome } : {}) }));
+
+  const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
+  let host: Activities | undefined;
+  let hostId = '';
+  let baseSha = '';
+  let round = 0;
+
+  const finish = (kind: FixOutcome['outcome'], summary: string, failureType: string | null = null): Omit<FixOutcome, 'filesChanged' | 'fixBranch'> => ({
+    outcome: kind,
+    summary,
+    runId: request.runId,
+    intent,
+    routedTo,
+    reproCommand,
+    reproExitCode: state.reproExitCode,
+    repairAttempts: state.repairAttempts,
+    verifyFailed: state.verifyFailed,
+    playbookUsed: state.playbookUsed,
+    commandFailures: [],
+    circuitBreakerTriggered: false,
+    failureType,
+    sessions: [...state.sessions],
+    meters: { ...state.meters, wallTimeMs: Date.now() - started },
+  });
+
+  async function repro(): Promise<{ exitCode: number | null; logRef: string }> {
+    round += 1;
+    state.meters.containersRun += 1;
+    const runner = proxyActivities<Activities>({ ...gateSuite(10 * 60_000), taskQueue: hostQueue(hostId) });
+    const head = await host!['capsule.workspaceHead']({ runId: request.runId, since: baseSha });
+    const result = await runner['gate.runSuite']({
+      runId: request.runId,
+      repo: request.repo,
+      commitSha: head.headSha,
+      treeSha: head.treeSha,
+      suite: { id: 'repro', run: ['sh', '-c', reproCommand], timeout: '10m' },
+      image: 'tarmac/runner:bookworm',
+      timeoutMs: 10 * 60_000,
+      round,
+    });
+    state.reproExitCode = result.exitCode;
+    return { exitCode: result.exitCode, logRef: result.logRef };
+  }
+
+  async function agent(prompt: string, sessionId: string): Promise<SessionOutcome> {
+    const harnessModel = (routedTo === 'architect' ? request.agents?.architect : request.agents?.implementer) ?? '';
+    const result = (await executeChild('agentSession', {
+      workflowId: `${request.runId}.${sessionId}`,
+      taskQueue,
+      args: [
+        {
+          runId: request.runId,
+          sessionId,
+          role: routedTo,
+          harnessModel,
+          task: { prompt, ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}) },
+          workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
+          ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
+        } satisfies SessionRequest,
+      ],
+    })) as SessionOutcome;
+    state.sessions.push({ sessionId, status: result.status, harnessModel: result.harnessModel });
+    state.meters.agentSessions += result.meters.sessionsSpawned;
+    state.meters.inputTokens += result.meters.inputTokens;
+    state.meters.outputTokens += result.meters.outputTokens;
+    state.meters.costUsd += result.meters.costUsd;
+    return result;
+  }
+
+  async function loop(): Promise<Omit<FixOutcome, 'filesChanged' | 'fixBranch'>> {
+    state.meters.capsulesRun += 1;
+    ({ hostId, baseSha } = await shared['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: request.repo, ref: request.branch }));
+    host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
+
+    if (routedTo === 'architect') {
+      state.phase = 'answer';
+      const answer = await agent(request.request, 'architect-1');
+      return finish(answer.status === 'delivered' ? 'answered' : 'failed', answer.result?.summary ?? answer.summary, answer.status === 'delivered' ? null : 'agent-failed');
+    }
+
+    state.phase = 'discover';
+    let failure = await repro();
+    if (failure.exitCode === 0) return finish('nothing-to-fix', `\`${reproCommand}\` already exits 0; nothing to fix`);
+
+    state.phase = 'playbook';
+    state.meters.capsulesRun += 1;
+    const playbook = await host['fix.applyPlaybook']({ runId: request.runId, logRef: failure.logRef });
+    if (playbook) {
+      state.playbookUsed = playbook.playbookId;
+      state.phase = 'verify';
+      failure = await repro();
+      if (failure.exitCode === 0) return finish('fixed', `playbook ${playbook.playbookId}: ${playbook.summary}; \`${reproCommand}\` now exits 0`);
+      state.verifyFailed = true;
+    }
+
+    const maxRepairs = request.maxRepairs ?? 2;
+    let idleRounds = 0;
+    for (let attempt = 0; attempt <= maxRepairs; attempt += 1) {
+      state.phase = attempt === 0 ? 'edit' : 'repair';
+      if (attempt > 0) state.repairAttempts += 1;
+      const tail = await host['fix.logTail']({ logRef: failure.logRef });
+      const before = await host['capsule.workspaceHead']({ runId: request.runId, since: baseSha });
+      await agent(
+        [`Request: ${request.request}`, `The command \`${reproCommand}\` fails (exit ${failure.exitCode}). Its output ends with:`, '```', tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n'),
+        `${routedTo}-${attempt + 1}`,
+      );
+      const after = await host['capsule.workspaceHead']({ runId: request.runId, since: before.headSha });
+      // A round that changed nothing on disk is thrashing; two of them end the loop.
+      if (after.commitsSince === 0) {
+        idleRounds += 1;
+        if (idleRounds >= 2) return finish('thrashing', `${idleRounds} rounds changed nothing on disk; \`${reproCommand}\` still exits ${failure.exitCode}`, 'thrashing');
+        continue;
+      }
+      state.phase = 'verify';
+      failure = await repro();
+      if (failure.exitCode === 0) return finish('fixed', `\`${reproCommand}\` exits 0 after ${attempt + 1} agent round(s)`);
+      state.verifyFailed = true;
+    }
+    return finish('exhausted', `\`${reproCommand}\` still exits ${failure.exitCode} after ${maxRepairs} repair(s)`, 'repairs-exhausted');
+  }
+
+  let partial: Omit<FixOutcome, 'filesChanged' | 'fixBranch'>;
+  try {
+    partial = await loop();
+  } catch (error) {
+    const message = error instanceof Error ? ((error as { cause?: Error }).cause?.message ?? error.message) : String(error);
+    partial = isCancellation(error) ? finish('cancelled', `cancelled in phase ${state.phase}`, 'cancelled') : finish('failed', `failed in phase ${state.phase}: ${message}`, 'error');
+  }
+  // The finale: publish the fixes (if any) to the run-owned branch, clean up, store the outcome.
+  done.outcome = await CancellationScope.nonCancellable(async () => {
+    let filesChanged: string[] = [];
+    let fixBranch: string | null = null;
+    if (host && baseSha) {
+      const published = await host['fix.publishFixes']({ runId: request.runId, repo: request.repo, baseSha, branch: fixBranchName }).catch(() => undefined);
+      filesChanged = published?.filesChanged ?? [];
+      if (published?.pushed) fixBranch = fixBranchName;
+      await host['capsule.cleanupRun']({ runId: request.runId }).catch(() => undefined);
+    }
+    const record: FixOutcome = { ...partial, filesChanged, fixBranch };
+    if (host) await host['capsule.recordOutcome']({ outcome: record as never, name: 'fix-outcome' }).catch(() => undefined);
+    return record;
+  });
+  return done.outcome;
+}
