@@ -8,6 +8,7 @@ import type { Config } from '../core/config';
 import { bearerAuth } from './auth';
 import { registerErrorHandler } from './errors';
 import { landingControlRoutes, landingRoutes } from './routes/landings';
+import { fixLoopRoutes } from './routes/fix-loops';
 import { reviewRoutes } from './routes/reviews';
 import { runRoutes } from './routes/runs';
 
@@ -54,6 +55,7 @@ export async function buildApp({ client, config, logger }: AppDeps): Promise<Fas
       await v1.register(landingControlRoutes, { client });
       await v1.register(runRoutes, { client });
       await v1.register(reviewRoutes, { client, config });
+      await v1.register(fixLoopRoutes, { client, config });
     },
     { prefix: '/v1' },
   );

@@ -1,0 +1,100 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { createHash } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
+import { Type } from '@sinclair/typebox';
+import type { Config } from '../../core/config';
+import { ApiErrorCode } from '../../core/errors';
+import type { FixRequest } from '../../core/fix-types';
+import { checkHarnessModel } from '../../core/harness-models';
+import { repoName } from '../../core/landing-id';
+import { loadRecipes } from '../../core/recipes';
+import { branchNameProblem } from '../../core/refs';
+import { searchAttributes } from '../../workflows/search-attributes';
+import { ApiError, invalid } from '../errors';
+import { normaliseRepo, resolveHeads } from '../repo';
+import { ErrorSchema } from '../schemas';
+
+const harnessModel = Type.String({ minLength: 3, maxLength: 200, description: 'harness#model' });
+const FixCreateSchema = Type.Object(
+  {
+    repo: Type.String({ minLength: 1, maxLength: 4096 }),
+    branch: Type.String({ minLength: 1, maxLength: 255 }),
+    request: Type.String({ minLength: 3, maxLength: 20_000, description: 'what is wrong, in words; routes the loop' }),
+    reproCommand: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'run with `sh -c` in the runner image' })),
+    maxRepairs: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
+    agents: Type.Optional(
+      Type.Object(
+        {
+          implementer: Type.Optional(harnessModel),
+          architect: Type.Optional(harnessModel),
+          ladder: Type.Optional(Type.Array(harnessModel, { minItems: 1, maxItems: 20 })),
+          scriptEdits: Type.Optional(
+            Type.Array(Type.Object({ file: Type.String({ minLength: 1 }), find: Type.Optional(Type.String()), replace: Type.String() }, { additionalProperties: false }), { maxItems: 50 }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const created = Type.Object({ id: Type.String(), duplicate: Type.Boolean(), links: Type.Object({ self: Type.String() }) });
+
+/** POST /v1/fix-loops: a fix loop on a branch; its fixes land on a run-owned branch. */
+export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: Config }> = async (app, { client, config }) => {
+  app.post(
+    '/fix-loops',
+    { schema: { summary: 'Start a fix loop (idempotent on repo, branch head, request and repro command)', body: FixCreateSchema, response: { 201: created, 200: created, 400: ErrorSchema, 401: ErrorSchema, 500: ErrorSchema } } },
+    async (request, reply) => {
+      const body = request.body;
+      const problem = branchNameProblem(body.branch);
+      if (problem) throw invalid('branch', problem);
+      if (body.agents) {
+        const recipes = loadRecipes();
+        const specs = [
+          ...(body.agents.implementer ? [{ field: 'agents.implementer', spec: body.agents.implementer }] : []),
+          ...(body.agents.architect ? [{ field: 'agents.architect', spec: body.agents.architect }] : []),
+          ...(body.agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
+        ];
+        for (const { field, spec } of specs) {
+          const check = checkHarnessModel(spec, recipes.harnesses);
+          if (!check.ok) throw new ApiError(400, ApiErrorCode.unknownModel, `${field} ${check.message}`, { field, nearest: check.nearest });
+        }
+      }
+      const repo = await normaliseRepo(body.repo);
+      const { targetSha: headSha } = await resolveHeads(repo, body.branch, [], { target: 'branch', branch: () => 'branch' });
+      const digest = createHash('sha256').update(JSON.stringify([repo, headSha, body.request, body.reproCommand ?? null])).digest('hex').slice(0, 12);
+      const id = `fix.${repoName(repo).replace(/[^A-Za-z0-9._-]+/g, '_')}.${digest}`;
+      const fix: FixRequest = {
+        runId: id,
+        repo,
+        branch: body.branch,
+        request: body.request,
+        ...(body.reproCommand ? { reproCommand: body.reproCommand } : {}),
+        ...(body.maxRepairs !== undefined ? { maxRepairs: body.maxRepairs } : {}),
+        ...(body.agents ? { agents: body.agents } : {}),
+      };
+      let duplicate = false;
+      try {
+        await client.workflow.start('fixLoop', {
+          workflowId: id,
+          taskQueue: config.taskQueue,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          args: [fix],
+          typedSearchAttributes: [
+            { key: searchAttributes.kind, value: 'fix-loop' },
+            { key: searchAttributes.repo, value: repo },
+            { key: searchAttributes.branch, value: [body.branch] },
+          ],
+          memo: { request: { repo, branch: body.branch, request: body.request.slice(0, 500) } },
+        });
+      } catch (error) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+        duplicate = true;
+      }
+      return reply.status(duplicate ? 200 : 201).send({ id, duplicate, links: { self: `/v1/runs/${id}` } });
+    },
+  );
+};

@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import type { FixOutcome } from '../../core/fix-types';
+import { createFixtureRepo, type Files } from '../../infra/fixture-repo';
+import { startStack, waitFor, type Stack } from '../helpers/stack';
+
+/** Fix-loop scenarios, each from a fresh fixture repo, judged by files on disk and the outcome metadata. */
+describe('fix loop scenarios', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack();
+  });
+  after(async () => {
+    await stack?.stop();
+  });
+
+  async function fix(files: Files, body: Record<string, unknown>): Promise<{ outcome: FixOutcome; repoPath: string; base: string }> {
+    const repo = createFixtureRepo({ base: files });
+    const base = execFileSync('git', ['-C', repo.path, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
+    const created = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'main', ...body });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, 'the fix loop');
+    return { outcome: run.body.result as FixOutcome, repoPath: repo.path, base };
+  }
+  /** Runs a command in the runner image on the fix branch's tree, as the gate would. */
+  function runOnBranch(repoPath: string, branch: string, command: string): number {
+    const dir = execFileSync('mktemp', ['-d'], { encoding: 'utf8' }).trim();
+    execFileSync('sh', ['-c', `git -C ${repoPath} archive ${branch} | tar -x -C ${dir} && chown -R 1000:1000 ${dir}`]);
+    try {
+      execFileSync('docker', ['run', '--rm', '--network', 'none', '--user', '1000:1000', '-e', 'HOME=/tmp', '-v', `${dir}:/workspace`, '-w', '/workspace', 'tarmac/runner:bookworm', 'sh', '-c', command], { stdio: 'ignore' });
+      return 0;
+    } catch (error) {
+      return (error as { status?: number }).status ?? 1;
+    }
+  }
+  const show = (repoPath: string, ref: string, file: string) => execFileSync('git', ['-C', repoPath, 'show', `${ref}:${file}`], { encoding: 'utf8' });
+
+  it('a Makefile lacking `up` whose script exists → the playbook adds the target; `make up` exits 0', async () => {
+    const { outcome, repoPath } = await fix(
+      { Makefile: 'test:\n\ttrue\n', 'scripts/up.sh': 'echo services are up\n' },
+      { request: 'the app does not start with make up' },
+    );
+    assert.equal(outcome.outcome, 'fixed', outcome.summary);
+    assert.equal(outcome.playbookUsed, 'make-target-from-script');
+    assert.equal(outcome.routedTo, 'implementer');
+    assert.equal(outcome.reproCommand, 'make up');
+    assert.equal(outcome.reproExitCode, 0);
+    assert.deepEqual(outcome.filesChanged, ['Makefile']);
+    assert.equal(outcome.sessions.length, 0, 'no agent was needed');
+    assert.ok(outcome.fixBranch);
+    assert.equal(runOnBranch(repoPath, outcome.fixBranch, 'make up'), 0, '`make up` exits 0 on the fix branch');
+  });
+
+  it('`make check` calls `npm run typecheck`, which package.json lacks → fixed; the test files are untouched', async () => {
+    const { outcome, repoPath, base } = await fix(
+      {
+        Makefile: 'check:\n\tnpm run typecheck\n\tnode test/app.test.js\n',
+        'package.json': '{\n  "name": "fixture",\n  "private": true,\n  "scripts": { "test": "node test/app.test.js" }\n}\n',
+        'scripts/typecheck.js': "require('./../src/app.js'); console.log('types ok');\n",
+        'src/app.js': 'module.exports = (a, b) => a + b;\n',
+        'test/app.test.js': "if (require('../src/app.js')(1, 2) !== 3) process.exit(1);\n",
+      },
+      { request: 'make check fails in the build', reproCommand: 'make check' },
+    );
+    assert.equal(outcome.outcome, 'fixed', outcome.summary);
+    assert.equal(outcome.playbookUsed, 'npm-script-from-make');
+    assert.deepEqual(outcome.filesChanged, ['package.json']);
+    assert.equal(show(repoPath, outcome.fixBranch!, 'test/app.test.js'), show(repoPath, base, 'test/app.test.js'), 'the test file is untouched');
+    assert.equal(runOnBranch(repoPath, outcome.fixBranch!, 'make check'), 0);
+  });
+
+  it('an inverted comparison is fixed in the source by an agent; the suite passes', async () => {
+    const { outcome, repoPath, base } = await fix(
+      {
+        Makefile: 'test:\n\tnode test.js\n',
+        'src/max.js': 'module.exports = (a, b) => (a < b ? a : b);\n',
+        'test.js': "const max = require('./src/max.js');\nif (max(2, 5) !== 5) { console.error('max(2, 5) should be 5'); process.exit(1); }\n",
+      },
+      {
+        request: 'the unit test for max fails',
+        agents: { implementer: 'script#fixer', ladder: ['script#fixer'], scriptEdits: [{ file: 'src/max.js', find: 'a < b', replace: 'a > b' }] },
+      },
+    );
+    assert.equal(outcome.outcome, 'fixed', outcome.summary);
+    assert.equal(outcome.playbookUsed, null);
+    assert.deepEqual(outcome.filesChanged, ['src/max.js'], 'only the source changed; an edit to the test would be a failure');
+    assert.equal(show(repoPath, outcome.fixBranch!, 'test.js'), show(repoPath, base, 'test.js'));
+    assert.equal(outcome.reproExitCode, 0);
+    assert.equal(runOnBranch(repoPath, outcome.fixBranch!, 'make test'), 0);
+  });
+
+  it('an agent whose rounds change nothing on disk ends the loop as thrashing, with an outcome', async () => {
+    const { outcome } = await fix(
+      { Makefile: 'test:\n\tnode -e "process.exit(3)"\n' },
+      { request: 'the tests fail', agents: { implementer: 'script#claims-success', ladder: ['script#claims-success'] }, maxRepairs: 3 },
+    );
+    assert.equal(outcome.outcome, 'thrashing', outcome.summary);
+    assert.equal(outcome.failureType, 'thrashing');
+    assert.equal(outcome.reproExitCode, 2, 'make reports a failed recipe with exit 2');
+    assert.equal(outcome.fixBranch, null, 'no fixes, no branch');
+  });
+
+  it('a design question is routed to an architect and answered, without a repro', async () => {
+    const { outcome } = await fix({ 'README.md': '# x\n' }, { request: 'should we split the API into two services?', agents: { architect: 'script#reviewer', ladder: ['script#reviewer'] } });
+    assert.equal(outcome.routedTo, 'architect');
+    assert.equal(outcome.intent, 'design-question');
+    assert.equal(outcome.outcome, 'answered', outcome.summary);
+    assert.equal(outcome.reproExitCode, null);
+  });
+});
