@@ -31,6 +31,8 @@ export interface ContainerSpec {
   pidsLimit?: number;
   /** `none` unless the step is explicitly granted a network. */
   networkMode?: 'none' | 'host';
+  /** Called with the container id as soon as it is known (new or reattached), before it runs. */
+  onContainer?: (containerId: string) => void;
 }
 
 export interface ContainerResult {
@@ -115,6 +117,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     });
   }
   context.heartbeat({ containerId: container.id });
+  spec.onContainer?.(container.id);
   let state = (await container.inspect()).State;
   const foundFinished = Boolean(existing) && state.Status === 'exited';
   if (state.Status === 'created') {

@@ -7,6 +7,7 @@ import { Value } from '@sinclair/typebox/value';
 import { fieldName } from '../core/gate-file';
 import { matchPlaybook, type Playbook } from '../core/playbooks';
 import { defaultRecipesDir } from '../core/recipes';
+import type { GroundingRules } from '../workflows/policies/grounding';
 import { automationGit, handToContainerUser } from './git';
 import { runPaths } from './run-store';
 
@@ -32,7 +33,7 @@ const PlaybooksRecipeSchema = Type.Object({
 });
 
 /** recipes/playbooks.json, validated; errors name the file and the field. */
-export function loadPlaybooks(dir: string = defaultRecipesDir): { playbooks: Playbook[]; maxRepairs: number } {
+export function loadPlaybooks(dir: string = defaultRecipesDir): { playbooks: Playbook[]; maxRepairs: number; grounding: GroundingRules } {
   const data: unknown = JSON.parse(readFileSync(join(dir, 'playbooks.json'), 'utf8'));
   const first = Value.Errors(PlaybooksRecipeSchema, data).First();
   if (first) throw new Error(`recipes/playbooks.json: ${fieldName(first.path)} ${first.message.toLowerCase()}`);
@@ -43,8 +44,8 @@ export function loadPlaybooks(dir: string = defaultRecipesDir): { playbooks: Pla
       throw new Error(`recipes/playbooks.json: playbooks[${index}].signature is not a valid regular expression: ${(error as Error).message}`);
     }
   }
-  const recipe = data as { playbooks: Playbook[]; limits: { maxRepairs: number } };
-  return { playbooks: recipe.playbooks, maxRepairs: recipe.limits.maxRepairs };
+  const recipe = data as { playbooks: Playbook[]; limits: { maxRepairs: number }; grounding: GroundingRules };
+  return { playbooks: recipe.playbooks, maxRepairs: recipe.limits.maxRepairs, grounding: recipe.grounding };
 }
 
 /** A log line without Docker's timestamp prefix. */

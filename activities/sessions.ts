@@ -1,5 +1,5 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { Value } from '@sinclair/typebox/value';
 import type Docker from 'dockerode';
@@ -15,6 +15,8 @@ import { checkSessionResult, type SessionResult } from '../core/session-result';
 import type { ResolvedPanel } from '../core/review-types';
 import type { SessionAttemptReport, SessionRole, SessionTask } from '../core/session-types';
 import { containerStdout, labelKeys, runStepContainer } from './containers';
+import { loadPlaybooks } from './fix';
+import { startGateway } from './gateway';
 import { automationGit, containerUser, handToContainerUser } from './git';
 import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
 
@@ -137,8 +139,21 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         await handToContainerUser(paths.worktree);
       }
       const user = containerUser();
+      // The session's tool gateway: started before the container, so its socket is there when the agent starts.
+      let containerId: string | undefined;
+      const gateway = await startGateway({
+        dir: join(paths.runDir, 'sessions', sessionId, 'gateway'),
+        workspace: paths.worktree,
+        docker,
+        containerId: () => containerId,
+        user: `${user.uid}:${user.gid}`,
+        rules: loadPlaybooks(recipesDir).grounding,
+      });
       const secretEnv = harness.secrets.filter((name) => secrets[name]).map((name) => `${name}=${secrets[name]}`);
       const result = await runStepContainer(docker, {
+        onContainer: (id) => {
+          containerId = id;
+        },
         labels: {
           [labelKeys.run]: runId,
           [labelKeys.step]: step,
@@ -168,6 +183,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
           `${join(dir, 'task.json')}:${containerPaths.task}:ro`,
           `${join(dir, 'prompt.md')}:${containerPaths.prompt}:ro`,
           `${outDir}:${containerPaths.out}:rw`,
+          `${dirname(gateway.socketPath)}:/tarmac/gateway:rw`,
           // The workspace reads the mirror's objects through alternates; agents cannot write them.
           `${join(mirror, 'objects')}:${join(mirror, 'objects')}:ro`,
         ],
@@ -178,7 +194,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         nanoCpus: Math.round(limits.cpus * 1e9),
         pidsLimit: limits.pids,
         networkMode: limits.network,
-      });
+      }).finally(() => gateway.close());
+      const tools = gateway.state();
 
       const stdout = await containerStdout(docker, result.containerId);
       const sawFirstTurn = harness.adapter === 'script' ? stdout.includes(firstTurnMarker) : stdout.trim().length > 0;
@@ -226,6 +243,12 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         commitsAdded,
         headSha,
         logRef: dataRef(dataDir, join(paths.logs, `${step}.log`)),
+        gateway: {
+          toolCalls: tools.toolCalls,
+          commandFailures: Object.entries(tools.totalFailures).map(([command, count]) => ({ command, count })),
+          circuitBreakerTriggered: tools.triggered,
+          refusals: tools.refusals,
+        },
       };
     },
   };

@@ -17,6 +17,8 @@ export interface FixRequest {
     ladder?: string[];
     /** Script harness only: edits the scripted implementer applies. */
     scriptEdits?: { file: string; find?: string; replace: string }[];
+    /** Script harness only: the command a scripted gateway agent runs, and its pause before the last try. */
+    scriptTask?: { command?: string; pauseMs?: number };
   };
   /** Repairs after the first edit (default from recipes/playbooks.json limits). */
   maxRepairs?: number;

@@ -19,6 +19,9 @@ export interface SessionTask {
   slowMs?: number;
   /** Script harness only: usage the scripted agent reports (to exercise budgets). */
   reportUsage?: Usage;
+  /** Script harness only: the command a scripted gateway agent runs, and a pause before its last try. */
+  command?: string;
+  pauseMs?: number;
 }
 
 /** Where the session works: a landing's run workspace, or a fresh one made from repo + ref. */
@@ -62,6 +65,8 @@ export interface SessionAttemptReport {
   commitsAdded: number;
   headSha: string;
   logRef: string;
+  /** What the tool gateway saw in this attempt (state is per session: it carries across attempts and restarts). */
+  gateway?: { toolCalls: number; commandFailures: { command: string; count: number }[]; circuitBreakerTriggered: boolean; refusals: { tool: string; reason: string }[] };
 }
 
 export interface SessionMeters {

@@ -34,6 +34,8 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     repairAttempts: 0,
     verifyFailed: false,
     playbookUsed: null as string | null,
+    commandFailures: {} as Record<string, number>,
+    circuitBreakerTriggered: false,
     sessions: [] as FixOutcome['sessions'],
     meters: { capsulesRun: 0, containersRun: 0, agentSessions: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0 },
   };
@@ -57,8 +59,8 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     repairAttempts: state.repairAttempts,
     verifyFailed: state.verifyFailed,
     playbookUsed: state.playbookUsed,
-    commandFailures: [],
-    circuitBreakerTriggered: false,
+    commandFailures: Object.entries(state.commandFailures).map(([command, count]) => ({ command, count })),
+    circuitBreakerTriggered: state.circuitBreakerTriggered,
     failureType,
     sessions: [...state.sessions],
     meters: { ...state.meters, wallTimeMs: Date.now() - started },
@@ -94,13 +96,18 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
           sessionId,
           role: routedTo,
           harnessModel,
-          task: { prompt, ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}) },
+          task: { prompt, ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}), ...(request.agents?.scriptTask ?? {}) },
           workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
           ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
         } satisfies SessionRequest,
       ],
     })) as SessionOutcome;
     state.sessions.push({ sessionId, status: result.status, harnessModel: result.harnessModel });
+    // The gateway's record of the agent's tool loop: failures per command, breaker trips.
+    for (const attempt of result.attempts) {
+      for (const { command, count } of attempt.gateway?.commandFailures ?? []) state.commandFailures[command] = Math.max(state.commandFailures[command] ?? 0, count);
+      if (attempt.gateway?.circuitBreakerTriggered) state.circuitBreakerTriggered = true;
+    }
     state.meters.agentSessions += result.meters.sessionsSpawned;
     state.meters.inputTokens += result.meters.inputTokens;
     state.meters.outputTokens += result.meters.outputTokens;

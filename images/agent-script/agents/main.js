@@ -102,6 +102,107 @@ function resolve(task, drop) {
   return { status: rebasing() ? 'error' : 'ok', summary: rebasing() ? 'the rebase still stops' : `resolved ${resolved} file(s) and continued the rebase` };
 }
 
+/**
+ * A minimal MCP client for the tool gateway at /tarmac/gateway/gateway.sock:
+ * newline-delimited JSON-RPC, `initialize` then `tools/call`. It reconnects when the
+ * gateway goes away (a worker restart) and waits for it to come back.
+ */
+class Gateway {
+  constructor(path) {
+    this.path = path;
+    this.nextId = 1;
+    this.socket = null;
+    this.pending = new Map();
+    this.buffer = '';
+  }
+  async open() {
+    const deadline = Date.now() + 120000;
+    for (;;) {
+      try {
+        await new Promise((resolve, reject) => {
+          const socket = require('node:net').connect(this.path);
+          socket.once('connect', () => { this.socket = socket; resolve(); });
+          socket.once('error', reject);
+          socket.on('data', (chunk) => this.receive(chunk));
+          socket.on('close', () => {
+            if (this.socket === socket) this.socket = null;
+            for (const { reject: fail } of this.pending.values()) fail(new Error('gateway connection closed'));
+            this.pending.clear();
+          });
+        });
+        await this.send('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'tarmac-script', version: '1' } });
+        this.socket.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await sleep(500);
+      }
+    }
+  }
+  receive(chunk) {
+    this.buffer += chunk.toString();
+    let newline;
+    while ((newline = this.buffer.indexOf('\n')) >= 0) {
+      const line = this.buffer.slice(0, newline);
+      this.buffer = this.buffer.slice(newline + 1);
+      if (!line.trim()) continue;
+      const message = JSON.parse(line);
+      const waiter = this.pending.get(message.id);
+      if (waiter) { this.pending.delete(message.id); waiter.resolve(message); }
+    }
+  }
+  send(method, params) {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.socket.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+    });
+  }
+  async call(name, args) {
+    for (let tries = 0; ; tries += 1) {
+      try {
+        if (!this.socket) await this.open();
+        const response = await this.send('tools/call', { name, arguments: args });
+        if (response.error) throw new Error(response.error.message);
+        const text = (response.result.content || []).map((part) => part.text).join('');
+        process.stdout.write(`[gateway] ${name} ${JSON.stringify(args).slice(0, 120)} → ${response.result.isError ? 'refused/failed' : 'ok'}\n`);
+        return { text, isError: Boolean(response.result.isError) };
+      } catch (error) {
+        if (tries >= 3) throw error;
+        this.socket = null;
+      }
+    }
+  }
+}
+
+/** Agents that work only through the tool gateway (no direct file or shell access). */
+async function throughGateway(behaviour, task) {
+  const gateway = new Gateway(process.env.TARMAC_GATEWAY_SOCKET || '/tarmac/gateway/gateway.sock');
+  const log = [];
+  if (behaviour === 'gateway-fixer') {
+    const edits = Array.isArray(task.edits) ? task.edits : [];
+    for (const file of [...new Set(edits.map((edit) => edit.file))]) log.push(await gateway.call('read_file', { path: file }));
+    for (const edit of edits) log.push(await gateway.call('edit_file', { path: edit.file, find: edit.find, replace: edit.replace }));
+    const commit = await gateway.call('run_command', { command: 'git add -A && git -c user.name=tarmac-script -c user.email=script@tarmac.invalid commit -q -m "fix: through the gateway"' });
+    return { status: commit.isError ? 'error' : 'ok', summary: log.concat(commit).map((entry) => entry.text.split('\n')[0]).join(' | ') };
+  }
+  if (behaviour === 'gateway-repeater') {
+    // Re-runs the failing command, as a thrashing agent would; pauses before the third try.
+    const command = task.command || 'make test';
+    for (let run = 1; run <= 3; run += 1) {
+      if (run === 3 && task.pauseMs) await sleep(Number(task.pauseMs));
+      const result = await gateway.call('run_command', { command });
+      log.push(`run ${run}: ${result.text.split('\n')[0]}`);
+    }
+    return { status: 'ok', summary: log.join(' | ') };
+  }
+  if (behaviour === 'gateway-eager-boot') {
+    const result = await gateway.call('run_command', { command: 'npm run dev' });
+    return { status: 'ok', summary: result.text };
+  }
+  throw new Error(`unknown gateway behaviour ${behaviour}`);
+}
+
 async function main() {
   const behaviour = process.argv[2] || process.env.TARMAC_MODEL || 'reviewer';
   const attempt = Number(process.env.TARMAC_ATTEMPT || '1');
@@ -131,6 +232,10 @@ async function main() {
       return deliver(resolve(task, false));
     case 'resolver-drops':
       return deliver(resolve(task, true));
+    case 'gateway-fixer':
+    case 'gateway-repeater':
+    case 'gateway-eager-boot':
+      return deliver(await throughGateway(behaviour, task));
     case 'claims-success':
       // Says it is done without changing anything: completion must be decided by evidence.
       return deliver({ status: 'ok', summary: 'all fixed, tests pass' });
@@ -154,7 +259,11 @@ async function main() {
   }
 }
 
-main().catch((error) => {
-  process.stderr.write(`${error.stack || error}\n`);
-  process.exit(1);
-});
+main().then(
+  // Exit explicitly: an open gateway connection would otherwise keep the process (and the session) alive.
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`${error.stack || error}\n`);
+    process.exit(1);
+  },
+);
