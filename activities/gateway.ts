@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { appendFile, chmod, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server as NetServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -40,6 +41,8 @@ export interface GatewayState extends BreakerState {
 
 export interface GatewayHandle {
   socketPath: string;
+  /** The directory holding the socket: mount it (not the socket file) so a re-created socket is seen. */
+  socketDir: string;
   state(): GatewayState;
   close(): Promise<void>;
 }
@@ -68,7 +71,11 @@ const text = (value: string, isError = false) => ({ content: [{ type: 'text' as 
 
 export async function startGateway(options: GatewayOptions): Promise<GatewayHandle> {
   mkdirSync(options.dir, { recursive: true });
-  const socketPath = join(options.dir, 'gateway.sock');
+  // Unix socket paths are limited to ~107 bytes, and data dirs can be long: the socket lives in a
+  // short directory derived from the session's gateway dir, so a restart finds the same path.
+  const socketDir = join(tmpdir(), 'tarmac-gw', createHash('sha256').update(resolve(options.dir)).digest('hex').slice(0, 20));
+  mkdirSync(socketDir, { recursive: true, mode: 0o755 });
+  const socketPath = join(socketDir, 'gateway.sock');
   const statePath = join(options.dir, 'state.json');
   const telemetryPath = join(options.dir, 'telemetry.jsonl');
   let state: GatewayState = existsSync(statePath)
@@ -208,6 +215,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
   await chmod(socketPath, 0o777);
   return {
     socketPath,
+    socketDir,
     state: () => state,
     close: () => new Promise<void>((done) => listener.close(() => done())),
   };

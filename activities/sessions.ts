@@ -1,5 +1,5 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { Value } from '@sinclair/typebox/value';
 import type Docker from 'dockerode';
@@ -183,7 +183,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
           `${join(dir, 'task.json')}:${containerPaths.task}:ro`,
           `${join(dir, 'prompt.md')}:${containerPaths.prompt}:ro`,
           `${outDir}:${containerPaths.out}:rw`,
-          `${dirname(gateway.socketPath)}:/tarmac/gateway:rw`,
+          `${gateway.socketDir}:/tarmac/gateway:rw`,
           // The workspace reads the mirror's objects through alternates; agents cannot write them.
           `${join(mirror, 'objects')}:${join(mirror, 'objects')}:ro`,
         ],

@@ -11,7 +11,7 @@ import { startGateway, type GatewayHandle } from '../../activities/gateway';
 const shim = resolve(__dirname, '../../images/agent-script/agents/mcp-shim.js');
 
 /** The tool gateway reached the way a harness CLI reaches it: an MCP client over the stdio shim. */
-describe('tool gateway through the stdio MCP shim', () => {
+describe('tool gateway through the stdio MCP shim', { timeout: 60_000 }, () => {
   let gateway: GatewayHandle;
   let client: Client;
   let workspace: string;
@@ -21,7 +21,8 @@ describe('tool gateway through the stdio MCP shim', () => {
     mkdirSync(workspace);
     writeFileSync(join(workspace, 'app.js'), 'module.exports = 1;\n');
     gateway = await startGateway({
-      dir: join(root, 'gateway'),
+      // A long path on purpose: unix socket paths are limited to ~107 bytes.
+      dir: join(root, 'a-long-directory-name-'.repeat(6), 'gateway'),
       workspace,
       docker: new Docker(),
       containerId: () => undefined,
