@@ -4,6 +4,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { durationPattern } from '../core/duration';
 import { fieldName } from '../core/gate-file';
 import { matchPlaybook, type Playbook } from '../core/playbooks';
 import { defaultRecipesDir } from '../core/recipes';
@@ -27,13 +28,21 @@ const PlaybooksRecipeSchema = Type.Object({
   ),
   grounding: Type.Object({ groundedCommands: Type.Array(Type.String()), groundingFiles: Type.Array(Type.String()) }, { additionalProperties: false }),
   limits: Type.Object(
-    { maxRepairs: Type.Integer({ minimum: 0, maximum: 10 }), maxToolIterations: Type.Integer({ minimum: 1 }), sessionTimeout: Type.String() },
+    { maxRepairs: Type.Integer({ minimum: 0, maximum: 10 }), maxToolIterations: Type.Integer({ minimum: 1 }), sessionTimeout: Type.String({ pattern: durationPattern }) },
     { additionalProperties: false },
   ),
 });
 
 /** recipes/playbooks.json, validated; errors name the file and the field. */
-export function loadPlaybooks(dir: string = defaultRecipesDir): { playbooks: Playbook[]; maxRepairs: number; grounding: GroundingRules } {
+export interface FixLimits {
+  maxRepairs: number;
+  /** Tool calls one session may make through the gateway. */
+  maxToolIterations: number;
+  /** Timeout of one agent session of a fix loop, e.g. "20m". */
+  sessionTimeout: string;
+}
+
+export function loadPlaybooks(dir: string = defaultRecipesDir): { playbooks: Playbook[]; grounding: GroundingRules; limits: FixLimits } {
   const data: unknown = JSON.parse(readFileSync(join(dir, 'playbooks.json'), 'utf8'));
   const first = Value.Errors(PlaybooksRecipeSchema, data).First();
   if (first) throw new Error(`recipes/playbooks.json: ${fieldName(first.path)} ${first.message.toLowerCase()}`);
@@ -44,8 +53,8 @@ export function loadPlaybooks(dir: string = defaultRecipesDir): { playbooks: Pla
       throw new Error(`recipes/playbooks.json: playbooks[${index}].signature is not a valid regular expression: ${(error as Error).message}`);
     }
   }
-  const recipe = data as { playbooks: Playbook[]; limits: { maxRepairs: number }; grounding: GroundingRules };
-  return { playbooks: recipe.playbooks, maxRepairs: recipe.limits.maxRepairs, grounding: recipe.grounding };
+  const recipe = data as { playbooks: Playbook[]; limits: FixLimits; grounding: GroundingRules };
+  return { playbooks: recipe.playbooks, grounding: recipe.grounding, limits: recipe.limits };
 }
 
 /** A log line without Docker's timestamp prefix. */
@@ -53,6 +62,9 @@ const untimestamped = (log: string) => log.replace(/^\d{4}-\d\d-\d\dT[\d:.]+Z /g
 
 export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; recipesDir?: string }) {
   return {
+    /** The fix-loop limits of recipes/playbooks.json. */
+    limits: async (): Promise<FixLimits> => loadPlaybooks(recipesDir).limits,
+
     /**
      * Tries the playbooks on a failure's log: a matching signature whose preconditions
      * hold in the workspace gives a patch, written and committed here. No agent involved.

@@ -32,6 +32,8 @@ export interface GatewayOptions {
   rules: GroundingRules;
   /** Timeout of one run_command (default 120 s). */
   commandTimeoutMs?: number;
+  /** Tool calls the session may make in all (default unlimited); beyond it every call is refused. */
+  maxToolCalls?: number;
 }
 
 export interface GatewayState extends BreakerState {
@@ -122,6 +124,9 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
 
   async function call(name: string, args: Record<string, unknown>) {
     const started = Date.now();
+    if (options.maxToolCalls !== undefined && state.toolCalls >= options.maxToolCalls) {
+      return await refuse(name, `tool budget: the session has used its ${options.maxToolCalls} tool calls`);
+    }
     switch (name) {
       case 'read_file': {
         const path = normal(str(args.path));

@@ -56,6 +56,7 @@ export function createActivities(deps: ActivityDeps) {
     'review.resolvePanel': sessions.resolvePanel,
     'review.restore': reviewCache.restore,
     'review.seal': reviewCache.seal,
+    'fix.limits': fix.limits,
     'fix.applyPlaybook': fix.applyPlaybook,
     'fix.logTail': fix.logTail,
     'fix.publishFixes': fix.publishFixes,

@@ -148,6 +148,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         containerId: () => containerId,
         user: `${user.uid}:${user.gid}`,
         rules: loadPlaybooks(recipesDir).grounding,
+        maxToolCalls: loadPlaybooks(recipesDir).limits.maxToolIterations,
       });
       const secretEnv = harness.secrets.filter((name) => secrets[name]).map((name) => `${name}=${secrets[name]}`);
       const result = await runStepContainer(docker, {

@@ -20,7 +20,7 @@ export interface FixRequest {
     /** Script harness only: the command a scripted gateway agent runs, and its pause before the last try. */
     scriptTask?: { command?: string; pauseMs?: number };
   };
-  /** Repairs after the first edit (default from recipes/playbooks.json limits). */
+  /** Repairs after the first edit (default: limits.maxRepairs of recipes/playbooks.json). */
   maxRepairs?: number;
 }
 

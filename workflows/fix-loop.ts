@@ -47,6 +47,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
   let hostId = '';
   let baseSha = '';
   let round = 0;
+  let sessionTimeout = '20m';
 
   const finish = (kind: FixOutcome['outcome'], summary: string, failureType: string | null = null): Omit<FixOutcome, 'filesChanged' | 'fixBranch'> => ({
     outcome: kind,
@@ -96,6 +97,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
           sessionId,
           role: routedTo,
           harnessModel,
+          limits: { timeout: sessionTimeout },
           task: { prompt, ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}), ...(request.agents?.scriptTask ?? {}) },
           workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
           ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
@@ -116,7 +118,9 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
   }
 
   async function loop(): Promise<Omit<FixOutcome, 'filesChanged' | 'fixBranch'>> {
-    state.meters.capsulesRun += 1;
+    state.meters.capsulesRun += 2;
+    const limits = await shared['fix.limits']();
+    sessionTimeout = limits.sessionTimeout;
     ({ hostId, baseSha } = await shared['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: request.repo, ref: request.branch }));
     host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
 
@@ -141,7 +145,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
       state.verifyFailed = true;
     }
 
-    const maxRepairs = request.maxRepairs ?? 2;
+    const maxRepairs = request.maxRepairs ?? limits.maxRepairs;
     let idleRounds = 0;
     for (let attempt = 0; attempt <= maxRepairs; attempt += 1) {
       state.phase = attempt === 0 ? 'edit' : 'repair';

@@ -67,3 +67,24 @@ describe('tool gateway through the stdio MCP shim', { timeout: 60_000 }, () => {
     assert.ok(gateway.state().refusals.some((refusal) => refusal.tool === 'run_command'));
   });
 });
+
+describe('tool gateway: the tool budget from the recipe', { timeout: 60_000 }, () => {
+  it('refuses every call beyond maxToolCalls', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'tarmac-gateway-'));
+    const workspace = join(root, 'workspace');
+    mkdirSync(workspace);
+    writeFileSync(join(workspace, 'a.txt'), 'a\n');
+    const gateway = await startGateway({ dir: join(root, 'gateway'), workspace, docker: new Docker(), containerId: () => undefined, user: '1000:1000', rules: { groundedCommands: [], groundingFiles: [] }, maxToolCalls: 2 });
+    const client = new Client({ name: 'test', version: '1' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [shim], env: { TARMAC_GATEWAY_SOCKET: gateway.socketPath } }));
+    try {
+      for (let call = 1; call <= 2; call += 1) assert.notEqual((await client.callTool({ name: 'read_file', arguments: { path: 'a.txt' } })).isError, true);
+      const third = await client.callTool({ name: 'read_file', arguments: { path: 'a.txt' } });
+      assert.equal(third.isError, true);
+      assert.match(JSON.stringify(third.content), /tool budget: the session has used its 2 tool calls/);
+    } finally {
+      await client.close();
+      await gateway.close();
+    }
+  });
+});
