@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { ApiErrorCode } from '../core/errors';
+import { checkHarnessModel, type HarnessModelRegistry } from '../core/harness-models';
 
 /** An error the API reports as-is: status, stable code, message naming the field. */
 export class ApiError extends Error {
@@ -54,4 +55,16 @@ export function registerErrorHandler(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send({ error: { code: ApiErrorCode.notFound, message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
   );
+}
+
+/**
+ * Dispatch validation at the door: every harness#model a request names must be in
+ * the registry, else 400 TARMAC_UNKNOWN_MODEL naming the field and the nearest names.
+ */
+export function assertKnownHarnessModels(specs: { field: string; spec: string | undefined }[], registry: HarnessModelRegistry): void {
+  for (const { field, spec } of specs) {
+    if (spec === undefined) continue;
+    const check = checkHarnessModel(spec, registry);
+    if (!check.ok) throw new ApiError(400, ApiErrorCode.unknownModel, `${field} ${check.message}`, { field, nearest: check.nearest });
+  }
 }

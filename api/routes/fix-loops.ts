@@ -4,14 +4,12 @@ import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/config';
-import { ApiErrorCode } from '../../core/errors';
 import type { FixRequest } from '../../core/fix-types';
-import { checkHarnessModel } from '../../core/harness-models';
 import { repoName } from '../../core/landing-id';
 import { loadRecipes } from '../../core/recipes';
 import { branchNameProblem } from '../../core/refs';
 import { searchAttributes } from '../../workflows/search-attributes';
-import { ApiError, invalid } from '../errors';
+import { assertKnownHarnessModels, invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
 import { ErrorSchema } from '../schemas';
 
@@ -55,16 +53,14 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
       const problem = branchNameProblem(body.branch);
       if (problem) throw invalid('branch', problem);
       if (body.agents) {
-        const recipes = loadRecipes();
-        const specs = [
-          ...(body.agents.implementer ? [{ field: 'agents.implementer', spec: body.agents.implementer }] : []),
-          ...(body.agents.architect ? [{ field: 'agents.architect', spec: body.agents.architect }] : []),
-          ...(body.agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
-        ];
-        for (const { field, spec } of specs) {
-          const check = checkHarnessModel(spec, recipes.harnesses);
-          if (!check.ok) throw new ApiError(400, ApiErrorCode.unknownModel, `${field} ${check.message}`, { field, nearest: check.nearest });
-        }
+        assertKnownHarnessModels(
+          [
+            { field: 'agents.implementer', spec: body.agents.implementer },
+            { field: 'agents.architect', spec: body.agents.architect },
+            ...(body.agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
+          ],
+          loadRecipes().harnesses,
+        );
       }
       const repo = await normaliseRepo(body.repo);
       const { targetSha: headSha } = await resolveHeads(repo, body.branch, [], { target: 'branch', branch: () => 'branch' });

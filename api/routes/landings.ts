@@ -5,13 +5,12 @@ import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/config';
 import { ApiErrorCode } from '../../core/errors';
 import { landingId } from '../../core/landing-id';
-import { checkHarnessModel } from '../../core/harness-models';
 import { loadRecipes } from '../../core/recipes';
 import { branchNameProblem } from '../../core/refs';
 import type { LandingOutcome, LandingRequest, LandingStatusView } from '../../core/types';
 import { answerUpdate, landingStatusQuery } from '../../workflows/messages';
 import { searchAttributes } from '../../workflows/search-attributes';
-import { ApiError, invalid } from '../errors';
+import { ApiError, assertKnownHarnessModels, invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
 import { ErrorSchema, LandingCreatedSchema, LandingCreateSchema, LandingIdParams, LandingListSchema, LandingViewSchema } from '../schemas';
 
@@ -44,16 +43,14 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       if (new Set(branches).size !== branches.length) throw invalid('branches', 'must not name a branch twice');
       const agents = request.body.agents;
       if (agents) {
-        const recipes = loadRecipes();
-        const specs = [
-          ...(agents.resolver ? [{ field: 'agents.resolver', spec: agents.resolver }] : []),
-          ...(agents.fixer ? [{ field: 'agents.fixer', spec: agents.fixer }] : []),
-          ...(agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
-        ];
-        for (const { field, spec } of specs) {
-          const check = checkHarnessModel(spec, recipes.harnesses);
-          if (!check.ok) throw new ApiError(400, ApiErrorCode.unknownModel, `${field} ${check.message}`, { field, nearest: check.nearest });
-        }
+        assertKnownHarnessModels(
+          [
+            { field: 'agents.resolver', spec: agents.resolver },
+            { field: 'agents.fixer', spec: agents.fixer },
+            ...(agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
+          ],
+          loadRecipes().harnesses,
+        );
       }
       const repo = await normaliseRepo(request.body.repo);
       const { targetSha, heads } = await resolveHeads(repo, target, branches);

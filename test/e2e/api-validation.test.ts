@@ -46,6 +46,14 @@ describe('API input validation: 400 naming the field, nothing started', () => {
     });
   }
 
+  it('an unknown harness#model in the agents is a 400 TARMAC_UNKNOWN_MODEL naming the field and the nearest names', async () => {
+    const response = await stack.api('POST', '/v1/landings', { repo: repoUrl, branches: ['feature/ok'], target: 'main', agents: { fixer: 'claude-code#falbe-5' } });
+    assert.equal(response.status, 400);
+    assert.equal(response.body.error.code, 'TARMAC_UNKNOWN_MODEL');
+    assert.equal(response.body.error.details.field, 'agents.fixer');
+    assert.match(response.body.error.message, /nearest known: claude-code#claude-/);
+  });
+
   it('rejects a missing or wrong bearer token with 401 and the same message', async () => {
     const body = { repo: repoUrl, branches: ['feature/ok'], target: 'main' };
     const none = await stack.api('POST', '/v1/landings', body, null);
