@@ -262,6 +262,15 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     tracker.enter('gate');
     let round = 1;
     let verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
+    /** The workspace head moved (a fixup, a rebase onto a moved target): record it and gate the new tree. */
+    const regate = async (since: string) => {
+      head = await pinned['capsule.workspaceHead']({ runId, since });
+      tracker.facts.headSha = head.headSha;
+      tracker.facts.treeSha = head.treeSha;
+      tracker.enter('gate');
+      round += 1;
+      verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
+    };
     const maxRounds = gate.fixup?.maxRounds ?? 1;
     let fixups = 0;
     for (;;) {
@@ -303,12 +312,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       if (after.commitsSince < 1) {
         return tracker.finish('fixup-failed', `fixup round ${fixups} added no commit; ${problem}`, { type: 'TARMAC_FIXUP_FAILED', message: 'the fixer added no commit' });
       }
-      head = await pinned['capsule.workspaceHead']({ runId, since: targetSha });
-      tracker.facts.headSha = head.headSha;
-      tracker.facts.treeSha = head.treeSha;
-      tracker.enter('gate');
-      round += 1;
-      verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
+      await regate(targetSha);
     }
     if (verdict.lineage.length > 0) tracker.facts.supersedes = verdict.lineage;
 
@@ -372,12 +376,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       }
       base = current;
       tracker.facts.targetSha = base;
-      head = await pinned['capsule.workspaceHead']({ runId, since: base });
-      tracker.facts.headSha = head.headSha;
-      tracker.facts.treeSha = head.treeSha;
-      tracker.enter('gate');
-      round += 1;
-      verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
+      await regate(base);
       if (!verdict.green) {
         const red = redSummary(gate, head.treeSha, round);
         return tracker.finish('gate-failed', `re-gate after ${request.target} moved: ${red.summary}`, { type: 'TARMAC_GATE_FAILED', message: red.message });

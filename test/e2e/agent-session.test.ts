@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { SessionOutcome, SessionRequest, SessionStatusView } from '../../core/session-types';
 import { createFixtureRepo } from '../../infra/fixture-repo';
-import { containersCreated, startStack, waitFor, type Stack } from '../helpers/stack';
+import { containersCreated, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
 
 describe('agentSession on the real stack (script harness in containers)', () => {
   let stack: Stack;
@@ -129,13 +129,8 @@ describe('agentSession on the real stack (script harness in containers)', () => 
       limits: { memoryMb: 256, cpus: 0.5, pids: 100 },
     });
     const handle = await start(body);
-    const [info] = await waitFor(
-      () => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.session=${body.sessionId}`], status: ['running'] }) }),
-      (list) => list.length === 1,
-      60_000,
-      'the session container to run',
-    );
-    const inspected = await stack.docker.getContainer(info!.Id).inspect();
+    const info = await runningContainer(stack.docker, [`tarmac.session=${body.sessionId}`], 'the session container to run', 60_000);
+    const inspected = await stack.docker.getContainer(info.Id).inspect();
     assert.notEqual(inspected.Config.User, '');
     assert.notEqual(inspected.Config.User.split(':')[0], '0', 'not root');
     assert.equal(inspected.HostConfig.NetworkMode, 'none');
@@ -211,19 +206,14 @@ describe('agentSession on the real stack (script harness in containers)', () => 
     const body = request({ harnessModel: 'script#slow', ladder: ['script#slow'], task: { prompt: 'slow review', slowMs: 8000, files: ['src/extra.js'] } });
     const since = Math.floor(Date.now() / 1000);
     const handle = await start(body);
-    const [info] = await waitFor(
-      () => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.session=${body.sessionId}`], status: ['running'] }) }),
-      (list) => list.length === 1,
-      60_000,
-      'the session container to run',
-    );
+    const info = await runningContainer(stack.docker, [`tarmac.session=${body.sessionId}`], 'the session container to run', 60_000);
     await stack.killWorker('SIGKILL');
     await stack.startWorker();
     const outcome = (await handle.result()) as SessionOutcome;
     assert.equal(outcome.status, 'delivered', outcome.summary);
     assert.equal(outcome.attempts.length, 1);
     assert.equal(outcome.attempts[0]!.reattached, true);
-    assert.equal(outcome.attempts[0]!.containerId, info!.Id, 'the same container id was awaited');
+    assert.equal(outcome.attempts[0]!.containerId, info.Id, 'the same container id was awaited');
     assert.equal(outcome.meters.reattachments, 1);
     assert.equal(await containersCreated(stack.docker, since, `tarmac.session=${body.sessionId}`), 1);
   });

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { mirrorPath } from '../../activities/run-store';
 import { landingId } from '../../core/landing-id';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch, type Files } from '../../infra/fixture-repo';
-import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
 
 const git = (dir: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
@@ -232,12 +232,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     });
     const before = branchHead(repo.path, 'main');
     const id = await land({ repo: repo.url, branches: ['feature/slow'], target: 'main' });
-    await waitFor(
-      () => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${id}`], status: ['running'] }) }),
-      (list) => list.length === 1,
-      60_000,
-      'the gate container',
-    );
+    await runningContainer(stack.docker, [`tarmac.run=${id}`], 'the gate container', 60_000);
     // Someone else's things in the same mirror: cleanup must not touch them.
     const mirror = mirrorPath(stack.dataDir, repo.url);
     git(mirror, 'update-ref', 'refs/heads/someone-else', before);

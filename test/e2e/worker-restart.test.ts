@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { containersCreated, startStack, waitFor, type Stack } from '../helpers/stack';
+import { containersCreated, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
 
 describe('worker restart mid-gate', () => {
   let stack: Stack;
@@ -29,13 +29,8 @@ describe('worker restart mid-gate', () => {
     assert.equal(created.status, 201);
     const runLabel = `tarmac.run=${created.body.id}`;
 
-    const running = await waitFor(
-      () => stack.docker.listContainers({ filters: JSON.stringify({ label: [runLabel], status: ['running'] }) }),
-      (list) => list.length === 1,
-      60_000,
-      'the gate container to run',
-    );
-    const containerId = running[0]!.Id;
+    const running = await runningContainer(stack.docker, [runLabel], 'the gate container to run', 60_000);
+    const containerId = running.Id;
     await stack.killWorker('SIGKILL');
     const stillRunning = await stack.docker.getContainer(containerId).inspect();
     assert.equal(stillRunning.State.Running, true, 'the gate container outlives the worker');
@@ -79,12 +74,7 @@ describe('worker restart mid-gate', () => {
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const fixerLabel = `tarmac.role=fixer`;
-    const [fixer] = await waitFor(
-      () => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${created.body.id}`, fixerLabel], status: ['running'] }) }),
-      (list) => list.length === 1,
-      90_000,
-      'the fixer session container to run',
-    );
+    const fixer = await runningContainer(stack.docker, [`tarmac.run=${created.body.id}`, fixerLabel], 'the fixer session container to run', 90_000);
     await stack.killWorker('SIGKILL');
     await stack.startWorker();
     const view = await waitFor(
@@ -97,7 +87,7 @@ describe('worker restart mid-gate', () => {
     assert.equal(outcome.status, 'landed', outcome.summary);
     assert.deepEqual(outcome.sessions.map((session: { role: string; attempts: number }) => `${session.role}:${session.attempts}`), ['fixer:1']);
     const session = (await stack.client.workflow.getHandle(`${created.body.id}.fixer-1`).result()) as { attempts: { containerId: string; reattached: boolean }[] };
-    assert.equal(session.attempts[0]!.containerId, fixer!.Id, 'the fixer container was reattached, not replaced');
+    assert.equal(session.attempts[0]!.containerId, fixer.Id, 'the fixer container was reattached, not replaced');
     assert.equal(session.attempts[0]!.reattached, true);
     assert.equal(await containersCreated(stack.docker, since, `tarmac.session=fixer-1`), 1);
     const reflog = execFileSync('git', ['-C', repo.path, 'reflog', 'show', '--format=%H', 'refs/heads/main'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);

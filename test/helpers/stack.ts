@@ -149,3 +149,14 @@ export async function containersCreated(docker: Docker, since: number, label: st
   for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
   return Buffer.concat(chunks).toString().split('\n').filter((line) => line.trim()).length;
 }
+
+/** Waits until exactly one running container carries all these labels, and returns it. */
+export async function runningContainer(docker: Docker, labels: string[], what: string, timeoutMs = 90_000): Promise<Docker.ContainerInfo> {
+  const [info] = await waitFor(
+    () => docker.listContainers({ filters: JSON.stringify({ label: labels, status: ['running'] }) }),
+    (list) => list.length === 1,
+    timeoutMs,
+    what,
+  );
+  return info!;
+}
