@@ -4,6 +4,7 @@
 #   2. the temporal CLI (PATH, else ~/.cache/tarmac/bin, else go install from the module proxy)
 #   3. a Docker engine (a running one, else docker.io from apt and dockerd in the background)
 #   4. images: tarmac/runner and tarmac/agent-script, rebuilt only when their inputs change
+#   5. Debian's chromium for the Web UI browser test (apt, only when /usr/bin/chromium is missing)
 # Environment: TARMAC_BASE_IMAGE (use this base instead of the offline debootstrap one),
 # TARMAC_SKIP_IMAGES=1, TARMAC_CACHE_DIR (default ~/.cache/tarmac).
 set -euo pipefail
@@ -69,5 +70,14 @@ fi
 # 4. Images ------------------------------------------------------------------------
 if [ "${TARMAC_SKIP_IMAGES:-0}" != 1 ]; then
   bash "$root/scripts/build-images.sh"
+fi
+
+# 5. Chromium ----------------------------------------------------------------------
+# test/e2e/web-ui.test.ts drives Debian's chromium through playwright-core (no browser download).
+if [ ! -x /usr/bin/chromium ] && [ -f /etc/debian_version ]; then
+  say "installing chromium from apt (the Web UI browser test)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2 \
+    || { as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2; } \
+    || say "warning: could not install chromium; the Web UI browser test will fail"
 fi
 say "ready"

@@ -29,18 +29,24 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
+export interface StackOptions {
+  /** Serve the Temporal Web UI on a free loopback port (`server.uiUrl`); default false (headless). */
+  webUi?: boolean;
+}
+
 /**
  * A real stack for end-to-end tests: a Temporal dev server (SQLite in a temp data
  * dir), a worker as a child process (so tests can SIGKILL it), the API listening on
  * loopback, and the real Docker daemon.
  */
-export async function startStack(): Promise<Stack> {
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tarmac-test-'));
   const port = await freePort();
   const server = await startDevServer({
     bin: findTemporalBin(process.env.TARMAC_TEMPORAL_BIN),
     dbFile: join(dataDir, 'temporal.db'),
     port,
+    ...(options.webUi ? { uiPort: await freePort() } : {}),
     logFile: join(dataDir, 'logs', 'temporal.log'),
   });
   const env = {
