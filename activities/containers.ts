@@ -33,6 +33,10 @@ export interface ContainerSpec {
   networkMode?: 'none' | 'host';
   /** Called with the container id as soon as it is known (new or reattached), before it runs. */
   onContainer?: (containerId: string) => void;
+  /** Called once the container runs (started now, or found from an earlier attempt). */
+  onRunning?: (info: { containerId: string; reattached: boolean }) => void;
+  /** Called on the container's first output (an agent's first turn, as far as the host can see). */
+  onFirstOutput?: () => void;
 }
 
 export interface ContainerResult {
@@ -67,9 +71,10 @@ async function ensureImage(docker: Docker, image: string): Promise<void> {
 }
 
 /** Copies the container's whole log (with timestamps) to a file, following it while it runs. */
-async function streamLogs(container: Docker.Container, logFile: string): Promise<void> {
+async function streamLogs(container: Docker.Container, logFile: string, onFirstOutput?: () => void): Promise<void> {
   await mkdir(dirname(logFile), { recursive: true });
   const stream = (await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true })) as unknown as Readable;
+  if (onFirstOutput) stream.once('data', () => onFirstOutput());
   const out = createWriteStream(logFile, { flags: 'w' });
   // Both streams go to one file, in order, with docker's timestamps.
   const modem = container.modem as { demuxStream(stream: Readable, stdout: Writable, stderr: Writable): void };
@@ -125,7 +130,8 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     state = (await container.inspect()).State;
   }
   const startedAt = Date.parse(state.StartedAt);
-  const logs = streamLogs(container, spec.logFile).catch(() => undefined);
+  spec.onRunning?.({ containerId: container.id, reattached: Boolean(existing) });
+  const logs = streamLogs(container, spec.logFile, spec.onFirstOutput).catch(() => undefined);
 
   let timedOut = false;
   const beat = setInterval(() => context.heartbeat({ containerId: container.id }), heartbeatEveryMs);

@@ -1,9 +1,10 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { Value } from '@sinclair/typebox/value';
 import type Docker from 'dockerode';
 import { FailureType } from '../core/errors';
+import type { ReportedRunEvent, SessionEventType } from '../core/events';
 import { fieldName } from '../core/gate-file';
 import { parseDuration } from '../core/duration';
 import { checkHarnessModel, splitHarnessModel } from '../core/harness-models';
@@ -15,6 +16,7 @@ import { checkSessionResult, type SessionResult } from '../core/session-result';
 import type { ResolvedPanel } from '../core/review-types';
 import type { SessionAttemptReport, SessionRole, SessionTask } from '../core/session-types';
 import { containerStdout, labelKeys, runStepContainer } from './containers';
+import { runEventSignal } from '../workflows/messages';
 import { loadPlaybooks } from './fix';
 import { startGateway } from './gateway';
 import { automationGit, containerUser, handToContainerUser } from './git';
@@ -60,6 +62,25 @@ export interface RunSessionInput {
   limits: SessionLimits;
   repo: string;
   baseSha: string;
+  /** Workflow id whose event journal hears `spawned` / `reattached` / `first-turn` as they happen. */
+  reportTo?: string;
+}
+
+/**
+ * Reports a session's lifecycle to the journal of the run it works for, as it happens.
+ * Best effort: the journal is a view; a lost report never fails the session.
+ */
+function eventReporter(reportTo: string | undefined, session: { sessionId: string; role: string; attempt: number; harnessModel: string }) {
+  // Taken now, inside the activity: the callbacks below run from Docker stream events.
+  const client = reportTo ? Context.current().client : undefined;
+  return (type: SessionEventType, containerId: string): void => {
+    if (!reportTo || !client) return;
+    const event: ReportedRunEvent = { kind: 'session', type, ...session, key: `${session.sessionId}:a${session.attempt}:${type}:${containerId}` };
+    client.workflow
+      .getHandle(reportTo)
+      .signal(runEventSignal, event)
+      .catch(() => undefined);
+  };
 }
 
 /** The marker script agents print when they reach their first turn. */
@@ -151,10 +172,13 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         maxToolCalls: loadPlaybooks(recipesDir).limits.maxToolIterations,
       });
       const secretEnv = harness.secrets.filter((name) => secrets[name]).map((name) => `${name}=${secrets[name]}`);
+      const report = eventReporter(input.reportTo, { sessionId, role, attempt, harnessModel });
       const result = await runStepContainer(docker, {
         onContainer: (id) => {
           containerId = id;
         },
+        onRunning: ({ containerId: id, reattached }) => report(reattached ? 'reattached' : 'spawned', id),
+        onFirstOutput: () => report('first-turn', containerId ?? ''),
         labels: {
           [labelKeys.run]: runId,
           [labelKeys.step]: step,

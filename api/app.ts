@@ -7,6 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../core/config';
 import { bearerAuth } from './auth';
 import { registerErrorHandler } from './errors';
+import { eventRoutes } from './routes/events';
 import { landingControlRoutes, landingRoutes } from './routes/landings';
 import { fixLoopRoutes } from './routes/fix-loops';
 import { reviewRoutes } from './routes/reviews';
@@ -53,6 +54,7 @@ export async function buildApp({ client, config, logger }: AppDeps): Promise<Fas
       v1.addHook('onRequest', bearerAuth(config.apiTokens));
       await v1.register(landingRoutes, { client, config });
       await v1.register(landingControlRoutes, { client });
+      await v1.register(eventRoutes, { client, config });
       await v1.register(runRoutes, { client });
       await v1.register(reviewRoutes, { client, config });
       await v1.register(fixLoopRoutes, { client, config });

@@ -16,6 +16,8 @@ export interface PanelRequest {
   /** A recipe panel by name, with an optional quorum override (from the gate file). */
   panel: string;
   quorum?: number;
+  /** Workflow id whose event journal hears the cache status and the reviewers' sessions. */
+  reportTo?: string;
 }
 
 export type CacheStatus = 'hit' | 'partial' | 'miss';

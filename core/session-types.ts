@@ -44,6 +44,8 @@ export interface SessionRequest {
   limits?: Partial<SessionLimits>;
   /** Overrides of the recipe's run budget. */
   budget?: Partial<Budget>;
+  /** Workflow id whose event journal hears this session's lifecycle (the landing it works for). */
+  reportTo?: string;
 }
 
 /** Everything the session activity observed about one container. */

@@ -1,7 +1,8 @@
-import { CancellationScope, condition, isCancellation, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { DispatchPlan } from '../activities/sessions';
 import { parseDuration } from '../core/duration';
+import type { ReportedRunEvent } from '../core/events';
 import { hostQueue } from '../core/queues';
 import {
   rolesThatMustCommit,
@@ -14,7 +15,7 @@ import {
   type SessionStatusView,
 } from '../core/session-types';
 import { capsule, sessionRun } from './activity-options';
-import { budgetUpdate, sessionStatusQuery } from './messages';
+import { budgetUpdate, runEventSignal, sessionStatusQuery } from './messages';
 import { budgetExhausted, type BudgetLimits } from './policies/budget';
 import { classifySession } from './policies/session-classifier';
 import { decideNext, type AttemptClass } from './policies/session-policy';
@@ -35,7 +36,7 @@ function failureOf(error: unknown): { type: string; message: string } {
  * with meters and a budget that pauses or stops the run when spent.
  */
 export async function agentSession(request: SessionRequest): Promise<SessionOutcome> {
-  const { taskQueue } = workflowInfo();
+  const { taskQueue, workflowId } = workflowInfo();
   const started = Date.now();
   const meters = emptyMeters();
   const decisions: SessionDecisionRecord[] = [];
@@ -95,6 +96,17 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
     return outcome;
   };
 
+  /** Tells the run this session works for what just happened (its live event stream). */
+  let reports = 0;
+  const reportEvent = async (event: Omit<Extract<ReportedRunEvent, { kind: 'session' }>, 'kind' | 'sessionId' | 'role' | 'key'>): Promise<void> => {
+    if (!request.reportTo) return;
+    reports += 1;
+    const key = `${workflowId}:${reports}`;
+    await getExternalWorkflowHandle(request.reportTo)
+      .signal(runEventSignal, { kind: 'session', sessionId: request.sessionId, role: request.role, ...event, key })
+      .catch(() => undefined);
+  };
+
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
   let plan: DispatchPlan;
   try {
@@ -122,6 +134,12 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
   try {
     return await runAttempts();
   } finally {
+    if (outcome) {
+      const end = outcome;
+      await CancellationScope.nonCancellable(() =>
+        reportEvent({ type: end.status === 'delivered' ? 'delivered' : 'ended', harnessModel: end.harnessModel, attempt: end.attempts.length, detail: end.summary }),
+      );
+    }
     // A session that made its own workspace cleans up after itself (manifest and labels only)
     // and stores its outcome; inside a landing, the landing does both.
     const cleaner = host;
@@ -198,6 +216,7 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
           limits: plan.limits,
           repo,
           baseSha,
+          ...(request.reportTo ? { reportTo: request.reportTo } : {}),
         });
         if (report.reattached) meters.reattachments += 1;
         if (report.result) {
@@ -222,6 +241,7 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
         // Trust the evidence, not the claim: code roles must have added commits.
         if (attemptClass === 'delivered' && rolesThatMustCommit.includes(request.role) && report.commitsAdded < 1) attemptClass = 'no-evidence';
         attempts.push({ ...report, class: attemptClass });
+        await reportEvent({ type: 'classified', attempt: report.attempt, harnessModel, class: attemptClass });
 
         const decision = decideNext({
           attempts: attempts.map((entry) => ({ harnessModel: entry.harnessModel, class: entry.class as AttemptClass })),
@@ -246,10 +266,12 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
           case 'respawn':
             meters.respawns += 1;
             harnessModel = decision.harnessModel;
+            await reportEvent({ type: 'respawned', attempt: report.attempt + 1, harnessModel });
             break;
           case 'escalate':
             meters.escalations += 1;
             harnessModel = decision.harnessModel;
+            await reportEvent({ type: 'escalated', attempt: report.attempt + 1, harnessModel });
             break;
           case 'give-up':
             return finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, { recipeVersion: plan.recipeVersion });

@@ -10,6 +10,7 @@ import type {
   Meters,
   StepRecord,
 } from '../core/types';
+import { RunJournal } from './run-journal';
 import { searchAttributes } from './search-attributes';
 
 export function emptyMeters(): Meters {
@@ -31,6 +32,8 @@ export class LandingTracker {
   readonly sessions: NonNullable<LandingOutcome['sessions']> = [];
   readonly reviews: NonNullable<LandingOutcome['reviews']> = [];
   outcome?: LandingOutcome;
+  /** Numbered events for the live stream: phases, steps, gates, sessions, cache, meters, questions. */
+  readonly journal = new RunJournal();
   private readonly startedAt = Date.now();
 
   constructor(
@@ -41,12 +44,35 @@ export class LandingTracker {
   enter(phase: LandingPhase): void {
     this.phase = phase;
     upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
+    this.journal.record({ kind: 'phase', phase });
+  }
+
+  /** Records a gate suite's result (also as an event). */
+  addGate(result: GateSuiteResult & { round: number }): void {
+    this.gates.push(result);
+    const { suiteId, status, exitCode, treeSha, round, logRef, durationMs } = result;
+    this.journal.record({ kind: 'gate', suiteId, status, exitCode, treeSha, round, logRef, durationMs });
+  }
+
+  /** Asks a question (recorded, and shown as pending until answered). */
+  addQuestion(id: string, question: string): void {
+    this.questions.push({ id, question });
+    this.journal.record({ kind: 'question', id, question });
+  }
+
+  /** Records the answer to a pending question. */
+  answer(id: string, text: string): void {
+    const question = this.questions.find((entry) => entry.id === id);
+    if (!question) return;
+    question.answer = text;
+    this.journal.record({ kind: 'question', id, question: question.question, answer: text });
   }
 
   /** Runs one step, recording it in the step list and the meters. */
   async step<T>(name: string, kind: 'capsule' | 'container' | 'session', run: () => Promise<T>, describe?: (value: T) => string): Promise<T> {
     const record: StepRecord = { name, status: 'running', startedAt: new Date().toISOString() };
     this.steps.push(record);
+    this.journal.record({ kind: 'step', name, status: 'started' });
     if (kind === 'capsule') this.meters.capsulesRun += 1;
     else if (kind === 'container') this.meters.containersRun += 1;
     try {
@@ -60,6 +86,8 @@ export class LandingTracker {
       throw error;
     } finally {
       record.endedAt = new Date().toISOString();
+      this.journal.record({ kind: 'step', name, status: record.status === 'done' ? 'done' : 'failed', ...(record.detail ? { detail: record.detail } : {}) });
+      this.journal.record({ kind: 'meters', meters: { ...this.meters, wallTimeMs: Date.now() - this.startedAt } });
     }
   }
 
@@ -83,6 +111,8 @@ export class LandingTracker {
       meters: { ...this.meters },
     };
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: status }]);
+    this.journal.record({ kind: 'meters', meters: { ...this.meters } });
+    this.journal.record({ kind: 'outcome', status, summary });
     return this.outcome;
   }
 

@@ -9,7 +9,7 @@ import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { capsule, gateSuite } from './activity-options';
 import { LandingTracker } from './landing-tracker';
-import { admittedSignal, answerUpdate, landingStatusQuery, releaseSignal } from './messages';
+import { admittedSignal, answerUpdate, eventsQuery, landingStatusQuery, releaseSignal, runEventSignal } from './messages';
 import { gateVerdict } from './policies/supersedes';
 
 /** The failure type and message of an activity failure, read from its cause. */
@@ -32,11 +32,14 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
   const { workflowId: runId, taskQueue } = workflowInfo();
   const tracker = new LandingTracker(runId, request);
   setHandler(landingStatusQuery, () => tracker.view());
+  setHandler(eventsQuery, ({ after, limit } = {}) => tracker.journal.page(after, limit));
+  // Sessions and review panels working for this landing report their lifecycle here.
+  setHandler(runEventSignal, ({ key, ...event }) => tracker.journal.record(event, key));
   setHandler(
     answerUpdate,
     ({ questionId, text }) => {
       const question = tracker.questions.find((entry) => entry.answer === undefined && (!questionId || entry.id === questionId))!;
-      question.answer = text.trim();
+      tracker.answer(question.id, text.trim());
       return { accepted: true, questionId: question.id };
     },
     {
@@ -85,6 +88,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     tracker.enter('done');
     await cleaner['capsule.recordOutcome']({ outcome });
   });
+  tracker.journal.finished = true;
   return outcome;
 
   /** Runs an agent session as a child workflow on this run's workspace. */
@@ -102,6 +106,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
             harnessModel,
             task,
             workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
+            reportTo: runId,
             ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
           } satisfies SessionRequest,
         ],
@@ -118,7 +123,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
 
   /** Asks a blocking question and waits for the `answer` update. */
   async function ask(id: string, question: string): Promise<string> {
-    tracker.questions.push({ id, question });
+    tracker.addQuestion(id, question);
     await condition(() => tracker.questions.find((entry) => entry.id === id)?.answer !== undefined);
     return tracker.questions.find((entry) => entry.id === id)!.answer!;
   }
@@ -134,7 +139,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
         () => runner['gate.runSuite']({ runId, repo: request.repo, commitSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round }),
         (value) => `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}`,
       );
-      tracker.gates.push({ ...result, round });
+      tracker.addGate({ ...result, round });
     }
     return gateVerdict(
       tracker.gates.map((record) => ({ ...record, round: record.round ?? 1 })),
@@ -155,7 +160,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
         executeChild('reviewPanel', {
           workflowId: `${runId}.review-${tracker.reviews.length + 1}`,
           taskQueue,
-          args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum } satisfies PanelRequest],
+          args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId } satisfies PanelRequest],
         }) as Promise<PanelVerdict>,
       (value) => `${value.status}; REVIEW_CACHE=${value.cache}${value.restored.length ? ` (restored: ${value.restored.join(', ')})` : ''}`,
     );

@@ -1,4 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ReportedRunEvent, RunEventsPage } from '../core/events';
 import type { PanelVerdict } from '../core/review-types';
 import type { BudgetCommand, SessionStatusView } from '../core/session-types';
 import type { LandingStatusView } from '../core/types';
@@ -29,3 +30,10 @@ export const panelStatusQuery = defineQuery<{ state: string; cache?: string; res
 
 /** Status of a fix loop: phase, route, repro exit code, attempts, outcome when done. */
 export const fixLoopStatusQuery = defineQuery<Record<string, unknown>>('status');
+
+/** The run's event journal after a given event number (the stream behind GET /v1/landings/:id/events). */
+export const eventsQuery = defineQuery<RunEventsPage, [{ after?: number; limit?: number }]>('events');
+
+/** A child workflow or an activity reports an event to the journal of the run it works for. */
+export const runEventSignal = defineSignal<[ReportedRunEvent]>('runEvent');
+

@@ -1,11 +1,11 @@
-import { CancellationScope, executeChild, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, executeChild, getExternalWorkflowHandle, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { SealedReport } from '../activities/review-cache';
 import { hostQueue } from '../core/queues';
 import type { CacheStatus, PanelRequest, PanelVerdict } from '../core/review-types';
 import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule } from './activity-options';
-import { panelStatusQuery } from './messages';
+import { panelStatusQuery, runEventSignal } from './messages';
 import { decidePanel, type ReviewerReport } from './policies/quorum';
 
 const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
@@ -53,6 +53,11 @@ export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
   status.cache = cache;
   status.restored = restored.map((entry) => entry.harnessModel);
   log.info('REVIEW_CACHE', { cache, restored: status.restored, misses });
+  if (request.reportTo) {
+    await getExternalWorkflowHandle(request.reportTo)
+      .signal(runEventSignal, { kind: 'cache', treeSha, cache, restored: status.restored, key: `${workflowId}:cache` })
+      .catch(() => undefined);
+  }
 
   const reports = new Map<string, ReviewerReport>();
   const reviewers: PanelVerdict['reviewers'] = [];
@@ -77,6 +82,7 @@ export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
             ladder: [harnessModel],
             task: { prompt: panel.prompt, files },
             workspace: { kind: 'run', repo: request.repo, hostId, baseSha: headSha },
+            ...(request.reportTo ? { reportTo: request.reportTo } : {}),
           } satisfies SessionRequest,
         ],
       })) as SessionOutcome;

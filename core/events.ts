@@ -1,0 +1,76 @@
+/**
+ * Live events of a run: the contract of `GET /v1/landings/:id/events` (Server-Sent Events)
+ * and of the `events` query every landing answers. Pure data, imported by workflow code.
+ *
+ * Wire format (one SSE message per event):
+ *   id: <cursor>          resume point; send it back as Last-Event-ID to continue after this event
+ *   event: <kind>         one of RunEventKind, or `log` (a runner log line) or `end` (stream closes)
+ *   data: <JSON>          the event object below; for `log`: { file, line, at? }; for `end`: { workflowStatus, outcome? }
+ * `end` carries no id: it is not a resume point (a client reconnecting after it gets `end` again).
+ *
+ * Journal events are recorded by the workflow itself, numbered 1, 2, 3… in its durable state,
+ * so their numbers survive worker restarts and a resumed stream neither skips nor repeats one.
+ */
+import type { LandingPhase, Meters } from './types';
+
+export const RunEventKind = {
+  phase: 'phase',
+  step: 'step',
+  gate: 'gate',
+  session: 'session',
+  cache: 'cache',
+  meters: 'meters',
+  question: 'question',
+  outcome: 'outcome',
+} as const;
+export type RunEventKind = (typeof RunEventKind)[keyof typeof RunEventKind];
+
+/** What happened to an agent session, in the order it usually happens. */
+export const SessionEventType = {
+  spawned: 'spawned',
+  reattached: 'reattached',
+  firstTurn: 'first-turn',
+  classified: 'classified',
+  respawned: 'respawned',
+  escalated: 'escalated',
+  delivered: 'delivered',
+  ended: 'ended',
+} as const;
+export type SessionEventType = (typeof SessionEventType)[keyof typeof SessionEventType];
+
+export type RunEventBody =
+  | { kind: 'phase'; phase: LandingPhase }
+  | { kind: 'step'; name: string; status: 'started' | 'done' | 'failed'; detail?: string }
+  | { kind: 'gate'; suiteId: string; status: string; exitCode: number | null; treeSha: string; round: number; logRef: string; durationMs: number }
+  | {
+      kind: 'session';
+      sessionId: string;
+      type: SessionEventType;
+      role?: string;
+      attempt?: number;
+      harnessModel?: string;
+      /** The attempt's class (`delivered`, `crashed`, `oom`…) on `classified`. */
+      class?: string;
+      detail?: string;
+    }
+  | { kind: 'cache'; treeSha: string; cache: 'hit' | 'partial' | 'miss'; restored: string[] }
+  | { kind: 'meters'; meters: Meters }
+  | { kind: 'question'; id: string; question: string; answer?: string }
+  | { kind: 'outcome'; status: string; summary: string };
+
+/** One journal event: its number in the run, when it was recorded, and what happened. */
+export type RunEvent = RunEventBody & { seq: number; at: string };
+
+/**
+ * An event reported to the run's journal from elsewhere (a child workflow or an activity).
+ * `key` identifies it: a report delivered twice (a retried activity) is recorded once.
+ */
+export type ReportedRunEvent = Extract<RunEventBody, { kind: 'session' } | { kind: 'cache' }> & { key: string };
+
+/** Answer of the `events` query: journal events after `after` (at most `limit`), and the last number. */
+export interface RunEventsPage {
+  events: RunEvent[];
+  lastSeq: number;
+  /** True once the run has its outcome: no journal event will follow the last one. */
+  finished: boolean;
+}
