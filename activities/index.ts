@@ -9,6 +9,7 @@ import { createLandingCapsules } from './landing-capsules';
 import { createRebaseActivities } from './rebase';
 import { createReviewCacheActivities } from './review-cache';
 import { createQueueActivities } from './queue';
+import { createNightlyActivities } from './nightly';
 import { defaultTaskQueue } from '../core/queues';
 import { createSessionActivities } from './sessions';
 import { runPaths, writeFileAtomic } from './run-store';
@@ -36,6 +37,7 @@ export function createActivities(deps: ActivityDeps) {
   const fix = createFixActivities(deps);
   const rebase = createRebaseActivities(deps);
   const queue = createQueueActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
+  const nightly = createNightlyActivities();
   return {
     'capsule.inspectTarget': git.inspectTarget,
     'capsule.prepareRun': landing.prepareRun,
@@ -60,6 +62,7 @@ export function createActivities(deps: ActivityDeps) {
     'fix.applyPlaybook': fix.applyPlaybook,
     'fix.logTail': fix.logTail,
     'fix.publishFixes': fix.publishFixes,
+    'nightly.pinLanding': nightly.pinLanding,
     /** Removes what the manifest lists and the run's labelled containers; keeps logs and the outcome. */
     async 'capsule.cleanupRun'({ runId }: { runId: string }): Promise<{ removedPaths: string[]; removedContainers: number }> {
       const { removed } = await gates.removeRunContainers({ runId });

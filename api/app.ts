@@ -12,6 +12,7 @@ import { landingControlRoutes, landingRoutes } from './routes/landings';
 import { fixLoopRoutes } from './routes/fix-loops';
 import { reviewRoutes } from './routes/reviews';
 import { runRoutes } from './routes/runs';
+import { scheduleRoutes } from './routes/schedules';
 
 export interface AppDeps {
   client: Client;
@@ -58,6 +59,7 @@ export async function buildApp({ client, config, logger }: AppDeps): Promise<Fas
       await v1.register(runRoutes, { client });
       await v1.register(reviewRoutes, { client, config });
       await v1.register(fixLoopRoutes, { client, config });
+      await v1.register(scheduleRoutes, { client, config });
     },
     { prefix: '/v1' },
   );

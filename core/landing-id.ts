@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { BranchHead } from './types';
 
-function slug(text: string, max: number): string {
+/** `text` reduced to `[A-Za-z0-9._-]`, not starting with a dot or dash, at most `max` characters. */
+export function slug(text: string, max: number): string {
   const cleaned = text.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._-]+/, '');
   return cleaned.slice(0, max) || 'x';
 }

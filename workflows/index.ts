@@ -4,3 +4,4 @@ export { agentSession } from './agent-session';
 export { targetQueue } from './target-queue';
 export { reviewPanel } from './review-panel';
 export { fixLoop } from './fix-loop';
+export { nightly } from './nightly';

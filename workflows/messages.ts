@@ -1,5 +1,6 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ReportedRunEvent, RunEventsPage } from '../core/events';
+import type { NightlyStatusView } from '../core/nightly-types';
 import type { PanelVerdict } from '../core/review-types';
 import type { BudgetCommand, SessionStatusView } from '../core/session-types';
 import type { LandingStatusView } from '../core/types';
@@ -37,3 +38,5 @@ export const eventsQuery = defineQuery<RunEventsPage, [{ after?: number; limit?:
 /** A child workflow or an activity reports an event to the journal of the run it works for. */
 export const runEventSignal = defineSignal<[ReportedRunEvent]>('runEvent');
 
+/** Status of a nightly run: phase, gate results, fix loop, repair branch, landing, outcome when done. */
+export const nightlyStatusQuery = defineQuery<NightlyStatusView>('status');
