@@ -1,35 +1,35 @@
 /**
  * The `tarmac` command: `dev` (Temporal dev server + worker + API on one machine),
- * `worker`, `api`. Later commands (land, status, watch…) talk to the REST API.
+ * `worker`, `api`; and the client commands (land, status, watch, answer, cancel, fix)
+ * in `cli/`, which talk to the REST API.
  */
+import { isClientCommand, runCli } from '../cli/main';
+import { usage } from '../cli/usage';
 import { loadConfig, ConfigError } from '../core/config';
 import { createLogger } from '../core/logger';
-import { runApi } from '../infra/run-api';
-import { runDev } from '../infra/dev';
-import { runWorker } from '../infra/run-worker';
-
-const usage = `usage: tarmac <command>
-
-commands:
-  dev       start the Temporal dev server (SQLite in the data dir), a worker and the API
-  worker    run a worker (workflows, capsules, and this host's containers)
-  api       run the REST API
-`;
 
 async function main(argv: string[]): Promise<number> {
-  const [command] = argv;
+  const [command, ...args] = argv;
+  // Client commands need only the API's address and a token, not the server's configuration.
+  if (isClientCommand(command)) return await runCli(command, args, { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() });
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(usage);
+    return 0;
+  }
+  if (command !== 'dev' && command !== 'worker' && command !== 'api') {
+    process.stderr.write(`tarmac: unknown command "${command}"\n\n${usage}`);
+    return 2;
+  }
   const config = loadConfig(process.env);
-  const logger = createLogger(config.logLevel, `tarmac-${command ?? 'cli'}`);
+  const logger = createLogger(config.logLevel, `tarmac-${command}`);
   switch (command) {
+    // Loaded on demand: the client commands start fast without Temporal's and Fastify's modules.
     case 'dev':
-      return await runDev(config, logger);
+      return await (await import('../infra/dev')).runDev(config, logger);
     case 'worker':
-      return await runWorker(config, logger);
+      return await (await import('../infra/run-worker')).runWorker(config, logger);
     case 'api':
-      return await runApi(config, logger);
-    default:
-      process.stderr.write(usage);
-      return command === undefined || command === 'help' || command === '--help' ? 0 : 2;
+      return await (await import('../infra/run-api')).runApi(config, logger);
   }
 }
 

@@ -1,0 +1,141 @@
+/**
+ * A small typed client of the Tarmac REST API over the global `fetch`.
+ * Every error becomes a `CliError` whose message a user can act on.
+ */
+import type { LandingOutcome, Meters, StepRecord, GateSuiteResult, BranchHead } from '../core/types';
+import type { CliConfig } from './config';
+import { ApiCallError, CliError } from './errors';
+
+export interface LandingCreated {
+  id: string;
+  duplicate: boolean;
+  repo: string;
+  target: string;
+  targetSha: string;
+  heads: BranchHead[];
+  links: { self: string };
+}
+
+export interface LandingView {
+  id: string;
+  workflowStatus: string;
+  phase: string;
+  steps: StepRecord[];
+  gates: GateSuiteResult[];
+  meters: Partial<Meters>;
+  pendingQuestions: { id: string; question: string }[];
+  reviews: Record<string, unknown>[];
+  outcome?: LandingOutcome;
+}
+
+export interface LandingCreate {
+  repo: string;
+  branches: string[];
+  target: string;
+  agents?: { resolver?: string; fixer?: string };
+}
+
+export interface FixCreate {
+  repo: string;
+  branch: string;
+  request: string;
+  reproCommand?: string;
+  maxRepairs?: number;
+  agents?: { implementer?: string; architect?: string };
+}
+
+export interface RunCreated {
+  id: string;
+  duplicate: boolean;
+  links: { self: string };
+}
+
+export interface RunView {
+  id: string;
+  type: string;
+  workflowStatus: string;
+  status: unknown;
+  result?: unknown;
+}
+
+/** What a failed `fetch` means to the user: the URL and the reason. */
+export function unreachable(url: string, error: unknown): CliError {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const reason = cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
+  return new CliError(`cannot reach the Tarmac API at ${url} (${reason}); is \`tarmac dev\` (or \`tarmac api\`) running? Set TARMAC_API_URL to point elsewhere.`);
+}
+
+/** Turns a non-2xx answer into an ApiCallError with the API's own code and message. */
+export async function apiError(response: Response, config: Pick<CliConfig, 'tokenSource'>): Promise<ApiCallError> {
+  const text = await response.text().catch(() => '');
+  let error: { code?: unknown; message?: unknown; details?: unknown } | undefined;
+  try {
+    error = (JSON.parse(text) as { error?: typeof error }).error;
+  } catch {
+    // Not our error shape (a proxy, or not a Tarmac API at that URL): report the status.
+  }
+  const code = typeof error?.code === 'string' ? error.code : `HTTP_${response.status}`;
+  let message = typeof error?.message === 'string' ? error.message : `${response.status} ${response.statusText}${text ? `: ${text.slice(0, 200)}` : ''}`;
+  if (response.status === 401) message += ` (the token from ${config.tokenSource} was refused)`;
+  const details = typeof error?.details === 'object' && error.details !== null ? (error.details as Record<string, unknown>) : undefined;
+  return new ApiCallError(response.status, code, message, details);
+}
+
+export class TarmacClient {
+  constructor(readonly config: CliConfig) {}
+
+  /** Absolute URL of an API path. */
+  url(path: string): string {
+    return `${this.config.apiUrl}${path}`;
+  }
+
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { authorization: `Bearer ${this.config.apiToken}`, ...extra };
+  }
+
+  private async request<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+    let response: Response;
+    try {
+      response = await fetch(this.url(path), {
+        method,
+        headers: this.headers(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(60_000),
+      });
+    } catch (error) {
+      throw unreachable(this.config.apiUrl, error);
+    }
+    if (!response.ok) throw await apiError(response, this.config);
+    const text = await response.text();
+    try {
+      return { status: response.status, body: JSON.parse(text) as T };
+    } catch {
+      throw new CliError(`the API at ${this.config.apiUrl} answered ${method} ${path} with something that is not JSON`);
+    }
+  }
+
+  async createLanding(request: LandingCreate): Promise<LandingCreated> {
+    return (await this.request<LandingCreated>('POST', '/v1/landings', request)).body;
+  }
+
+  async landing(id: string): Promise<LandingView> {
+    return (await this.request<LandingView>('GET', `/v1/landings/${encodeURIComponent(id)}`)).body;
+  }
+
+  async answer(id: string, text: string, questionId?: string): Promise<{ accepted: boolean; questionId: string }> {
+    const body = { text, ...(questionId ? { questionId } : {}) };
+    return (await this.request<{ accepted: boolean; questionId: string }>('POST', `/v1/landings/${encodeURIComponent(id)}/answers`, body)).body;
+  }
+
+  async cancel(id: string): Promise<{ id: string; cancelRequested: boolean }> {
+    return (await this.request<{ id: string; cancelRequested: boolean }>('POST', `/v1/landings/${encodeURIComponent(id)}/cancel`)).body;
+  }
+
+  async createFixLoop(request: FixCreate): Promise<RunCreated> {
+    return (await this.request<RunCreated>('POST', '/v1/fix-loops', request)).body;
+  }
+
+  async run(id: string): Promise<RunView> {
+    return (await this.request<RunView>('GET', `/v1/runs/${encodeURIComponent(id)}`)).body;
+  }
+}

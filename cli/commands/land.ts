@@ -1,0 +1,44 @@
+import { resolve } from 'node:path';
+import { isGitUrl } from '../../api/repo';
+import { ExitCode, UsageError } from '../errors';
+import { parseCommand, positionals, writeLines, type CliContext } from '../context';
+import { watchLanding } from './watch';
+
+/** A local path means a path on this machine: the API gets it absolute (it may run in another directory). */
+export function repoArgument(repo: string, cwd: string): string {
+  return isGitUrl(repo) ? repo : resolve(cwd, repo);
+}
+
+/** `tarmac land <repo> <branch...> --onto <target> [--watch]` */
+export async function landCommand(args: string[], context: CliContext): Promise<ExitCode> {
+  const parsed = parseCommand('land', args, {
+    onto: { type: 'string' },
+    watch: { type: 'boolean' },
+    logs: { type: 'boolean' },
+    plain: { type: 'boolean' },
+    json: { type: 'boolean' },
+    fixer: { type: 'string' },
+    resolver: { type: 'string' },
+  });
+  const [repo, ...branches] = positionals('land', parsed.positionals, ['repo', 'branch'], true);
+  const { onto, watch, json, fixer, resolver } = parsed.values;
+  if (!onto) throw new UsageError('land: --onto <target> is required (the branch the landing fast-forwards)');
+  if (json && watch) throw new UsageError('land: --json and --watch do not go together');
+  const client = context.client();
+  const agents = { ...(fixer ? { fixer } : {}), ...(resolver ? { resolver } : {}) };
+  const created = await client.createLanding({ repo: repoArgument(repo!, context.cwd), branches, target: onto, ...(fixer || resolver ? { agents } : {}) });
+  if (json) {
+    context.stdout.write(`${JSON.stringify(created, null, 2)}\n`);
+    return ExitCode.ok;
+  }
+  const heads = created.heads.map((head) => `${head.branch}@${head.sha.slice(0, 7)}`).join(', ');
+  writeLines(context.stdout, [
+    created.duplicate
+      ? `landing ${created.id} already exists for these heads (${heads} onto ${created.target}); not started again`
+      : `landing ${created.id} started: ${heads} onto ${created.target}@${created.targetSha.slice(0, 7)}`,
+    `  ${client.url(created.links.self)}`,
+    ...(watch ? [] : [`  follow it with: tarmac watch ${created.id}`]),
+  ]);
+  if (!watch) return ExitCode.ok;
+  return watchLanding(context, created.id, { logs: parsed.values.logs === true, plain: parsed.values.plain === true });
+}
