@@ -1,12 +1,19 @@
+import cors from '@fastify/cors';
+import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
 import Ajv from 'ajv';
+import Docker from 'dockerode';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../core/config';
+import { ApiErrorCode } from '../core/errors';
 import { bearerAuth } from './auth';
-import { registerErrorHandler } from './errors';
+import { ApiError, frameworkErrors, registerErrorHandler } from './errors';
+import { RequestCounter } from './metrics';
+import { opsRoutes } from './routes/ops';
+import { recipeRoutes } from './routes/recipes';
 import { eventRoutes } from './routes/events';
 import { landingControlRoutes, landingRoutes } from './routes/landings';
 import { fixLoopRoutes } from './routes/fix-loops';
@@ -17,14 +24,20 @@ import { scheduleRoutes } from './routes/schedules';
 export interface AppDeps {
   client: Client;
   config: Config;
+  /** Docker client for the health check; default one on `config.dockerSocket`. */
+  docker?: Docker;
   logger?: FastifyBaseLogger;
 }
 
 /** Builds the HTTP API. It only translates HTTP into Temporal start / query calls. */
-export async function buildApp({ client, config, logger }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ client, config, logger, docker }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: 1024 * 1024,
+    // Above every path parameter's maxLength (ids: 200), so the schema answers with its message;
+    // longer ones get the same 400 through frameworkErrors (Fastify's default is 100, then a bare 414).
+    routerOptions: { maxParamLength: 256 },
+    frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
   // Bodies are validated strictly (a string is never coerced into an array or number);
   // query strings and path params are text, so their numbers and booleans are coerced.
@@ -32,6 +45,24 @@ export async function buildApp({ client, config, logger }: AppDeps): Promise<Fas
   const coercing = new Ajv({ coerceTypes: true, removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
   registerErrorHandler(app);
+  const requests = new RequestCounter();
+  app.addHook('onResponse', async (request, reply) => {
+    requests.count(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode);
+  });
+  // CORS is off unless origins are configured: browsers then get no CORS headers at all.
+  if (config.apiCorsOrigins.length > 0) {
+    await app.register(cors, { origin: [...config.apiCorsOrigins], methods: ['GET', 'POST', 'DELETE'], allowedHeaders: ['authorization', 'content-type', 'last-event-id'] });
+  }
+  // Paths without a token (health, metrics, docs, unknown paths) are rate limited per client;
+  // /v1 is behind bearer tokens instead.
+  await app.register(rateLimit, {
+    global: true,
+    max: config.apiRateLimit,
+    timeWindow: 60_000,
+    allowList: (request) => request.url.startsWith('/v1/'),
+    errorResponseBuilder: (_request, context) =>
+      new ApiError(429, ApiErrorCode.rateLimited, `too many requests: at most ${context.max} per minute on this path; retry in ${Math.ceil(context.ttl / 1000)} s`),
+  });
   await app.register(swagger, {
     openapi: {
       info: { title: 'Tarmac API', version: '0.1.0', description: 'Durable landings for agent-written branches.' },
@@ -41,14 +72,7 @@ export async function buildApp({ client, config, logger }: AppDeps): Promise<Fas
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  app.get('/healthz', { schema: { summary: 'Liveness and Temporal reachability', security: [] } }, async (_request, reply) => {
-    try {
-      await client.connection.workflowService.getSystemInfo({});
-      return { status: 'ok', temporal: 'ok' };
-    } catch {
-      return reply.status(503).send({ status: 'degraded', temporal: 'unreachable' });
-    }
-  });
+  await app.register(opsRoutes, { client, docker: docker ?? new Docker({ socketPath: config.dockerSocket }), config, requests });
 
   await app.register(
     async (v1) => {
@@ -56,6 +80,7 @@ export async function buildApp({ client, config, logger }: AppDeps): Promise<Fas
       await v1.register(landingRoutes, { client, config });
       await v1.register(landingControlRoutes, { client });
       await v1.register(eventRoutes, { client, config });
+      await v1.register(recipeRoutes);
       await v1.register(runRoutes, { client });
       await v1.register(reviewRoutes, { client, config });
       await v1.register(fixLoopRoutes, { client, config });

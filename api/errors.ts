@@ -1,6 +1,7 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiErrorCode } from '../core/errors';
 import { checkHarnessModel, type HarnessModelRegistry } from '../core/harness-models';
+import { answerMethodNotAllowed } from './method-not-allowed';
 
 /** An error the API reports as-is: status, stable code, message naming the field. */
 export class ApiError extends Error {
@@ -52,9 +53,25 @@ export function registerErrorHandler(app: FastifyInstance): void {
     request.log.error({ err: error }, 'request failed');
     return reply.status(500).send({ error: { code: ApiErrorCode.internal, message: 'internal error; see the server log' } });
   });
+  answerMethodNotAllowed(app);
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send({ error: { code: ApiErrorCode.notFound, message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
   );
+}
+
+/**
+ * Fastify's `frameworkErrors`: what its router rejects before any route runs (a path
+ * parameter longer than `maxParamLength`, a malformed URL) in the one error shape, as
+ * the 400 it is, instead of Fastify's own body and a 414 no route documents.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH' || error.code === 'FST_ERR_BAD_URL') {
+    const message = error.code === 'FST_ERR_BAD_URL' ? 'the URL is not valid' : 'a path parameter is too long';
+    void reply.status(400).send({ error: { code: ApiErrorCode.validation, message, details: { in: 'params' } } });
+    return;
+  }
+  request.log.error({ err: error }, 'request failed in routing');
+  void reply.status(500).send({ error: { code: ApiErrorCode.internal, message: 'internal error; see the server log' } });
 }
 
 /**

@@ -1,4 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { executionStatuses } from '../core/visibility-query';
+import { LandingPhase, LandingStatus } from '../core/types';
 
 export const ErrorSchema = Type.Object(
   {
@@ -57,7 +59,7 @@ export const LandingCreatedSchema = Type.Object({
   links: Type.Object({ self: Type.String() }),
 });
 
-export const LandingIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._-]+$' }) });
+export const LandingIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._:-]+$' }) });
 
 const GateResultSchema = Type.Object({
   suiteId: Type.String(),
@@ -89,8 +91,33 @@ export const LandingViewSchema = Type.Object({
   outcome: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 });
 
+const literals = (values: readonly string[]) => Type.Union(values.map((value) => Type.Literal(value)));
+
+export const LandingListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+    repo: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'Repository as given to POST /v1/landings (path or git URL)' })),
+    target: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    branch: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Landings that include this source branch' })),
+    phase: Type.Optional(literals(Object.values(LandingPhase))),
+    outcome: Type.Optional(literals(Object.values(LandingStatus))),
+    status: Type.Optional(literals(executionStatuses)),
+  },
+  { additionalProperties: false },
+);
+
 export const LandingListSchema = Type.Object({
   landings: Type.Array(
-    Type.Object({ id: Type.String(), workflowStatus: Type.String(), startTime: Type.String(), phase: Type.Optional(Type.String()), outcome: Type.Optional(Type.String()) }),
+    Type.Object({
+      id: Type.String(),
+      workflowStatus: Type.String(),
+      startTime: Type.String(),
+      closeTime: Type.Optional(Type.String()),
+      repo: Type.Optional(Type.String()),
+      target: Type.Optional(Type.String()),
+      branches: Type.Optional(Type.Array(Type.String())),
+      phase: Type.Optional(Type.String()),
+      outcome: Type.Optional(Type.String()),
+    }),
   ),
 });

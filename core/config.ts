@@ -21,6 +21,17 @@ export interface Config {
   apiPort: number;
   /** `TARMAC_API_TOKENS`: comma-separated bearer tokens accepted on `/v1`. Secret. */
   apiTokens: readonly string[];
+  /**
+   * `TARMAC_API_CORS_ORIGINS`: comma-separated origins (`https://ops.example.com`) allowed to call
+   * the API from a browser. Default none: CORS is off and browsers get no CORS headers.
+   */
+  apiCorsOrigins: readonly string[];
+  /** `TARMAC_API_RATE_LIMIT`, default `120`: requests per minute per client on the unauthenticated paths (`/healthz`, `/metrics`, `/docs`). */
+  apiRateLimit: number;
+  /** `TARMAC_WORKER_METRICS_PORT`, default `0` (off): the worker serves Prometheus metrics (Tarmac's and the Temporal SDK's) on 127.0.0.1 at this port. */
+  workerMetricsPort: number;
+  /** `TARMAC_WORKER_METRICS_URL`: the API's `/metrics` appends this worker's metrics (`tarmac dev` sets it). Default none. */
+  workerMetricsUrl?: string;
   /** `TARMAC_DOCKER_SOCKET`, default `/var/run/docker.sock`. */
   dockerSocket: string;
   /** `TARMAC_LOG_LEVEL`, default `info`. */
@@ -78,6 +89,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('TARMAC_API_TOKENS: every token must be at least 16 characters');
   }
   const temporalBin = env.TARMAC_TEMPORAL_BIN?.trim() || undefined;
+  const apiCorsOrigins = text('TARMAC_API_CORS_ORIGINS', '')
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter((origin) => origin.length > 0);
+  for (const origin of apiCorsOrigins) {
+    if (!/^https?:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?$/.test(origin)) problems.push(`TARMAC_API_CORS_ORIGINS: "${origin}" must be an origin like https://ops.example.com (scheme, host, optional port; no path)`);
+  }
+  const apiRateLimitText = text('TARMAC_API_RATE_LIMIT', '120');
+  const apiRateLimit = Number(apiRateLimitText);
+  if (!Number.isInteger(apiRateLimit) || apiRateLimit < 1 || apiRateLimit > 1_000_000) {
+    problems.push(`TARMAC_API_RATE_LIMIT: "${apiRateLimitText}" must be a whole number of requests per minute (1-1000000)`);
+  }
+  const workerMetricsUrl = env.TARMAC_WORKER_METRICS_URL?.trim() || undefined;
+  if (workerMetricsUrl && !/^http:\/\/[^\s/]+(\/[^\s]*)?$/.test(workerMetricsUrl)) {
+    problems.push(`TARMAC_WORKER_METRICS_URL: "${workerMetricsUrl}" must be an http:// URL (e.g. http://127.0.0.1:9464/metrics)`);
+  }
 
   const config: Config = {
     dataDir: resolve(text('TARMAC_DATA_DIR', './.tarmac')),
@@ -89,6 +116,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiHost: text('TARMAC_API_HOST', '127.0.0.1'),
     apiPort: port('TARMAC_API_PORT', 8080),
     apiTokens,
+    apiCorsOrigins,
+    apiRateLimit,
+    workerMetricsPort: port('TARMAC_WORKER_METRICS_PORT', 0),
+    ...(workerMetricsUrl ? { workerMetricsUrl } : {}),
     dockerSocket: text('TARMAC_DOCKER_SOCKET', '/var/run/docker.sock'),
     logLevel: logLevel as Config['logLevel'],
     ...(temporalBin ? { temporalBin } : {}),

@@ -36,6 +36,7 @@ export const ApiErrorCode = {
   unknownModel: 'TARMAC_UNKNOWN_MODEL',
   unauthorized: 'TARMAC_UNAUTHORIZED',
   notFound: 'TARMAC_NOT_FOUND',
+  methodNotAllowed: 'TARMAC_METHOD_NOT_ALLOWED',
   conflict: 'TARMAC_CONFLICT',
   rateLimited: 'TARMAC_RATE_LIMITED',
   unavailable: 'TARMAC_UNAVAILABLE',

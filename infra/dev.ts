@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../core/config';
+import { freePort } from './ports';
 import { onceStopRequested } from './signals';
 import { findTemporalBin, startDevServer, stopChild } from './temporal-server';
 
@@ -43,7 +44,16 @@ export async function runDev(config: Config, logger: Logger): Promise<number> {
     logFile: join(config.dataDir, 'logs', 'temporal.log'),
   });
   const token = devApiToken(config);
-  const env = { ...process.env, TARMAC_DATA_DIR: config.dataDir, TARMAC_TEMPORAL_ADDRESS: server.address, TARMAC_API_TOKENS: token };
+  // The worker serves its Prometheus metrics on loopback; the API's /metrics includes them.
+  const metricsPort = config.workerMetricsPort || (await freePort());
+  const env = {
+    ...process.env,
+    TARMAC_DATA_DIR: config.dataDir,
+    TARMAC_TEMPORAL_ADDRESS: server.address,
+    TARMAC_API_TOKENS: token,
+    TARMAC_WORKER_METRICS_PORT: String(metricsPort),
+    TARMAC_WORKER_METRICS_URL: `http://127.0.0.1:${metricsPort}/metrics`,
+  };
   const worker = startChild('worker', env);
   const api = startChild('api', env);
   const children = [api, worker];
@@ -61,6 +71,7 @@ export async function runDev(config: Config, logger: Logger): Promise<number> {
       `  API token      ${join(config.dataDir, 'api-token')}${config.apiTokens[0] ? ' (from TARMAC_API_TOKENS)' : ''}`,
       `  Temporal       ${server.address}`,
       `  Temporal UI    ${server.uiUrl ?? '(headless)'}`,
+      `  Metrics        ${apiUrl}/metrics   (worker: http://127.0.0.1:${metricsPort}/metrics)`,
       `  Data dir       ${config.dataDir}`,
       'Press Ctrl-C to stop.',
       '',

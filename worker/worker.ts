@@ -21,7 +21,14 @@ let runtimeInstalled = false;
 export async function startWorker(config: Config, logger: Logger): Promise<WorkerHandle> {
   if (!runtimeInstalled) {
     Runtime.install({
-      telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+      telemetryOptions: {
+        logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
+        // One Prometheus endpoint for the SDK's worker metrics and Tarmac's own (emitted by
+        // workflows and activities through the SDK's metric meter, never during replay).
+        ...(config.workerMetricsPort > 0
+          ? { metrics: { prometheus: { bindAddress: `127.0.0.1:${config.workerMetricsPort}`, countersTotalSuffix: true } } }
+          : {}),
+      },
     });
     runtimeInstalled = true;
   }
@@ -43,7 +50,10 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
     taskQueue: hostQueue(config.hostId),
     activities,
   });
-  logger.info({ taskQueue: config.taskQueue, hostQueue: hostQueue(config.hostId) }, 'worker started');
+  logger.info(
+    { taskQueue: config.taskQueue, hostQueue: hostQueue(config.hostId), ...(config.workerMetricsPort > 0 ? { metrics: `http://127.0.0.1:${config.workerMetricsPort}/metrics` } : {}) },
+    'worker started',
+  );
   const done = Promise.all([shared.run(), host.run()]).then(async () => {
     await connection.close();
     logger.info('worker stopped');

@@ -16,6 +16,7 @@ import {
 } from '../core/session-types';
 import { capsule, sessionRun } from './activity-options';
 import { budgetUpdate, runEventSignal, sessionStatusQuery } from './messages';
+import { metrics } from './metrics';
 import { budgetExhausted, type BudgetLimits } from './policies/budget';
 import { classifySession } from './policies/session-classifier';
 import { decideNext, type AttemptClass } from './policies/session-policy';
@@ -241,6 +242,8 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
         // Trust the evidence, not the claim: code roles must have added commits.
         if (attemptClass === 'delivered' && rolesThatMustCommit.includes(request.role) && report.commitsAdded < 1) attemptClass = 'no-evidence';
         attempts.push({ ...report, class: attemptClass });
+        metrics.sessionAttempt(attemptClass, request.role);
+        if (report.result) metrics.tokens(request.role, report.result.usage.inputTokens, report.result.usage.outputTokens);
         await reportEvent({ type: 'classified', attempt: report.attempt, harnessModel, class: attemptClass });
 
         const decision = decideNext({

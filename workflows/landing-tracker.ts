@@ -10,6 +10,7 @@ import type {
   Meters,
   StepRecord,
 } from '../core/types';
+import { metrics } from './metrics';
 import { RunJournal } from './run-journal';
 import { searchAttributes } from './search-attributes';
 
@@ -35,6 +36,7 @@ export class LandingTracker {
   /** Numbered events for the live stream: phases, steps, gates, sessions, cache, meters, questions. */
   readonly journal = new RunJournal();
   private readonly startedAt = Date.now();
+  private phaseStartedAt?: number;
 
   constructor(
     readonly runId: string,
@@ -42,6 +44,9 @@ export class LandingTracker {
   ) {}
 
   enter(phase: LandingPhase): void {
+    const now = Date.now();
+    if (this.phaseStartedAt !== undefined) metrics.phaseEnded(this.phase, now - this.phaseStartedAt);
+    this.phaseStartedAt = now;
     this.phase = phase;
     upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
     this.journal.record({ kind: 'phase', phase });
@@ -111,6 +116,7 @@ export class LandingTracker {
       meters: { ...this.meters },
     };
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: status }]);
+    metrics.landingFinished(status);
     this.journal.record({ kind: 'meters', meters: { ...this.meters } });
     this.journal.record({ kind: 'outcome', status, summary });
     return this.outcome;

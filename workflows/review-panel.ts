@@ -6,6 +6,7 @@ import type { CacheStatus, PanelRequest, PanelVerdict } from '../core/review-typ
 import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule } from './activity-options';
 import { panelStatusQuery, runEventSignal } from './messages';
+import { metrics } from './metrics';
 import { decidePanel, type ReviewerReport } from './policies/quorum';
 
 const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
@@ -53,6 +54,7 @@ export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
   status.cache = cache;
   status.restored = restored.map((entry) => entry.harnessModel);
   log.info('REVIEW_CACHE', { cache, restored: status.restored, misses });
+  metrics.reviewCache(cache);
   if (request.reportTo) {
     await getExternalWorkflowHandle(request.reportTo)
       .signal(runEventSignal, { kind: 'cache', treeSha, cache, restored: status.restored, key: `${workflowId}:cache` })

@@ -50,9 +50,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
           logs: Type.Optional(Type.Boolean({ default: true, description: 'Include runner log lines.' })),
         }),
         headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 8192 })) }),
-        produces: ['text/event-stream'],
+        // Only the stream itself is text/event-stream: errors are answered before it opens, as JSON.
         response: {
-          200: Type.String({ description: 'text/event-stream' }),
+          200: { description: 'the event stream', content: { 'text/event-stream': { schema: Type.String() } } },
           400: ErrorSchema,
           401: ErrorSchema,
           404: ErrorSchema,

@@ -1,13 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/config';
 import type { FixRequest } from '../../core/fix-types';
-import { repoName } from '../../core/landing-id';
 import { loadRecipes } from '../../core/recipes';
 import { branchNameProblem } from '../../core/refs';
+import { runId } from '../../core/run-id';
 import { searchAttributes } from '../../workflows/search-attributes';
 import { assertKnownHarnessModels, invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
@@ -64,8 +63,7 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
       }
       const repo = await normaliseRepo(body.repo);
       const { targetSha: headSha } = await resolveHeads(repo, body.branch, [], { target: 'branch', branch: () => 'branch' });
-      const digest = createHash('sha256').update(JSON.stringify([repo, headSha, body.request, body.reproCommand ?? null])).digest('hex').slice(0, 12);
-      const id = `fix.${repoName(repo).replace(/[^A-Za-z0-9._-]+/g, '_')}.${digest}`;
+      const id = runId('fix', repo, [repo, headSha, body.request, body.reproCommand ?? null]);
       const fix: FixRequest = {
         runId: id,
         repo,

@@ -1,3 +1,4 @@
+import { isAbsolute, resolve } from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
@@ -7,12 +8,13 @@ import { ApiErrorCode } from '../../core/errors';
 import { landingId } from '../../core/landing-id';
 import { loadRecipes } from '../../core/recipes';
 import { branchNameProblem } from '../../core/refs';
+import { filterValueProblem, runListQuery } from '../../core/visibility-query';
 import type { LandingOutcome, LandingRequest, LandingStatusView } from '../../core/types';
 import { answerUpdate, landingStatusQuery } from '../../workflows/messages';
 import { searchAttributes } from '../../workflows/search-attributes';
 import { ApiError, assertKnownHarnessModels, invalid } from '../errors';
-import { normaliseRepo, resolveHeads } from '../repo';
-import { ErrorSchema, LandingCreatedSchema, LandingCreateSchema, LandingIdParams, LandingListSchema, LandingViewSchema } from '../schemas';
+import { isGitUrl, normaliseRepo, resolveHeads } from '../repo';
+import { ErrorSchema, LandingCreatedSchema, LandingCreateSchema, LandingIdParams, LandingListQuery, LandingListSchema, LandingViewSchema } from '../schemas';
 
 export interface LandingRouteOptions {
   client: Client;
@@ -85,22 +87,34 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
     '/landings',
     {
       schema: {
-        summary: 'List recent landings (newest first)',
-        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })) }),
+        summary: 'List landings (newest first), filtered by repo, target, branch, phase, outcome or workflow status (Temporal visibility)',
+        querystring: LandingListQuery,
         response: { 200: LandingListSchema, ...errors },
       },
     },
     async (request) => {
+      const { limit = 50, repo, ...rest } = request.query;
+      for (const [field, value] of Object.entries({ repo, ...rest })) {
+        const problem = typeof value === 'string' ? filterValueProblem(value) : undefined;
+        if (problem) throw invalid(field, problem);
+      }
+      // The run records the normalised location; a relative path is taken from the API's directory.
+      const filter = { kind: 'landing', ...rest, ...(repo === undefined ? {} : { repo: isGitUrl(repo) || isAbsolute(repo) ? repo : resolve(repo) }) };
       const landings = [];
-      for await (const execution of client.workflow.list({ query: `TarmacKind = 'landing'` })) {
+      for await (const execution of client.workflow.list({ query: runListQuery(filter) })) {
+        const attributes = execution.typedSearchAttributes;
         landings.push({
           id: execution.workflowId,
           workflowStatus: execution.status.name,
           startTime: execution.startTime.toISOString(),
-          ...(execution.typedSearchAttributes.get(searchAttributes.phase) ? { phase: execution.typedSearchAttributes.get(searchAttributes.phase) } : {}),
-          ...(execution.typedSearchAttributes.get(searchAttributes.outcome) ? { outcome: execution.typedSearchAttributes.get(searchAttributes.outcome) } : {}),
+          ...(execution.closeTime ? { closeTime: execution.closeTime.toISOString() } : {}),
+          ...(attributes.get(searchAttributes.repo) ? { repo: attributes.get(searchAttributes.repo) } : {}),
+          ...(attributes.get(searchAttributes.target) ? { target: attributes.get(searchAttributes.target) } : {}),
+          ...(attributes.get(searchAttributes.branch) ? { branches: [...attributes.get(searchAttributes.branch)!] } : {}),
+          ...(attributes.get(searchAttributes.phase) ? { phase: attributes.get(searchAttributes.phase) } : {}),
+          ...(attributes.get(searchAttributes.outcome) ? { outcome: attributes.get(searchAttributes.outcome) } : {}),
         });
-        if (landings.length >= (request.query.limit ?? 50)) break;
+        if (landings.length >= limit) break;
       }
       return { landings };
     },

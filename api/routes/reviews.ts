@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/config';
-import { repoName } from '../../core/landing-id';
 import { loadRecipes } from '../../core/recipes';
 import { branchNameProblem } from '../../core/refs';
+import { runId } from '../../core/run-id';
 import type { PanelRequest } from '../../core/review-types';
 import { searchAttributes } from '../../workflows/search-attributes';
 import { invalid } from '../errors';
@@ -49,8 +48,7 @@ export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: C
       if (quorum !== undefined && quorum > definition.reviewers.length) throw invalid('quorum', `is more than the ${definition.reviewers.length} reviewer(s) of panel "${panel}"`);
       const repo = await normaliseRepo(request.body.repo);
       const { targetSha: baseSha, heads } = await resolveHeads(repo, base, [head], { target: 'base', branch: () => 'head' });
-      const digest = createHash('sha256').update(JSON.stringify([repo, baseSha, heads[0]!.sha, panel, quorum ?? null])).digest('hex').slice(0, 12);
-      const id = `review.${repoName(repo).replace(/[^A-Za-z0-9._-]+/g, '_')}.${digest}`;
+      const id = runId('review', repo, [repo, baseSha, heads[0]!.sha, panel, quorum ?? null]);
       let duplicate = false;
       try {
         await client.workflow.start('reviewPanel', {

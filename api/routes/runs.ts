@@ -13,7 +13,8 @@ const BudgetCommandSchema = Type.Union([
     {
       action: Type.Literal('extend'),
       tokens: Type.Optional(Type.Integer({ minimum: 1 })),
-      costUsd: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+      // Not `exclusiveMinimum: 0`: OpenAPI 3.0 (our /docs/json) only knows the boolean form, so that schema was invalid there.
+      costUsd: Type.Optional(Type.Number({ minimum: 0.01, description: 'US dollars to add, at least one cent' })),
       sessions: Type.Optional(Type.Integer({ minimum: 1 })),
       wallMs: Type.Optional(Type.Integer({ minimum: 1 })),
     },

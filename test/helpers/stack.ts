@@ -49,12 +49,15 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     ...(options.webUi ? { uiPort: await freePort() } : {}),
     logFile: join(dataDir, 'logs', 'temporal.log'),
   });
+  const metricsPort = await freePort();
   const env = {
     ...process.env,
     TARMAC_DATA_DIR: dataDir,
     TARMAC_TEMPORAL_ADDRESS: server.address,
     TARMAC_API_TOKENS: testToken,
     TARMAC_HOST_ID: 'test-host',
+    TARMAC_WORKER_METRICS_PORT: String(metricsPort),
+    TARMAC_WORKER_METRICS_URL: `http://127.0.0.1:${metricsPort}/metrics`,
     // The worker announces readiness at info level ("worker started").
     TARMAC_LOG_LEVEL: 'info',
   };

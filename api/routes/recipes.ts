@@ -1,0 +1,43 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { loadRecipes } from '../../core/recipes';
+import { loadPlaybooks } from '../../activities/fix';
+import { ErrorSchema } from '../schemas';
+
+const RecipesSchema = Type.Object({
+  version: Type.String({ description: 'Hash of the recipe files; recorded in every plan and memo' }),
+  harnesses: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      adapter: Type.String(),
+      image: Type.String(),
+      models: Type.Array(Type.String()),
+      secrets: Type.Array(Type.String({ description: 'names of the environment variables handed to the container (never their values)' })),
+    }),
+  ),
+  ladder: Type.Array(Type.String()),
+  panels: Type.Array(Type.Object({ name: Type.String(), reviewers: Type.Array(Type.String()), quorum: Type.Integer(), blockingSeverities: Type.Array(Type.String()), promptVersion: Type.String() })),
+  limits: Type.Object({ session: Type.Record(Type.String(), Type.Unknown()), budget: Type.Record(Type.String(), Type.Unknown()), landing: Type.Record(Type.String(), Type.Unknown()) }),
+  playbooks: Type.Array(Type.Object({ id: Type.String(), kind: Type.String(), description: Type.Optional(Type.String()) })),
+});
+
+/** GET /v1/recipes: what this deployment can dispatch — harnesses and models, ladder, panels, limits, playbooks. */
+export const recipeRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/recipes',
+    { schema: { summary: 'The recipes in force: harnesses and their models, the ladder, review panels, limits and fix playbooks', response: { 200: RecipesSchema, 401: ErrorSchema, 500: ErrorSchema } } },
+    async () => {
+      // Read on each request: recipes are files an operator may edit; a broken edit is a 500 naming the file (logged).
+      const recipes = loadRecipes();
+      const { playbooks } = loadPlaybooks();
+      return {
+        version: recipes.version,
+        harnesses: Object.entries(recipes.harnesses).map(([name, harness]) => ({ name, adapter: harness.adapter, image: harness.image, models: [...harness.models], secrets: [...harness.secrets] })),
+        ladder: [...recipes.ladder],
+        panels: Object.entries(recipes.panels).map(([name, panel]) => ({ name, reviewers: [...panel.reviewers], quorum: panel.quorum, blockingSeverities: [...panel.blockingSeverities], promptVersion: panel.promptVersion })),
+        limits: { session: { ...recipes.limits.session }, budget: { ...recipes.limits.budget }, landing: { ...recipes.limits.landing } },
+        playbooks: playbooks.map(({ id, kind, description }) => ({ id, kind, ...(description ? { description } : {}) })),
+      };
+    },
+  );
+};
