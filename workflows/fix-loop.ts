@@ -6,6 +6,7 @@ import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule, gateSuite } from './activity-options';
 import { fixLoopStatusQuery } from './messages';
 import { classifyIntent, roleFor, type Intent } from './policies/intent';
+import { childRecord } from './search-attributes';
 
 const defaultRepro: Record<Intent, string> = {
   'boot-fix': 'make up',
@@ -91,6 +92,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     const result = (await executeChild('agentSession', {
       workflowId: `${request.runId}.${sessionId}`,
       taskQueue,
+      ...childRecord('agent-session', { repo: request.repo, parent: workflowInfo().workflowId, summary: { role: routedTo, harnessModel: harnessModel || '(ladder)' } }),
       args: [
         {
           runId: request.runId,

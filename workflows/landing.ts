@@ -11,6 +11,7 @@ import { capsule, gateSuite } from './activity-options';
 import { LandingTracker } from './landing-tracker';
 import { admittedSignal, answerUpdate, eventsQuery, landingStatusQuery, releaseSignal, runEventSignal } from './messages';
 import { gateVerdict } from './policies/supersedes';
+import { childRecord } from './search-attributes';
 
 /** The failure type and message of an activity failure, read from its cause. */
 function failureOf(error: unknown): { type?: string; message: string } {
@@ -98,6 +99,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       executeChild('agentSession', {
         workflowId: `${runId}.${sessionId}`,
         taskQueue,
+        ...childRecord('agent-session', { repo: request.repo, target: request.target, parent: runId, summary: { role, harnessModel: harnessModel || '(ladder)' } }),
         args: [
           {
             runId,
@@ -160,6 +162,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
         executeChild('reviewPanel', {
           workflowId: `${runId}.review-${tracker.reviews.length + 1}`,
           taskQueue,
+          ...childRecord('review-panel', { repo: request.repo, target: request.target, parent: runId, summary: { panel: review.panel, treeSha: current.treeSha } }),
           args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId } satisfies PanelRequest],
         }) as Promise<PanelVerdict>,
       (value) => `${value.status}; REVIEW_CACHE=${value.cache}${value.restored.length ? ` (restored: ${value.restored.join(', ')})` : ''}`,

@@ -7,6 +7,7 @@ import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule } from './activity-options';
 import { panelStatusQuery, runEventSignal } from './messages';
 import { metrics } from './metrics';
+import { childRecord } from './search-attributes';
 import { decidePanel, type ReviewerReport } from './policies/quorum';
 
 const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
@@ -75,6 +76,7 @@ export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
       const outcome = (await executeChild('agentSession', {
         workflowId: `${workflowId}.${slug(harnessModel)}`,
         taskQueue,
+        ...childRecord('agent-session', { repo: request.repo, parent: workflowId, summary: { role: 'reviewer', harnessModel, treeSha } }),
         args: [
           {
             runId: request.runId,

@@ -1,4 +1,4 @@
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 
 /**
  * The `Tarmac*` search attributes. `tarmac dev` registers them on the embedded
@@ -22,3 +22,22 @@ export const searchAttributeDeclarations: readonly string[] = [
   'TarmacPhase=Keyword',
   'TarmacOutcome=Keyword',
 ];
+
+/**
+ * What a child workflow carries so the Web UI can find it like its parent: its kind, the
+ * repo and target it works on, and its parent run. Child workflows inherit neither search
+ * attributes nor memo, so every `executeChild` passes these.
+ */
+export function childRecord(kind: string, context: { repo: string; target?: string; parent: string; summary?: Record<string, unknown> }): {
+  typedSearchAttributes: SearchAttributePair[];
+  memo: Record<string, unknown>;
+} {
+  return {
+    typedSearchAttributes: [
+      { key: searchAttributes.kind, value: kind },
+      { key: searchAttributes.repo, value: context.repo },
+      ...(context.target ? [{ key: searchAttributes.target, value: context.target }] : []),
+    ],
+    memo: { parent: context.parent, ...(context.summary ? { request: context.summary } : {}) },
+  };
+}

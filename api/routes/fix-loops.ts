@@ -85,7 +85,7 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
             { key: searchAttributes.repo, value: repo },
             { key: searchAttributes.branch, value: [body.branch] },
           ],
-          memo: { request: { repo, branch: body.branch, request: body.request.slice(0, 500) } },
+          memo: { request: { repo, branch: body.branch, request: body.request.slice(0, 500) }, recipeVersion: loadRecipes().version, tarmacVersion: '0.1.0' },
         });
       } catch (error) {
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;

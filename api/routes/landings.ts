@@ -44,6 +44,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       });
       if (new Set(branches).size !== branches.length) throw invalid('branches', 'must not name a branch twice');
       const agents = request.body.agents;
+      const recipes = loadRecipes();
       if (agents) {
         assertKnownHarnessModels(
           [
@@ -51,7 +52,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
             { field: 'agents.fixer', spec: agents.fixer },
             ...(agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
           ],
-          loadRecipes().harnesses,
+          recipes.harnesses,
         );
       }
       const repo = await normaliseRepo(request.body.repo);
@@ -72,7 +73,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
             { key: searchAttributes.branch, value: branches },
             { key: searchAttributes.phase, value: 'validate' },
           ],
-          memo: { request: { repo, target, heads }, tarmacVersion: '0.1.0' },
+          memo: { request: { repo, target, heads, ...(agents ? { agents: { resolver: agents.resolver, fixer: agents.fixer } } : {}) }, recipeVersion: recipes.version, tarmacVersion: '0.1.0' },
         });
       } catch (error) {
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;

@@ -3,8 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../api/app';
 import { freePort } from '../../infra/ports';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
+import { searchAttributes } from '../../workflows/search-attributes';
 import { readEvents, type WireEvent } from '../helpers/sse';
-import { startStack, testToken, type Stack } from '../helpers/stack';
+import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 /** A gate that talks slowly (so a client can drop mid-run) and is red until FIXED exists. */
 const slowGate = gateFile([{ id: 'check', run: ['sh', '-c', 'for i in 1 2 3 4 5 6; do echo line-$i; sleep 0.3; done; sh check.sh'] }], { fixup: { maxRounds: 1 } });
@@ -76,6 +77,26 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
     const outcome = journal(whole).find((event) => event.event === 'outcome')!;
     assert.equal(outcome.data.status, 'landed');
     assert.equal(branchHead(repo.path, 'main'), whole.at(-1)!.data.outcome.mergedSha);
+
+    // The Web UI finds the landing and its children by the Tarmac* attributes; each has a memo and answers `status`.
+    const landing = await stack.client.workflow.getHandle(created.body.id).describe();
+    assert.equal(landing.typedSearchAttributes.get(searchAttributes.phase), 'done', 'the phase attribute followed the run to its end');
+    assert.equal(landing.typedSearchAttributes.get(searchAttributes.outcome), 'landed');
+    assert.match(String((landing.memo as { recipeVersion?: string }).recipeVersion), /^[0-9a-f]{12}$/, 'memo names the recipe version');
+    const children = await waitFor(
+      async () => {
+        const found = [];
+        for await (const execution of stack.client.workflow.list({ query: `TarmacKind = 'agent-session' AND TarmacRepo = '${repo.url}'` })) found.push(execution);
+        return found;
+      },
+      (found) => found.length === 1,
+      30_000,
+      'the fixer session in visibility',
+    );
+    assert.equal(children[0]!.workflowId, `${created.body.id}.fixer-1`);
+    assert.equal((children[0]!.memo as { parent?: string }).parent, created.body.id);
+    const sessionStatus = await stack.client.workflow.getHandle(children[0]!.workflowId).query<{ state: string }>('status');
+    assert.equal(sessionStatus.state, 'done');
   });
 
   it('rejects a malformed Last-Event-ID (400 naming it), an unknown landing (404) and a missing token (401)', async () => {
