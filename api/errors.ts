@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiErrorCode } from '../core/errors';
 import { checkHarnessModel, type HarnessModelRegistry } from '../core/harness-models';
 import { answerMethodNotAllowed } from './method-not-allowed';
@@ -27,6 +29,14 @@ function fieldOf(instancePath: string, missing?: string): string {
   return parts.reduce((name, part) => (/^[0-9]+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '');
 }
 
+/** gRPC status UNAVAILABLE (14) / DEADLINE_EXCEEDED (4), anywhere in the cause chain: the Temporal frontend cannot be reached. */
+function temporalUnreachable(error: unknown): boolean {
+  for (let current = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; current && depth < 5; current = current.cause as typeof current, depth += 1) {
+    if (current.code === 14 || current.code === 4) return true;
+  }
+  return false;
+}
+
 /**
  * One error shape for every route: `{ error: { code, message, details? } }`.
  * 5xx never carry the internal message or a stack; the log has them.
@@ -50,6 +60,10 @@ export function registerErrorHandler(app: FastifyInstance): void {
       // Fastify's own client errors (bad JSON, wrong content type, body too large).
       return reply.status(status).send({ error: { code: ApiErrorCode.validation, message: error.message } });
     }
+    if (temporalUnreachable(error)) {
+      request.log.warn({ err: error }, 'Temporal is unreachable');
+      return reply.status(503).header('retry-after', '5').send({ error: { code: ApiErrorCode.unavailable, message: 'Temporal is unreachable; nothing was started or changed; retry shortly' } });
+    }
     request.log.error({ err: error }, 'request failed');
     return reply.status(500).send({ error: { code: ApiErrorCode.internal, message: 'internal error; see the server log' } });
   });
@@ -72,6 +86,26 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   }
   request.log.error({ err: error }, 'request failed in routing');
   void reply.status(500).send({ error: { code: ApiErrorCode.internal, message: 'internal error; see the server log' } });
+}
+
+/**
+ * Fastify's `clientErrorHandler`: what Node's HTTP parser rejects before Fastify sees a
+ * request (a request line and headers over its limit, 16 KiB by default → 431; a timeout
+ * → 408; anything else malformed → 400), answered in the one error shape.
+ */
+export function clientErrorHandler(error: ConnectionError, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'the request line and headers are larger than the server accepts']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'the request was not received in time']
+        : [400, 'the request is not valid HTTP'];
+  const body = JSON.stringify({ error: { code: ApiErrorCode.validation, message } });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
 }
 
 /**

@@ -45,7 +45,8 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (app,
     },
     async (_request, reply) => {
       const [temporal, dockerState] = await Promise.all([
-        within(3_000, client.connection.workflowService.getSystemInfo({})).then(
+        // A deadline, not only a race: the call must not keep retrying after the answer was given.
+        within(3_500, client.connection.withDeadline(Date.now() + 3_000, () => client.connection.workflowService.getSystemInfo({}))).then(
           () => 'ok' as const,
           () => 'unreachable' as const,
         ),

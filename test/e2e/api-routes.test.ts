@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Client, Connection } from '@temporalio/client';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../api/app';
+import { ApiErrorCode } from '../../core/errors';
+import { loadConfig } from '../../core/config';
+import { freePort } from '../../infra/ports';
+import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
+import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
+
+const auth = { authorization: `Bearer ${testToken}` };
+type Inject = Awaited<ReturnType<FastifyInstance['inject']>>;
+
+function assertError(response: Inject, status: number, code: string): { code: string; message: string; details?: Record<string, unknown> } {
+  assert.equal(response.statusCode, status, response.body);
+  const body = response.json() as { error: { code: string; message: string; details?: Record<string, unknown> } };
+  assert.deepEqual(Object.keys(body), ['error'], 'one error shape');
+  assert.equal(body.error.code, code);
+  assert.equal(typeof body.error.message, 'string');
+  return body.error;
+}
+
+/** A concrete URL for an OpenAPI path: `{id}` filled with a plausible id. */
+const concrete = (path: string) => path.replace(/\{[^}]+\}/g, 'landing-x');
+
+describe('API routes through app.inject: auth on every /v1 route, every error code', () => {
+  let stack: Stack;
+  let landedId = '';
+  before(async () => {
+    stack = await startStack();
+    const repo = createFixtureRepo({
+      base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]) },
+      branches: [{ name: 'feature/a', commits: [{ message: 'a', files: { 'a.txt': 'a\n' } }] }],
+    });
+    const created = await stack.app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main' } });
+    assert.equal(created.statusCode, 201, created.body);
+    landedId = created.json().id;
+    await waitFor(async () => (await stack.app.inject({ method: 'GET', url: `/v1/landings/${landedId}`, headers: auth })).json(), (view) => view.workflowStatus === 'COMPLETED', 120_000, 'the landing');
+    assert.equal(branchHead(repo.path, 'main'), branchHead(repo.path, 'feature/a'));
+  });
+  after(async () => {
+    await stack?.stop();
+  });
+
+  it('every /v1 route in the OpenAPI document answers 401 without a token and with a wrong one, the same way', async () => {
+    const document = stack.app.swagger() as { paths: Record<string, Record<string, unknown>> };
+    const operations = Object.entries(document.paths)
+      .filter(([path]) => path.startsWith('/v1/'))
+      .flatMap(([path, methods]) => Object.keys(methods).map((method) => ({ path, method: method.toUpperCase() as 'GET' | 'POST' | 'DELETE' })));
+    assert.ok(operations.length >= 14, `the document lists the /v1 operations (${operations.length})`);
+    for (const { path, method } of operations) {
+      const url = concrete(path);
+      const anonymous = assertError(await stack.app.inject({ method, url }), 401, ApiErrorCode.unauthorized);
+      const wrong = assertError(await stack.app.inject({ method, url, headers: { authorization: 'Bearer not-the-token-0123456789' } }), 401, ApiErrorCode.unauthorized);
+      const malformed = assertError(await stack.app.inject({ method, url, headers: { authorization: testToken } }), 401, ApiErrorCode.unauthorized);
+      assert.equal(wrong.message, anonymous.message, `${method} ${path}: the 401 does not say which part was wrong`);
+      assert.equal(malformed.message, anonymous.message);
+    }
+    const unauthenticated = Object.keys(document.paths).filter((path) => !path.startsWith('/v1/'));
+    assert.deepEqual(unauthenticated.sort(), ['/healthz', '/metrics'], 'only health and metrics are served without a token');
+  });
+
+  it('each read route answers with a token: lists, views, recipes, the outcome of a finished run', async () => {
+    for (const url of ['/v1/landings', `/v1/landings/${landedId}`, `/v1/runs/${landedId}`, '/v1/recipes', '/v1/schedules']) {
+      const response = await stack.app.inject({ method: 'GET', url, headers: auth });
+      assert.equal(response.statusCode, 200, `${url}: ${response.body}`);
+    }
+    const view = (await stack.app.inject({ method: 'GET', url: `/v1/landings/${landedId}`, headers: auth })).json();
+    assert.equal(view.outcome.status, 'landed');
+    const events = await stack.app.inject({ method: 'GET', url: `/v1/landings/${landedId}/events?logs=false`, headers: auth });
+    assert.equal(events.statusCode, 200);
+    assert.match(String(events.headers['content-type']), /^text\/event-stream/);
+    assert.match(events.body, /event: outcome\n/);
+    assert.match(events.body, /event: end\n/);
+  });
+
+  it('TARMAC_VALIDATION: 400 naming the field, nothing started', async () => {
+    const before = (await stack.app.inject({ method: 'GET', url: '/v1/landings', headers: auth })).json().landings.length;
+    const cases: { method: 'POST' | 'GET'; url: string; payload?: Record<string, unknown>; field: string }[] = [
+      { method: 'POST', url: '/v1/landings', payload: { branches: ['a'], target: 'main' }, field: 'repo' },
+      { method: 'POST', url: '/v1/landings', payload: { repo: '/tmp', branches: [], target: 'main' }, field: 'branches' },
+      { method: 'POST', url: '/v1/landings', payload: { repo: '/tmp', branches: ['a'], target: 'main', extra: 1 }, field: 'extra' },
+      { method: 'POST', url: '/v1/reviews', payload: { repo: '/tmp' }, field: 'base' },
+      { method: 'POST', url: '/v1/fix-loops', payload: { repo: '/tmp', branch: 'a' }, field: 'request' },
+      { method: 'POST', url: `/v1/runs/${landedId}/budget`, payload: { action: 'grow' }, field: 'action' },
+      { method: 'POST', url: '/v1/schedules', payload: { repo: '/tmp', target: 'main', cron: '61 * * * *' }, field: 'cron' },
+      { method: 'GET', url: '/v1/landings?phase=flying', field: 'phase' },
+    ];
+    for (const { method, url, payload, field } of cases) {
+      const error = assertError(await stack.app.inject({ method, url, headers: auth, ...(payload === undefined ? {} : { payload }) }), 400, ApiErrorCode.validation);
+      assert.ok(error.message.includes(field) || JSON.stringify(error.details ?? {}).includes(field), `${method} ${url}: names ${field}: ${error.message}`);
+    }
+    const afterwards = (await stack.app.inject({ method: 'GET', url: '/v1/landings', headers: auth })).json().landings.length;
+    assert.equal(afterwards, before, 'no landing was started by a rejected request');
+  });
+
+  it('TARMAC_UNKNOWN_MODEL: 400 naming the field and the nearest models', async () => {
+    const error = assertError(
+      await stack.app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: '/tmp', branches: ['a'], target: 'main', agents: { fixer: 'script#fixr' } } }),
+      400,
+      ApiErrorCode.unknownModel,
+    );
+    assert.equal(error.details?.field, 'agents.fixer');
+    assert.ok((error.details?.nearest as string[]).includes('script#fixer'));
+  });
+
+  it('TARMAC_NOT_FOUND (unknown run, unknown route), TARMAC_METHOD_NOT_ALLOWED, TARMAC_CONFLICT (a finished landing)', async () => {
+    assertError(await stack.app.inject({ method: 'GET', url: '/v1/landings/landing-nope', headers: auth }), 404, ApiErrorCode.notFound);
+    assertError(await stack.app.inject({ method: 'GET', url: '/v1/runs/landing-nope', headers: auth }), 404, ApiErrorCode.notFound);
+    assertError(await stack.app.inject({ method: 'POST', url: '/v1/landings/landing-nope/cancel', headers: auth }), 404, ApiErrorCode.notFound);
+    assertError(await stack.app.inject({ method: 'GET', url: '/v1/nothing-here', headers: auth }), 404, ApiErrorCode.notFound);
+    const wrongMethod = await stack.app.inject({ method: 'DELETE', url: '/v1/landings', headers: auth });
+    assertError(wrongMethod, 405, ApiErrorCode.methodNotAllowed);
+    assert.match(String(wrongMethod.headers.allow), /GET/);
+    assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/answers`, headers: auth, payload: { text: 'yes' } }), 409, ApiErrorCode.conflict);
+    assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/cancel`, headers: auth }), 409, ApiErrorCode.conflict);
+  });
+
+  it('TARMAC_RATE_LIMITED on unauthenticated paths', async () => {
+    const config = loadConfig({ TARMAC_API_TOKENS: testToken, TARMAC_API_RATE_LIMIT: '1', TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress, TARMAC_DATA_DIR: stack.dataDir });
+    const app = await buildApp({ client: stack.client, config });
+    try {
+      assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+      assertError(await app.inject({ method: 'GET', url: '/healthz' }), 429, ApiErrorCode.rateLimited);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('TARMAC_UNAVAILABLE: Temporal unreachable → 503 with no internals; /healthz says which', async () => {
+    const deadPort = await freePort();
+    const connection = Connection.lazy({ address: `127.0.0.1:${deadPort}`, connectTimeout: 1_000 });
+    const client = new Client({ connection });
+    const app = await buildApp({ client, config: stack.config });
+    try {
+      const error = assertError(await app.inject({ method: 'GET', url: '/v1/landings/landing-x', headers: auth }), 503, ApiErrorCode.unavailable);
+      assert.doesNotMatch(error.message, /127\.0\.0\.1|grpc|at \w+ \(/, 'no address, library or stack in the message');
+      const health = await app.inject({ method: 'GET', url: '/healthz' });
+      assert.equal(health.statusCode, 503);
+      assert.equal(health.json().temporal, 'unreachable');
+    } finally {
+      await app.close();
+      await connection.close().catch(() => undefined);
+    }
+  });
+
+  it('TARMAC_INTERNAL: an unexpected error is a 500 that carries neither its message nor a stack', async () => {
+    const app = await buildApp({ client: stack.client, config: stack.config });
+    // A route that fails the way a bug would: the handler throws an Error with internals in its message.
+    app.get('/v1/test-boom', async () => {
+      throw new Error('password=hunter2 at /srv/secret/path.ts:12');
+    });
+    try {
+      const error = assertError(await app.inject({ method: 'GET', url: '/v1/test-boom', headers: auth }), 500, ApiErrorCode.internal);
+      assert.doesNotMatch(JSON.stringify(error), /hunter2|secret|\.ts/);
+    } finally {
+      await app.close();
+    }
+  });
+});
