@@ -14,7 +14,7 @@ type Inject = Awaited<ReturnType<FastifyInstance['inject']>>;
 
 function assertError(response: Inject, status: number, code: string): { code: string; message: string; details?: Record<string, unknown> } {
   assert.equal(response.statusCode, status, response.body);
-  const body = response.json() as { error: { code: string; message: string; details?: Record<string, unknown> } };
+  const body = response.json<{ error: { code: string; message: string; details?: Record<string, unknown> } }>();
   assert.deepEqual(Object.keys(body), ['error'], 'one error shape');
   assert.equal(body.error.code, code);
   assert.equal(typeof body.error.message, 'string');
