@@ -22,7 +22,10 @@ export async function watchLanding(context: CliContext, id: string, options: Wat
   const display: Display =
     context.stdout.isTTY && !options.plain ? new TtyDisplay(context.stdout) : new LineDisplay(context.stdout, context.stderr, { logs: options.logs ?? false });
   let state = initialWatchState(id);
-  await streamRunEvents(client, `/v1/landings/${encodeURIComponent(id)}/events`, {
+  const tty = display instanceof TtyDisplay;
+  // Plain output without --logs prints no log line: the server need not send them.
+  const path = `/v1/landings/${encodeURIComponent(id)}/events${tty || options.logs ? '' : '?logs=false'}`;
+  await streamRunEvents(client, path, {
     onMessage(message) {
       const event = decodeEvent(message);
       if (!event || isReplay(state, event)) return;
@@ -35,14 +38,17 @@ export async function watchLanding(context: CliContext, id: string, options: Wat
   });
   display.finish(state);
   let outcome = state.outcome;
-  let meters: Partial<Meters> | undefined = state.meters;
-  // The stream ends with the outcome's status and summary; the landing's record has the rest (merged SHA, gates).
-  const view = await client.landing(id).catch(() => undefined);
-  if (view?.outcome) {
-    outcome = view.outcome;
-    meters = { ...meters, ...view.meters };
+  // The latest meters event counts the finale too (the outcome's meters are taken just before it).
+  let meters: Partial<Meters> | undefined = state.meters ?? state.outcome?.meters;
+  let workflowStatus = state.end?.workflowStatus;
+  if (!state.end?.outcome) {
+    // An end without an outcome (a run that failed or was terminated): ask the landing's record.
+    const view = await client.landing(id).catch(() => undefined);
+    if (view?.outcome) outcome = view.outcome;
+    meters ??= view?.meters;
+    workflowStatus ??= view?.workflowStatus;
   }
-  writeLines(context.stdout, outcomeLines(outcome, meters, state.end?.workflowStatus ?? view?.workflowStatus));
+  writeLines(context.stdout, outcomeLines(outcome, meters, workflowStatus));
   return outcome?.status === 'landed' ? ExitCode.ok : ExitCode.failed;
 }
 
