@@ -9,7 +9,7 @@ run Tarmac:
 use it (talks to the API at TARMAC_API_URL with TARMAC_API_TOKEN; defaults: tarmac dev's):
   land <repo> <branch...> --onto <target> [--watch [--logs] [--plain]] [--fixer h#m] [--resolver h#m] [--json]
                             land branches (in this order) onto the target; prints the id, or follows it with --watch
-  status <id> [--json]      phase, steps, gates, meters and outcome of a landing
+  status <id> [--json]      phase, steps, gates, meters and outcome of a landing (or a fix loop's outcome)
   watch <id> [--logs] [--plain]
                             follow a landing live (phase, steps, meters, log tail) until its outcome
   answer <id> <text> [--question <qid>]

@@ -9,15 +9,15 @@ const goodOutcomes: readonly string[] = ['fixed', 'nothing-to-fix', 'answered'];
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function isFixOutcome(value: unknown): value is FixOutcome {
+export function isFixOutcome(value: unknown): value is FixOutcome {
   const record = value as Partial<FixOutcome> | null;
   return typeof record === 'object' && record !== null && typeof record.outcome === 'string' && typeof record.summary === 'string';
 }
 
-/** What a finished fix loop comes to. */
-export function fixOutcomeLines(outcome: FixOutcome, repo: string, branch: string): string[] {
+/** What a finished fix loop comes to; with the repo and branch, how to land its fixes. */
+export function fixOutcomeLines(outcome: FixOutcome, landOnto?: { repo: string; branch: string }): string[] {
   const lines = [`outcome: ${outcome.outcome} — ${outcome.summary}`];
-  if (outcome.fixBranch) lines.push(`fix branch: ${outcome.fixBranch}  (land it: tarmac land ${repo} ${outcome.fixBranch} --onto ${branch})`);
+  if (outcome.fixBranch) lines.push(`fix branch: ${outcome.fixBranch}${landOnto ? `  (land it: tarmac land ${landOnto.repo} ${outcome.fixBranch} --onto ${landOnto.branch})` : ''}`);
   if (outcome.filesChanged?.length) lines.push(`files changed: ${outcome.filesChanged.join(', ')}`);
   if (outcome.reproCommand) {
     lines.push(`repro: ${outcome.reproCommand} → exit ${outcome.reproExitCode ?? 'none'}; repairs ${outcome.repairAttempts}${outcome.playbookUsed ? `; playbook ${outcome.playbookUsed}` : ''}`);
@@ -70,7 +70,7 @@ export async function fixCommand(args: string[], context: CliContext): Promise<E
         if (!json) writeLines(context.stdout, [`outcome: none recorded (workflow ${run.workflowStatus})`]);
         return ExitCode.failed;
       }
-      if (!json) writeLines(context.stdout, fixOutcomeLines(run.result, repoText!, branch!));
+      if (!json) writeLines(context.stdout, fixOutcomeLines(run.result, { repo: repoText!, branch: branch! }));
       return goodOutcomes.includes(run.result.outcome) ? ExitCode.ok : ExitCode.failed;
     }
     await sleep(1000);

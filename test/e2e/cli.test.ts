@@ -308,6 +308,11 @@ describe('tarmac CLI against the real stack', () => {
     assert.match(run.stdout, /^files changed: Makefile$/m);
     assert.match(run.stdout, /^repro: make up → exit 0; repairs \d+; playbook make-target-from-script$/m);
     assert.match(branchHead(repo.path, branch), /^[0-9a-f]{40}$/, 'the fix branch is on origin');
+    const id = /^fix loop (\S+) started; waiting/m.exec(run.stdout)![1]!;
+    const status = await tarmac(['status', id], { apiUrl: stack.apiUrl });
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, new RegExp(`^${id.replace(/[.]/g, '\\.')} {2}COMPLETED {2}fix loop$`, 'm'));
+    assert.match(status.stdout, new RegExp(`^fix branch: ${branch}$`, 'm'));
   });
 
   it('an API that is not there: a clear message naming the URL, exit 1', async () => {
