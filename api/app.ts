@@ -10,7 +10,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../core/config';
 import { ApiErrorCode } from '../core/errors';
 import { bearerAuth } from './auth';
-import { ApiError, frameworkErrors, registerErrorHandler } from './errors';
+import { ApiError, clientErrorHandler, frameworkErrors, registerErrorHandler } from './errors';
 import { RequestCounter } from './metrics';
 import { opsRoutes } from './routes/ops';
 import { recipeRoutes } from './routes/recipes';
@@ -38,6 +38,7 @@ export async function buildApp({ client, config, logger, docker }: AppDeps): Pro
     // longer ones get the same 400 through frameworkErrors (Fastify's default is 100, then a bare 414).
     routerOptions: { maxParamLength: 256 },
     frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
   // Bodies are validated strictly (a string is never coerced into an array or number);
   // query strings and path params are text, so their numbers and booleans are coerced.

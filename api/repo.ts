@@ -14,6 +14,8 @@ export function isGitUrl(repo: string): boolean {
 
 /** Normalises a repo location: an absolute path that exists, or a git URL. */
 export async function normaliseRepo(repo: string): Promise<string> {
+  // A NUL byte made stat() throw (a 500); control characters have no place in a repo path or URL.
+  if (/\p{Cc}/u.test(repo)) throw invalid('repo', 'must not contain control characters');
   if (isGitUrl(repo)) {
     if (/^(ext|fd)::/i.test(repo) || repo.startsWith('-')) throw invalid('repo', 'uses a transport Tarmac does not allow');
     return repo;

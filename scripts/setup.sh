@@ -5,6 +5,7 @@
 #   3. a Docker engine (a running one, else docker.io from apt and dockerd in the background)
 #   4. images: tarmac/runner and tarmac/agent-script, rebuilt only when their inputs change
 #   5. Debian's chromium for the Web UI browser test (apt, only when /usr/bin/chromium is missing)
+#   6. schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
 # Environment: TARMAC_BASE_IMAGE (use this base instead of the offline debootstrap one),
 # TARMAC_SKIP_IMAGES=1, TARMAC_CACHE_DIR (default ~/.cache/tarmac).
 set -euo pipefail
@@ -79,5 +80,16 @@ if [ ! -x /usr/bin/chromium ] && [ -f /etc/debian_version ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2 \
     || { as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2; } \
     || say "warning: could not install chromium; the Web UI browser test will fail"
+fi
+
+# 6. Schemathesis ------------------------------------------------------------------
+# test/infra/openapi-fuzz.test.ts fuzzes the OpenAPI document through scripts/fuzz-api.sh,
+# whose command line and config are written for this version (the v3 CLI differs).
+schemathesis_version=4.32.5
+schemathesis_venv="$cache/venv-schemathesis"
+if [ "$("$schemathesis_venv/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, version $schemathesis_version" ]; then
+  say "installing schemathesis $schemathesis_version from PyPI into $schemathesis_venv (the OpenAPI fuzz test)"
+  { python3 -m venv "$schemathesis_venv" >&2 && "$schemathesis_venv/bin/pip" install -q "schemathesis==$schemathesis_version" >&2; } \
+    || say "warning: could not install schemathesis (needs python3 with venv, and PyPI); the OpenAPI fuzz test will fail"
 fi
 say "ready"

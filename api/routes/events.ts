@@ -13,6 +13,17 @@ import { ApiError } from '../errors';
 import { readNewLogLines } from '../run-logs';
 import { ErrorSchema, LandingIdParams } from '../schemas';
 
+/**
+ * One Server-Sent Event as a client parses it: before OpenAPI 3.2 the `schema` of a
+ * text/event-stream response describes each event, not the stream as one string.
+ */
+const StreamEventSchema = Type.Object({
+  event: Type.String({ description: 'phase, step, gate, session, cache, meters, question, outcome, log, end or error' }),
+  data: Type.String({ description: 'the event as JSON' }),
+  id: Type.Optional(Type.String({ description: 'cursor: send it back as Last-Event-ID to resume right after this event' })),
+  retry: Type.Optional(Type.Integer({ description: 'reconnection delay in ms' })),
+});
+
 export interface EventRouteOptions {
   client: Client;
   config: Config;
@@ -52,10 +63,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
         headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 8192 })) }),
         // Only the stream itself is text/event-stream: errors are answered before it opens, as JSON.
         response: {
-          200: { description: 'the event stream', content: { 'text/event-stream': { schema: Type.String() } } },
+          200: { description: 'the event stream', content: { 'text/event-stream': { schema: StreamEventSchema } } },
           400: ErrorSchema,
           401: ErrorSchema,
           404: ErrorSchema,
+          // A long Last-Event-ID together with a long `after` can exceed Node's 16 KiB request head.
+          431: ErrorSchema,
           500: ErrorSchema,
         },
       },

@@ -46,7 +46,7 @@ const created = Type.Object({ id: Type.String(), duplicate: Type.Boolean(), link
 export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: Config }> = async (app, { client, config }) => {
   app.post(
     '/fix-loops',
-    { schema: { summary: 'Start a fix loop (idempotent on repo, branch head, request and repro command)', body: FixCreateSchema, response: { 201: created, 200: created, 400: ErrorSchema, 401: ErrorSchema, 500: ErrorSchema } } },
+    { schema: { summary: 'Start a fix loop (idempotent on repo, branch head, request and repro command)', body: FixCreateSchema, response: { 201: created, 200: created, 400: ErrorSchema, 401: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema } } },
     async (request, reply) => {
       const body = request.body;
       const problem = branchNameProblem(body.branch);

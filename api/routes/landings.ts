@@ -30,7 +30,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       schema: {
         summary: 'Start a landing (idempotent on repo, target and branch heads)',
         body: LandingCreateSchema,
-        response: { 201: LandingCreatedSchema, 200: LandingCreatedSchema, ...errors },
+        response: { 201: LandingCreatedSchema, 200: LandingCreatedSchema, 413: ErrorSchema, ...errors },
       },
     },
     async (request, reply) => {
@@ -90,7 +90,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       schema: {
         summary: 'List landings (newest first), filtered by repo, target, branch, phase, outcome or workflow status (Temporal visibility)',
         querystring: LandingListQuery,
-        response: { 200: LandingListSchema, ...errors },
+        response: { 200: LandingListSchema, 431: ErrorSchema, ...errors },
       },
     },
     async (request) => {

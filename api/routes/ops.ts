@@ -66,8 +66,8 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (app,
       schema: {
         summary: "Prometheus metrics: landings by outcome and phase, API requests, and the worker's metrics (sessions, cache, tokens, phase durations, SDK)",
         security: [],
-        produces: ['text/plain'],
-        response: { 200: Type.String({ description: 'Prometheus text format 0.0.4' }), 429: ErrorSchema },
+        // Only the 200 is text/plain; the 429 is the JSON error shape.
+        response: { 200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: Type.String() } } }, 429: ErrorSchema },
       },
     },
     async (request, reply) => {

@@ -23,7 +23,7 @@ const ReviewCreateSchema = Type.Object(
   { additionalProperties: false },
 );
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 500: ErrorSchema };
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema };
 
 /** POST /v1/reviews: a review panel on its own, over base...head. Idempotent on (repo, base, head, panel). */
 export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: Config }> = async (app, { client, config }) => {

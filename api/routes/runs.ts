@@ -60,12 +60,14 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (a
         summary: 'Extend the budget of a run paused for it, or stop the run',
         params: LandingIdParams,
         body: BudgetCommandSchema,
-        response: { 200: Type.Object({ accepted: Type.Boolean(), budget: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }), ...errors },
+        response: { 200: Type.Object({ accepted: Type.Boolean(), budget: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }), 409: ErrorSchema, 413: ErrorSchema, ...errors },
       },
     },
     async (request) => {
       const handle = client.workflow.getHandle(request.params.id);
-      await handle.describe().catch((error: unknown) => notFound(request.params.id, error));
+      const description = await handle.describe().catch((error: unknown) => notFound(request.params.id, error));
+      const notRunning = (status: string) => new ApiError(409, ApiErrorCode.conflict, `run ${request.params.id} is not running (${status}); its budget is final`);
+      if (description.status.name !== 'RUNNING') throw notRunning(description.status.name);
       try {
         const result = await handle.executeUpdate(budgetUpdate, { args: [request.body] });
         return { accepted: result.accepted, ...(result.budget ? { budget: { ...result.budget } } : {}) };
@@ -74,6 +76,8 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (a
           const message = error.cause instanceof Error ? error.cause.message : 'the update was rejected';
           throw new ApiError(400, ApiErrorCode.validation, `budget: ${message}`, { field: 'body' });
         }
+        // The run ended between the check above and the update (Temporal: "workflow execution already completed").
+        if (error instanceof WorkflowNotFoundError) throw notRunning('closed');
         throw error;
       }
     },

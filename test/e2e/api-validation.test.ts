@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { startStack, type Stack } from '../helpers/stack';
+import { startStack, testToken, type Stack } from '../helpers/stack';
 
 describe('API input validation: 400 naming the field, nothing started', () => {
   let stack: Stack;
@@ -68,6 +69,54 @@ describe('API input validation: 400 naming the field, nothing started', () => {
     const response = await stack.api('GET', '/v1/landings/land.none.main.000000000000');
     assert.equal(response.status, 404);
     assert.equal(response.body.error.code, 'TARMAC_NOT_FOUND');
+  });
+
+  // Regressions found by the OpenAPI fuzz run (test/infra/openapi-fuzz.test.ts).
+  it('takes path parameters up to their schema length, and answers longer ones with a 400 in the error shape', async () => {
+    // Fastify's router stopped at 100 characters with a bare 414, below the ids' 200.
+    const long = await stack.api('GET', `/v1/runs/${'x'.repeat(150)}`);
+    assert.equal(long.status, 404, JSON.stringify(long.body));
+    assert.equal(long.body.error.code, 'TARMAC_NOT_FOUND');
+    for (const length of [201, 300]) {
+      const tooLong = await stack.api('GET', `/v1/runs/${'x'.repeat(length)}`);
+      assert.equal(tooLong.status, 400, `${length}: ${JSON.stringify(tooLong.body)}`);
+      assert.equal(tooLong.body.error.code, 'TARMAC_VALIDATION');
+    }
+  });
+
+  it('answers a method a known path does not serve with 405 and Allow, an unknown path with 404', async () => {
+    for (const method of ['TRACE', 'QUERY'] as const) {
+      const response = await stack.app.inject({ method: method as 'GET', url: '/v1/landings', headers: { authorization: `Bearer ${testToken}` } });
+      assert.equal(response.statusCode, 405, `${method}: ${response.body}`);
+      assert.equal(response.json().error.code, 'TARMAC_METHOD_NOT_ALLOWED');
+      assert.deepEqual(String(response.headers.allow).split(', ').filter((allowed) => allowed !== 'HEAD'), ['GET', 'POST']);
+    }
+    const unknown = await stack.app.inject({ method: 'TRACE', url: '/v1/nothing-here' });
+    assert.equal(unknown.statusCode, 404);
+    assert.equal(unknown.json().error.code, 'TARMAC_NOT_FOUND');
+  });
+
+  it('refuses a NUL byte in a repo with 400 naming the field (it was a 500)', async () => {
+    const created = await stack.api('POST', '/v1/landings', { repo: 'a\u0000b', branches: ['feature/ok'], target: 'main' });
+    assert.equal(created.status, 400, JSON.stringify(created.body));
+    assert.equal(created.body.error.details.field, 'repo');
+    const listed = await stack.api('GET', '/v1/landings?repo=%00');
+    assert.equal(listed.status, 400, JSON.stringify(listed.body));
+    assert.equal(listed.body.error.details.field, 'repo');
+  });
+
+  it('answers a request head over 16 KiB with 431 in the error shape', async () => {
+    const { status, body } = await new Promise<{ status: number; body: string }>((done, fail) => {
+      const request = httpRequest(`${stack.apiUrl}/v1/landings`, { headers: { authorization: `Bearer ${testToken}`, 'x-padding': 'x'.repeat(20_000) } }, (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => done({ status: response.statusCode ?? 0, body: text }));
+      });
+      request.once('error', fail);
+      request.end();
+    });
+    assert.equal(status, 431);
+    assert.equal(JSON.parse(body).error.code, 'TARMAC_VALIDATION');
   });
 
   it('started no workflow for any of the bad requests', async () => {

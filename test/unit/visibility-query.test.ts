@@ -24,6 +24,8 @@ const values: { name: string; input: string; expected: boolean }[] = [
   { name: 'double quote', input: 'a"b', expected: false },
   { name: 'backslash', input: 'a\\b', expected: false },
   { name: 'newline', input: 'a\nb', expected: false },
+  { name: 'NUL byte (Temporal fails the query)', input: 'a\u0000b', expected: false },
+  { name: 'non-ASCII letters', input: '/srv/dépôt', expected: true },
 ];
 for (const { name, input, expected } of values) {
   test(`filterValueProblem: ${name}`, () => assert.equal(filterValueProblem(input) === undefined, expected));
