@@ -19,7 +19,23 @@ export interface FixRequest {
     scriptEdits?: { file: string; find?: string; replace: string }[];
     /** Script harness only: the command a scripted gateway agent runs, and its pause before the last try. */
     scriptTask?: { command?: string; pauseMs?: number };
+    /** Script harness only: how long slow scripted agents wait (tests of restarts mid-session). */
+    scriptSlowMs?: number;
   };
+  /**
+   * Inside a landing: work in the landing's workspace (`runs/<runId>/worktree` on that host, from
+   * that commit). The loop then makes no workspace and no branch of its own, and leaves cleanup and
+   * the record to the landing.
+   */
+  workspace?: { hostId: string; baseSha: string };
+  /** Image the repro runs in; default `tarmac/runner:bookworm` (a landing passes its gate's image). */
+  reproImage?: string;
+  /** Repro timeout; default 10 minutes (a landing passes its slowest suite's). */
+  reproTimeoutMs?: number;
+  /** Names this loop's sessions and repro steps within its run (a landing's second fixup round is another loop). */
+  label?: string;
+  /** Workflow id whose event journal hears this loop's sessions (the landing it works for). */
+  reportTo?: string;
   /** Repairs after the first edit (default: limits.maxRepairs of recipes/playbooks.json). */
   maxRepairs?: number;
 }
@@ -43,6 +59,6 @@ export interface FixOutcome {
   failureType: string | null;
   /** The run-owned branch holding the fixes (land it like any branch), when there are fixes. */
   fixBranch: string | null;
-  sessions: { sessionId: string; status: string; harnessModel: string }[];
+  sessions: { sessionId: string; status: string; harnessModel: string; attempts?: number }[];
   meters: { capsulesRun: number; containersRun: number; agentSessions: number; inputTokens: number; outputTokens: number; costUsd: number; wallTimeMs: number };
 }

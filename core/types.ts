@@ -123,6 +123,8 @@ export interface LandingOutcome {
   reviews?: ReviewRecord[];
   /** Questions asked and their answers. */
   questions?: { id: string; question: string; answer?: string }[];
+  /** Fix loops that repaired a red gate (one per fixup round): outcome, playbook, repairs. */
+  fixLoops?: { id: string; outcome: string; summary: string; playbookUsed: string | null; repairAttempts: number; filesChanged: string[] }[];
   /** Agent sessions run by this landing, with their end. */
   sessions?: { sessionId: string; role: string; status: string; harnessModel: string; attempts: number }[];
   /** Machine-readable details of the failure, when there is one (file, field, exit code…). */

@@ -25,6 +25,7 @@ const defaultRepro: Record<Intent, string> = {
 export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
   const { taskQueue } = workflowInfo();
   const started = Date.now();
+  const label = request.label;
   const intent = classifyIntent(request.request);
   const routedTo = roleFor(intent);
   const reproCommand = request.reproCommand ?? defaultRepro[intent];
@@ -71,23 +72,25 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
   async function repro(): Promise<{ exitCode: number | null; logRef: string }> {
     round += 1;
     state.meters.containersRun += 1;
-    const runner = proxyActivities<Activities>({ ...gateSuite(10 * 60_000), taskQueue: hostQueue(hostId) });
+    const timeoutMs = request.reproTimeoutMs ?? 10 * 60_000;
+    const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(hostId) });
     const head = await host!['capsule.workspaceHead']({ runId: request.runId, since: baseSha });
     const result = await runner['gate.runSuite']({
       runId: request.runId,
       repo: request.repo,
       commitSha: head.headSha,
       treeSha: head.treeSha,
-      suite: { id: 'repro', run: ['sh', '-c', reproCommand], timeout: '10m' },
-      image: 'tarmac/runner:bookworm',
-      timeoutMs: 10 * 60_000,
+      suite: { id: label ? `repro-${label}` : 'repro', run: ['sh', '-c', reproCommand] },
+      image: request.reproImage ?? 'tarmac/runner:bookworm',
+      timeoutMs,
       round,
     });
     state.reproExitCode = result.exitCode;
     return { exitCode: result.exitCode, logRef: result.logRef };
   }
 
-  async function agent(prompt: string, sessionId: string): Promise<SessionOutcome> {
+  async function agent(prompt: string, name: string): Promise<SessionOutcome> {
+    const sessionId = label ? `${label}-${name}` : name;
     const harnessModel = (routedTo === 'architect' ? request.agents?.architect : request.agents?.implementer) ?? '';
     const result = (await executeChild('agentSession', {
       workflowId: `${request.runId}.${sessionId}`,
@@ -100,13 +103,19 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
           role: routedTo,
           harnessModel,
           limits: { timeout: sessionTimeout },
-          task: { prompt, ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}), ...(request.agents?.scriptTask ?? {}) },
+          task: {
+            prompt,
+            ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}),
+            ...(request.agents?.scriptTask ?? {}),
+            ...(request.agents?.scriptSlowMs ? { slowMs: request.agents.scriptSlowMs } : {}),
+          },
           workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
           ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
+          ...(request.reportTo ? { reportTo: request.reportTo } : {}),
         } satisfies SessionRequest,
       ],
     })) as SessionOutcome;
-    state.sessions.push({ sessionId, status: result.status, harnessModel: result.harnessModel });
+    state.sessions.push({ sessionId, status: result.status, harnessModel: result.harnessModel, attempts: result.attempts.length });
     // The gateway's record of the agent's tool loop: failures per command, breaker trips.
     for (const attempt of result.attempts) {
       for (const { command, count } of attempt.gateway?.commandFailures ?? []) state.commandFailures[command] = Math.max(state.commandFailures[command] ?? 0, count);
@@ -123,7 +132,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     state.meters.capsulesRun += 2;
     const limits = await shared['fix.limits']();
     sessionTimeout = limits.sessionTimeout;
-    ({ hostId, baseSha } = await shared['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: request.repo, ref: request.branch }));
+    ({ hostId, baseSha } = request.workspace ?? (await shared['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: request.repo, ref: request.branch })));
     host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
 
     if (routedTo === 'architect') {
@@ -181,9 +190,14 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     partial = isCancellation(error) ? finish('cancelled', `cancelled in phase ${state.phase}`, 'cancelled') : finish('failed', `failed in phase ${state.phase}: ${message}`, 'error');
   }
   // The finale: publish the fixes (if any) to the run-owned branch, clean up, store the outcome.
+  // Inside a landing the fixes stay in the landing's workspace, which the landing gates and cleans.
   done.outcome = await CancellationScope.nonCancellable(async () => {
     let filesChanged: string[] = [];
     let fixBranch: string | null = null;
+    if (request.workspace) {
+      if (host) filesChanged = await host['capsule.changedFiles']({ runId: request.runId, targetSha: baseSha }).catch(() => [] as string[]);
+      return { ...partial, filesChanged, fixBranch };
+    }
     if (host && baseSha) {
       const published = await host['fix.publishFixes']({ runId: request.runId, repo: request.repo, baseSha, branch: fixBranchName }).catch(() => undefined);
       filesChanged = published?.filesChanged ?? [];

@@ -31,6 +31,7 @@ export class LandingTracker {
   facts: Pick<LandingOutcome, 'targetSha' | 'headSha' | 'treeSha' | 'mergedSha' | 'provenance' | 'supersedes'> = {};
   readonly questions: NonNullable<LandingOutcome['questions']> = [];
   readonly sessions: NonNullable<LandingOutcome['sessions']> = [];
+  readonly fixLoops: NonNullable<LandingOutcome['fixLoops']> = [];
   readonly reviews: NonNullable<LandingOutcome['reviews']> = [];
   outcome?: LandingOutcome;
   /** Numbered events for the live stream: phases, steps, gates, sessions, cache, meters, questions. */
@@ -111,6 +112,7 @@ export class LandingTracker {
       gates: [...this.gates],
       ...(this.questions.length ? { questions: [...this.questions] } : {}),
       ...(this.sessions.length ? { sessions: [...this.sessions] } : {}),
+      ...(this.fixLoops.length ? { fixLoops: [...this.fixLoops] } : {}),
       ...(this.reviews.length ? { reviews: [...this.reviews] } : {}),
       ...(failure ? { failure } : {}),
       meters: { ...this.meters },

@@ -5,11 +5,14 @@ import { FailureType } from '../core/errors';
 import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile } from '../core/gate-file';
 import { hostQueue } from '../core/queues';
 import type { PanelRequest, PanelVerdict } from '../core/review-types';
+import type { FixOutcome, FixRequest } from '../core/fix-types';
 import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { capsule, gateSuite } from './activity-options';
 import { LandingTracker } from './landing-tracker';
 import { admittedSignal, answerUpdate, eventsQuery, landingStatusQuery, releaseSignal, runEventSignal } from './messages';
+import { landingRepairRequest } from './policies/intent';
+import { repairPlan } from './policies/repair-plan';
 import { gateVerdict } from './policies/supersedes';
 import { childRecord } from './search-attributes';
 
@@ -182,6 +185,57 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     return verdict;
   }
 
+  /** A fixup round for a red gate: a child fixLoop in this run's workspace, its repro the failing suites. */
+  async function fixRedGate(gate: GateFile, failing: string[], fixup: number, hostId: string, baseSha: string): Promise<FixOutcome> {
+    const plan = repairPlan(gate.suites, failing);
+    const reproCommand = plan.kind === 'repair' ? plan.reproCommand : 'true';
+    const suites = gate.suites.filter((suite) => failing.includes(suite.id));
+    const reproTimeoutMs = Math.max(...suites.map((suite) => parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000));
+    const label = `fixup-${fixup}`;
+    const agents = request.agents;
+    const result = await tracker.step(
+      `fix.loop:${label}`,
+      'session',
+      () =>
+        executeChild('fixLoop', {
+          workflowId: `${runId}.${label}`,
+          taskQueue,
+          ...childRecord('fix-loop', { repo: request.repo, target: request.target, parent: runId, summary: { failing, reproCommand } }),
+          args: [
+            {
+              runId,
+              repo: request.repo,
+              branch: request.heads[0]!.branch,
+              request: landingRepairRequest,
+              reproCommand,
+              reproImage: gate.image ?? defaultRunnerImage,
+              reproTimeoutMs,
+              workspace: { hostId, baseSha },
+              label,
+              reportTo: runId,
+              agents: {
+                ...(agents?.fixer ? { implementer: agents.fixer } : {}),
+                ...(agents?.ladder ? { ladder: agents.ladder } : {}),
+                ...(agents?.scriptEdits ? { scriptEdits: agents.scriptEdits } : {}),
+                ...(agents?.scriptSlowMs ? { scriptSlowMs: agents.scriptSlowMs } : {}),
+              },
+            } satisfies FixRequest,
+          ],
+        }) as Promise<FixOutcome>,
+      (value) => `${value.outcome}${value.playbookUsed ? ` (playbook ${value.playbookUsed})` : ''}: ${value.summary}`,
+    );
+    tracker.fixLoops.push({ id: `${runId}.${label}`, outcome: result.outcome, summary: result.summary, playbookUsed: result.playbookUsed, repairAttempts: result.repairAttempts, filesChanged: result.filesChanged });
+    for (const entry of result.sessions) {
+      tracker.sessions.push({ sessionId: entry.sessionId, role: result.routedTo, status: entry.status, harnessModel: entry.harnessModel, attempts: entry.attempts ?? 1 });
+    }
+    tracker.meters.agentSessions += result.meters.agentSessions;
+    tracker.meters.containersRun += result.meters.containersRun;
+    tracker.meters.inputTokens += result.meters.inputTokens;
+    tracker.meters.outputTokens += result.meters.outputTokens;
+    tracker.meters.costUsd += result.meters.costUsd;
+    return result;
+  }
+
   function redSummary(gate: GateFile, treeSha: string, round: number): { summary: string; message: string } {
     const red = tracker.gates.filter((record) => record.treeSha === treeSha && record.round === round && record.status !== 'passed');
     const parts = red.map((record) => {
@@ -283,8 +337,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     let fixups = 0;
     for (;;) {
       let problem: string;
-      let fixerBrief: string;
-      const scriptEdits = request.agents?.scriptEdits;
+      let repair: (round: number) => Promise<unknown>;
       if (!verdict.green) {
         const red = redSummary(gate, head.treeSha, round);
         if (fixups >= maxRounds) {
@@ -293,7 +346,9 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
             : tracker.finish('fixup-failed', `${red.summary}; still red after ${fixups} fixup round(s)`, { type: 'TARMAC_FIXUP_FAILED', message: red.message });
         }
         problem = red.summary;
-        fixerBrief = `The gate of this landing is red: ${red.summary}.\nFix the code so every suite passes, and commit the fix.`;
+        // A red gate is a failing command: a fix loop reproduces it (playbooks first, then an agent).
+        const failing = verdict.failing;
+        repair = (fixup) => fixRedGate(gate, failing, fixup, inspected.hostId, head.headSha);
       } else {
         if (!gate.review) break;
         const review = await reviewTree(inspected.hostId, gate.review);
@@ -306,19 +361,22 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
         }
         problem = review.summary;
         const findings = review.blocking.map((finding) => `- ${finding.file}:${finding.line ?? 0} [${finding.severity}] ${finding.message}`).join('\n');
-        fixerBrief = `The review panel requested changes. Blocking findings:\n${findings}\nFix them and commit the fix.`;
+        const scriptEdits = request.agents?.scriptEdits;
+        // Review findings are judgement, not a failing command: one fixer session addresses them.
+        repair = (fixup) =>
+          session('fixer', `fixer-${fixup}`, head.headSha, inspected.hostId, {
+            prompt: `The review panel requested changes. Blocking findings:\n${findings}\nFix them and commit the fix.`,
+            ...(scriptEdits ? { edits: scriptEdits } : {}),
+            ...(request.agents?.scriptSlowMs ? { slowMs: request.agents.scriptSlowMs } : {}),
+          });
       }
       tracker.enter('fixup');
       fixups += 1;
-      await session('fixer', `fixer-${fixups}`, head.headSha, inspected.hostId, {
-        prompt: fixerBrief,
-        ...(scriptEdits ? { edits: scriptEdits } : {}),
-        ...(request.agents?.scriptSlowMs ? { slowMs: request.agents.scriptSlowMs } : {}),
-      });
+      await repair(fixups);
       // The gate decides, not the fixer's exit code or summary: only new commits and a re-gate count.
       const after = await pinned['capsule.workspaceHead']({ runId, since: head.headSha });
       if (after.commitsSince < 1) {
-        return tracker.finish('fixup-failed', `fixup round ${fixups} added no commit; ${problem}`, { type: 'TARMAC_FIXUP_FAILED', message: 'the fixer added no commit' });
+        return tracker.finish('fixup-failed', `fixup round ${fixups} added no commit; ${problem}`, { type: 'TARMAC_FIXUP_FAILED', message: 'the fixup round added no commit' });
       }
       await regate(targetSha);
     }

@@ -54,7 +54,7 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
     const withoutIds = (events: WireEvent[]) => events.map(({ event, data }) => ({ event, data }));
     assert.deepEqual(withoutIds(journal(stitched)), withoutIds(journal(whole)), 'the same journal events, in the same order');
     const files = [...new Set(whole.filter((event) => event.event === 'log').map((event) => event.data.file))];
-    assert.ok(files.length >= 3, `gate round 1, the fixer session and gate round 2 logged: ${files.join(', ')}`);
+    assert.ok(files.length >= 4, `gate round 1, the fix loop's repro and session, gate round 2 logged: ${files.join(', ')}`);
     for (const file of files) assert.deepEqual(logLines(stitched, file), logLines(whole, file), `log ${file}: every line once, in order`);
     assert.equal(new Set(stitched.map((event) => event.id)).size, stitched.length, 'no id repeats');
 
@@ -68,7 +68,7 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
     assert.ok(sessionTypes.indexOf('spawned') < sessionTypes.indexOf('delivered'), 'spawned before delivered');
     const classified = journal(whole).find((event) => event.event === 'session' && event.data.type === 'classified')!;
     assert.equal(classified.data.class, 'delivered');
-    assert.equal(classified.data.role, 'fixer');
+    assert.equal(classified.data.role, 'implementer');
     const meters = journal(whole).filter((event) => event.event === 'meters').at(-1)!;
     assert.ok(meters.data.meters.containersRun >= 2, 'meters count the gate containers');
     const gateLines = logLines(whole, files.find((file) => file.startsWith('gate-check-') && file.endsWith('-r1.log')));
@@ -91,10 +91,10 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
       },
       (found) => found.length === 1,
       30_000,
-      'the fixer session in visibility',
+      'the fix loop’s session in visibility',
     );
-    assert.equal(children[0]!.workflowId, `${created.body.id}.fixer-1`);
-    assert.equal((children[0]!.memo as { parent?: string }).parent, created.body.id);
+    assert.equal(children[0]!.workflowId, `${created.body.id}.fixup-1-implementer-1`);
+    assert.equal((children[0]!.memo as { parent?: string }).parent, `${created.body.id}.fixup-1`, 'its parent: the fix loop of fixup round 1');
     const sessionStatus = await stack.client.workflow.getHandle(children[0]!.workflowId).query<{ state: string }>('status');
     assert.equal(sessionStatus.state, 'done');
   });

@@ -147,6 +147,29 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     assert.equal(view.outcome.supersedes[0].supersededBy.treeSha, view.outcome.treeSha);
     assert.equal(show(repo.path, 'main', 'FIXED'), 'yes');
     assert.equal(branchHead(repo.path, 'main'), view.outcome.mergedSha);
+    // The red gate was repaired by a child fix loop whose repro is the failing suite.
+    assert.deepEqual(
+      view.outcome.fixLoops.map((loop: { id: string; outcome: string; filesChanged: string[] }) => [loop.id, loop.outcome, loop.filesChanged]),
+      [[`${id}.fixup-1`, 'fixed', ['FIXED']]],
+    );
+    assert.deepEqual(view.outcome.sessions.map((entry: { sessionId: string; role: string }) => `${entry.sessionId}:${entry.role}`), ['fixup-1-implementer-1:implementer']);
+    const fixLoop = (await stack.client.workflow.getHandle(`${id}.fixup-1`).result()) as { reproCommand: string; reproExitCode: number };
+    assert.equal(fixLoop.reproCommand, 'sh check.sh', 'the repro is the failing suite');
+    assert.equal(fixLoop.reproExitCode, 0, 'the fix loop verified its fix before the landing re-gated');
+    assert.ok(view.steps.some((step: { name: string }) => step.name === 'fix.loop:fixup-1'));
+  });
+
+  it('a red gate with a known failure is repaired by a playbook, with no agent session', async () => {
+    const repo = createFixtureRepo({
+      base: { Makefile: 'build:\n\ttrue\n', 'scripts/test.sh': 'echo tests pass\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]) },
+      branches: [{ name: 'feature/p', commits: [{ message: 'a feature', files: { 'feature.txt': 'p\n' } }] }],
+    });
+    const id = await land({ repo: repo.url, branches: ['feature/p'], target: 'main' });
+    const view = await finished(id);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    assert.equal(view.outcome.fixLoops[0].playbookUsed, 'make-target-from-script');
+    assert.equal(view.outcome.sessions, undefined, 'no agent was needed');
+    assert.match(show(repo.path, 'main', 'Makefile'), /^test:/m, 'the landed Makefile has the test target');
   });
 
   it('a fixer that commits the right fix and exits non-zero → still merged (the gate decides)', async () => {
@@ -154,7 +177,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     const id = await land({ repo: repo.url, branches: ['feature/f'], target: 'main', agents: fixerAgents('script#fixer-exit-1') });
     const view = await finished(id);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
-    assert.equal(view.outcome.sessions[0].role, 'fixer');
+    assert.equal(view.outcome.sessions[0].role, 'implementer');
   });
 
   it('a fixer that commits nothing → fixup-failed; target unchanged', async () => {
@@ -163,6 +186,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     const id = await land({ repo: repo.url, branches: ['feature/f'], target: 'main', agents: fixerAgents('script#claims-success') });
     const view = await finished(id);
     assert.equal(view.outcome.status, 'fixup-failed', view.outcome.summary);
+    assert.equal(view.outcome.fixLoops[0].outcome, 'thrashing', 'two rounds that changed nothing end the fix loop');
     assert.equal(branchHead(repo.path, 'main'), before);
   });
 

@@ -73,8 +73,8 @@ describe('worker restart mid-gate', () => {
       agents: { fixer: 'script#slow-fixer', ladder: ['script#slow-fixer'], scriptSlowMs: 6000, scriptEdits: [{ file: 'FIXED', replace: 'yes\n' }] },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const fixerLabel = `tarmac.role=fixer`;
-    const fixer = await runningContainer(stack.docker, [`tarmac.run=${created.body.id}`, fixerLabel], 'the fixer session container to run', 90_000);
+    const fixerLabel = `tarmac.role=implementer`;
+    const fixer = await runningContainer(stack.docker, [`tarmac.run=${created.body.id}`, fixerLabel], 'the fix loop’s session container to run', 90_000);
     await stack.killWorker('SIGKILL');
     await stack.startWorker();
     const view = await waitFor(
@@ -85,11 +85,11 @@ describe('worker restart mid-gate', () => {
     );
     const outcome = view.body.outcome;
     assert.equal(outcome.status, 'landed', outcome.summary);
-    assert.deepEqual(outcome.sessions.map((session: { role: string; attempts: number }) => `${session.role}:${session.attempts}`), ['fixer:1']);
-    const session = (await stack.client.workflow.getHandle(`${created.body.id}.fixer-1`).result()) as { attempts: { containerId: string; reattached: boolean }[] };
+    assert.deepEqual(outcome.sessions.map((session: { role: string; attempts: number }) => `${session.role}:${session.attempts}`), ['implementer:1']);
+    const session = (await stack.client.workflow.getHandle(`${created.body.id}.fixup-1-implementer-1`).result()) as { attempts: { containerId: string; reattached: boolean }[] };
     assert.equal(session.attempts[0]!.containerId, fixer.Id, 'the fixer container was reattached, not replaced');
     assert.equal(session.attempts[0]!.reattached, true);
-    assert.equal(await containersCreated(stack.docker, since, `tarmac.session=fixer-1`), 1);
+    assert.equal(await containersCreated(stack.docker, since, `tarmac.session=fixup-1-implementer-1`), 1);
     const reflog = execFileSync('git', ['-C', repo.path, 'reflog', 'show', '--format=%H', 'refs/heads/main'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
     assert.deepEqual(reflog, [outcome.mergedSha], 'main was updated exactly once');
   });

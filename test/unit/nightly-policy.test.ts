@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { branchNameProblem } from '../../core/refs';
 import { nightlyScheduleId } from '../../core/schedule-id';
-import { classifyIntent, roleFor } from '../../workflows/policies/intent';
+import { classifyIntent, landingRepairRequest, roleFor } from '../../workflows/policies/intent';
 import { afterFix, afterLanding, nightlyRunId, repairPlan, repairRequest, shellCommand } from '../../workflows/policies/nightly';
 
 describe('nightlyRunId', () => {
@@ -39,11 +39,16 @@ describe('repairPlan', () => {
   for (const { name, failing, expected } of table) it(name, () => assert.deepEqual(repairPlan(suites, failing), expected));
 });
 
-describe('repairRequest', () => {
-  it('routes to an implementer as a test fix, whatever the suite is called', () => {
-    assert.equal(classifyIntent(repairRequest), 'test-fix');
-    assert.equal(roleFor(classifyIntent(repairRequest)), 'implementer');
-  });
+describe('repair requests (nightly and landing)', () => {
+  for (const [name, text] of [
+    ['nightly', repairRequest],
+    ['landing', landingRepairRequest],
+  ] as const) {
+    it(`${name}: routes to an implementer as a test fix, whatever the suite is called`, () => {
+      assert.equal(classifyIntent(text), 'test-fix');
+      assert.equal(roleFor(classifyIntent(text)), 'implementer');
+    });
+  }
 });
 
 describe('afterFix', () => {

@@ -18,3 +18,10 @@ export function classifyIntent(request: string): Intent {
 export function roleFor(intent: Intent): 'implementer' | 'architect' {
   return intent === 'design-question' ? 'architect' : 'implementer';
 }
+
+/**
+ * What a landing's fix loop is told when its gate is red. Fixed wording on purpose: the loop
+ * routes by the words of its request, and suite names (user data) must not route a red gate
+ * to an architect. It classifies as a test fix (implementer).
+ */
+export const landingRepairRequest = "The landing's gate is red: a gate suite fails on the rebased branch. Fix the cause so the suite passes.";

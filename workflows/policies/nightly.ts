@@ -1,8 +1,9 @@
 /**
  * Decisions of the nightly run, as data. Pure: no I/O, no clock.
  */
-import type { GateSuite } from '../../core/gate-file';
 import type { NightlyStatus } from '../../core/nightly-types';
+
+export { repairPlan, shellCommand, type RepairPlan } from './repair-plan';
 
 /**
  * The run id of a nightly from its workflow id. A Schedule names each run
@@ -19,29 +20,12 @@ export function nightlyRunId(workflowId: string): string {
   return safe || 'nightly';
 }
 
-/** An argv as one `sh -c` command line: every word single-quoted unless it is plainly safe. */
-export function shellCommand(argv: readonly string[]): string {
-  return argv.map((word) => (/^[A-Za-z0-9_./=:@%+,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)).join(' ');
-}
-
 /**
  * What the fix loop is told. Fixed wording on purpose: the fix loop routes by the
  * words of its request, and a suite id or command (user data) must not route a
  * red gate to an architect. It classifies as a test fix (implementer).
  */
 export const repairRequest = 'The nightly full gate of the target is red: a gate suite fails. Fix the cause so the suite passes.';
-
-export type RepairPlan = { kind: 'green' } | { kind: 'repair'; failing: string[]; reproCommand: string };
-
-/**
- * After the full gate: green, or a repair whose repro command runs every failing
- * suite in gate order (`a && b`), so the fix loop is done only when all of them pass.
- */
-export function repairPlan(suites: readonly GateSuite[], failing: readonly string[]): RepairPlan {
-  const red = suites.filter((suite) => failing.includes(suite.id));
-  if (red.length === 0) return { kind: 'green' };
-  return { kind: 'repair', failing: red.map((suite) => suite.id), reproCommand: red.map((suite) => shellCommand(suite.run)).join(' && ') };
-}
 
 export type AfterFix = { kind: 'land'; branch: string } | { kind: 'stop'; status: NightlyStatus; summary: string };
 
