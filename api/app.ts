@@ -12,6 +12,7 @@ import { ApiErrorCode } from '../core/errors';
 import { bearerAuth } from './auth';
 import { ApiError, clientErrorHandler, frameworkErrors, registerErrorHandler } from './errors';
 import { RequestCounter } from './metrics';
+import { ErrorSchema } from './schemas';
 import { opsRoutes } from './routes/ops';
 import { recipeRoutes } from './routes/recipes';
 import { eventRoutes } from './routes/events';
@@ -46,6 +47,15 @@ export async function buildApp({ client, config, logger, docker }: AppDeps): Pro
   const coercing = new Ajv({ coerceTypes: true, removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
   registerErrorHandler(app);
+  // Any /v1 route can meet a missing token, a bug, or Temporal being down: the error handler
+  // answers those the same way everywhere, so every /v1 operation documents them.
+  app.addHook('onRoute', (route) => {
+    const response = route.schema?.response as Record<string, unknown> | undefined;
+    if (!route.url.startsWith('/v1/') || !response) return;
+    response[401] ??= ErrorSchema;
+    response[500] ??= ErrorSchema;
+    response[503] ??= ErrorSchema;
+  });
   const requests = new RequestCounter();
   app.addHook('onResponse', async (request, reply) => {
     requests.count(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode);

@@ -12,8 +12,19 @@ export function isGitUrl(repo: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/\s]+@[^/\s]+:/.test(repo);
 }
 
-/** Normalises a repo location: an absolute path that exists, or a git URL. */
-export async function normaliseRepo(repo: string): Promise<string> {
+/**
+ * Normalises a repo location: an absolute path that exists, or a git URL; then checks it
+ * against the operator's allow-list (`TARMAC_REPO_ALLOW` prefixes; empty allows any).
+ */
+export async function normaliseRepo(repo: string, allow: readonly string[] = []): Promise<string> {
+  const normalised = await normaliseLocation(repo);
+  if (allow.length > 0 && !allow.some((prefix) => normalised.startsWith(prefix))) {
+    throw invalid('repo', `is not allowed on this server (TARMAC_REPO_ALLOW lists the allowed prefixes): ${normalised}`);
+  }
+  return normalised;
+}
+
+async function normaliseLocation(repo: string): Promise<string> {
   // A NUL byte made stat() throw (a 500); control characters have no place in a repo path or URL.
   if (/\p{Cc}/u.test(repo)) throw invalid('repo', 'must not contain control characters');
   if (isGitUrl(repo)) {
@@ -46,7 +57,8 @@ export async function resolveHeads(
   try {
     ({ stdout } = await run('git', ['ls-remote', '--heads', '--', repo], {
       timeout: 20_000,
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true' },
+      // Never wait for a person: no password prompt, no SSH host-key or passphrase question.
+      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', GIT_SSH_COMMAND: process.env.GIT_SSH_COMMAND ?? 'ssh -o BatchMode=yes' },
       maxBuffer: 64 * 1024 * 1024,
     }));
   } catch {

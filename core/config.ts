@@ -26,6 +26,12 @@ export interface Config {
    * the API from a browser. Default none: CORS is off and browsers get no CORS headers.
    */
   apiCorsOrigins: readonly string[];
+  /**
+   * `TARMAC_REPO_ALLOW`: comma-separated prefixes a repository location must start with to be
+   * accepted by the API (`https://github.com/acme/,/srv/repos/`; end directories with `/`).
+   * Default none: any readable repository.
+   */
+  repoAllow: readonly string[];
   /** `TARMAC_API_RATE_LIMIT`, default `120`: requests per minute per client on the unauthenticated paths (`/healthz`, `/metrics`, `/docs`). */
   apiRateLimit: number;
   /** `TARMAC_WORKER_METRICS_PORT`, default `0` (off): the worker serves Prometheus metrics (Tarmac's and the Temporal SDK's) on 127.0.0.1 at this port. */
@@ -96,6 +102,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   for (const origin of apiCorsOrigins) {
     if (!/^https?:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?$/.test(origin)) problems.push(`TARMAC_API_CORS_ORIGINS: "${origin}" must be an origin like https://ops.example.com (scheme, host, optional port; no path)`);
   }
+  const repoAllow = text('TARMAC_REPO_ALLOW', '')
+    .split(',')
+    .map((prefix) => prefix.trim())
+    .filter((prefix) => prefix.length > 0);
   const apiRateLimitText = text('TARMAC_API_RATE_LIMIT', '120');
   const apiRateLimit = Number(apiRateLimitText);
   if (!Number.isInteger(apiRateLimit) || apiRateLimit < 1 || apiRateLimit > 1_000_000) {
@@ -118,6 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiTokens,
     apiCorsOrigins,
     apiRateLimit,
+    repoAllow,
     workerMetricsPort: port('TARMAC_WORKER_METRICS_PORT', 0),
     ...(workerMetricsUrl ? { workerMetricsUrl } : {}),
     dockerSocket: text('TARMAC_DOCKER_SOCKET', '/var/run/docker.sock'),

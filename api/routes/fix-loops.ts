@@ -61,7 +61,7 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
           loadRecipes().harnesses,
         );
       }
-      const repo = await normaliseRepo(body.repo);
+      const repo = await normaliseRepo(body.repo, config.repoAllow);
       const { targetSha: headSha } = await resolveHeads(repo, body.branch, [], { target: 'branch', branch: () => 'branch' });
       const id = runId('fix', repo, [repo, headSha, body.request, body.reproCommand ?? null]);
       const fix: FixRequest = {

@@ -55,7 +55,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
           recipes.harnesses,
         );
       }
-      const repo = await normaliseRepo(request.body.repo);
+      const repo = await normaliseRepo(request.body.repo, config.repoAllow);
       const { targetSha, heads } = await resolveHeads(repo, target, branches);
       const id = landingId(repo, target, heads);
       const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha, ...(agents ? { agents } : {}) };

@@ -46,7 +46,7 @@ export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: C
       const definition = recipes.panels[panel];
       if (!definition) throw invalid('panel', `is not a known panel (known: ${Object.keys(recipes.panels).join(', ')})`);
       if (quorum !== undefined && quorum > definition.reviewers.length) throw invalid('quorum', `is more than the ${definition.reviewers.length} reviewer(s) of panel "${panel}"`);
-      const repo = await normaliseRepo(request.body.repo);
+      const repo = await normaliseRepo(request.body.repo, config.repoAllow);
       const { targetSha: baseSha, heads } = await resolveHeads(repo, base, [head], { target: 'base', branch: () => 'head' });
       const id = runId('review', repo, [repo, baseSha, heads[0]!.sha, panel, quorum ?? null]);
       let duplicate = false;

@@ -76,7 +76,7 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
           loadRecipes().harnesses,
         );
       }
-      const repo = await normaliseRepo(body.repo);
+      const repo = await normaliseRepo(body.repo, config.repoAllow);
       await resolveHeads(repo, body.target, []);
 
       const id = nightlyScheduleId(repo, body.target);

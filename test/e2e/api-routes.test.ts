@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
@@ -6,6 +9,7 @@ import { buildApp } from '../../api/app';
 import { ApiErrorCode } from '../../core/errors';
 import { loadConfig } from '../../core/config';
 import { freePort } from '../../infra/ports';
+import { findTemporalBin, startDevServer } from '../../infra/temporal-server';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
@@ -95,6 +99,31 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
     assert.equal(afterwards, before, 'no landing was started by a rejected request');
   });
 
+  it('TARMAC_REPO_ALLOW: a repository outside the allowed prefixes is refused (400 naming repo), one inside is accepted', async () => {
+    const repo = createFixtureRepo({
+      base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]) },
+      branches: [{ name: 'feature/allowed', commits: [{ message: 'b', files: { 'b.txt': 'b\n' } }] }],
+    });
+    const config = loadConfig({ TARMAC_API_TOKENS: testToken, TARMAC_REPO_ALLOW: 'https://git.example.invalid/acme/', TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress, TARMAC_DATA_DIR: stack.dataDir });
+    const strictApp = await buildApp({ client: stack.client, config });
+    try {
+      const refused = assertError(await strictApp.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/allowed'], target: 'main' } }), 400, ApiErrorCode.validation);
+      assert.equal(refused.details?.field, 'repo');
+      assert.match(refused.message, /not allowed/);
+    } finally {
+      await strictApp.close();
+    }
+    const allowing = loadConfig({ TARMAC_API_TOKENS: testToken, TARMAC_REPO_ALLOW: `${repo.url.slice(0, repo.url.lastIndexOf('/') + 1)}`, TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress, TARMAC_DATA_DIR: stack.dataDir, TARMAC_TASK_QUEUE: stack.config.taskQueue });
+    const openApp = await buildApp({ client: stack.client, config: allowing });
+    try {
+      const accepted = await openApp.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/allowed'], target: 'main' } });
+      assert.equal(accepted.statusCode, 201, accepted.body);
+      await waitFor(async () => (await stack.app.inject({ method: 'GET', url: `/v1/landings/${accepted.json().id}`, headers: auth })).json(), (view) => view.workflowStatus === 'COMPLETED', 120_000, 'the allowed landing');
+    } finally {
+      await openApp.close();
+    }
+  });
+
   it('TARMAC_UNKNOWN_MODEL: 400 naming the field and the nearest models', async () => {
     const error = assertError(
       await stack.app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: '/tmp', branches: ['a'], target: 'main', agents: { fixer: 'script#fixr' } } }),
@@ -128,20 +157,26 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
     }
   });
 
-  it('TARMAC_UNAVAILABLE: Temporal unreachable → 503 with no internals; /healthz says which', async () => {
-    const deadPort = await freePort();
-    const connection = Connection.lazy({ address: `127.0.0.1:${deadPort}`, connectTimeout: 1_000 });
-    const client = new Client({ connection });
-    const app = await buildApp({ client, config: stack.config });
+  it('TARMAC_UNAVAILABLE: Temporal goes down → 503 with no internals; /healthz says which', async () => {
+    // A Temporal server of its own, stopped under a connected API: what an outage looks like.
+    const dir = mkdtempSync(join(tmpdir(), 'tarmac-outage-'));
+    const server = await startDevServer({ bin: findTemporalBin(process.env.TARMAC_TEMPORAL_BIN), dbFile: join(dir, 'temporal.db'), port: await freePort(), logFile: join(dir, 'temporal.log') });
+    const connection = await Connection.connect({ address: server.address });
+    const app = await buildApp({ client: new Client({ connection }), config: stack.config });
     try {
+      assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+      await server.stop();
       const error = assertError(await app.inject({ method: 'GET', url: '/v1/landings/landing-x', headers: auth }), 503, ApiErrorCode.unavailable);
       assert.doesNotMatch(error.message, /127\.0\.0\.1|grpc|at \w+ \(/, 'no address, library or stack in the message');
       const health = await app.inject({ method: 'GET', url: '/healthz' });
       assert.equal(health.statusCode, 503);
-      assert.equal(health.json().temporal, 'unreachable');
+      assert.deepEqual(health.json(), { status: 'degraded', temporal: 'unreachable', docker: 'ok' });
     } finally {
       await app.close();
-      await connection.close().catch(() => undefined);
+      // The connection is left to the process: the SDK's gRPC retries of the calls above may still
+      // be backing off, and closing the channel under them turns their next try into an error.
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
