@@ -1,20 +1,13 @@
-import { CancellationScope, condition, executeChild, getExternalWorkflowHandle, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { parseDuration } from '../core/duration';
 import { FailureType } from '../core/errors';
-import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile } from '../core/gate-file';
+import { gateFilePath } from '../core/gate-file';
 import { hostQueue } from '../core/queues';
-import type { PanelRequest, PanelVerdict } from '../core/review-types';
-import type { FixOutcome, FixRequest } from '../core/fix-types';
-import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import type { LandingOutcome, LandingRequest } from '../core/types';
-import { capsule, gateSuite } from './activity-options';
+import { capsule } from './activity-options';
+import { landingSteps } from './landing-steps';
 import { LandingTracker } from './landing-tracker';
 import { admittedSignal, answerUpdate, eventsQuery, landingStatusQuery, releaseSignal, runEventSignal } from './messages';
-import { landingRepairRequest } from './policies/intent';
-import { repairPlan } from './policies/repair-plan';
-import { gateVerdict } from './policies/supersedes';
-import { childRecord } from './search-attributes';
 
 /** The failure type and message of an activity failure, read from its cause. */
 function failureOf(error: unknown): { type?: string; message: string } {
@@ -35,6 +28,7 @@ const maxResolverSessions = 5;
 export async function landing(request: LandingRequest): Promise<LandingOutcome> {
   const { workflowId: runId, taskQueue } = workflowInfo();
   const tracker = new LandingTracker(runId, request);
+  const { session, ask, runGate, reviewTree, fixRedGate, redSummary } = landingSteps({ runId, taskQueue, request, tracker });
   setHandler(landingStatusQuery, () => tracker.view());
   setHandler(eventsQuery, ({ after, limit } = {}) => tracker.journal.page(after, limit));
   // Sessions and review panels working for this landing report their lifecycle here.
@@ -94,160 +88,6 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
   });
   tracker.journal.finished = true;
   return outcome;
-
-  /** Runs an agent session as a child workflow on this run's workspace. */
-  async function session(role: 'resolver' | 'fixer', sessionId: string, baseSha: string, hostId: string, task: SessionRequest['task']): Promise<SessionOutcome> {
-    const harnessModel = (role === 'resolver' ? request.agents?.resolver : request.agents?.fixer) ?? '';
-    const result = await tracker.step(`session.${role}:${sessionId}`, 'session', () =>
-      executeChild('agentSession', {
-        workflowId: `${runId}.${sessionId}`,
-        taskQueue,
-        ...childRecord('agent-session', { repo: request.repo, target: request.target, parent: runId, summary: { role, harnessModel: harnessModel || '(ladder)' } }),
-        args: [
-          {
-            runId,
-            sessionId,
-            role,
-            harnessModel,
-            task,
-            workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
-            reportTo: runId,
-            ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
-          } satisfies SessionRequest,
-        ],
-      }) as Promise<SessionOutcome>,
-      (value) => `${value.status} after ${value.attempts.length} attempt(s) on ${value.harnessModel}`,
-    );
-    tracker.sessions.push({ sessionId, role, status: result.status, harnessModel: result.harnessModel, attempts: result.attempts.length });
-    tracker.meters.agentSessions += result.meters.sessionsSpawned;
-    tracker.meters.inputTokens += result.meters.inputTokens;
-    tracker.meters.outputTokens += result.meters.outputTokens;
-    tracker.meters.costUsd += result.meters.costUsd;
-    return result;
-  }
-
-  /** Asks a blocking question and waits for the `answer` update. */
-  async function ask(id: string, question: string): Promise<string> {
-    tracker.addQuestion(id, question);
-    await condition(() => tracker.questions.find((entry) => entry.id === id)?.answer !== undefined);
-    return tracker.questions.find((entry) => entry.id === id)!.answer!;
-  }
-
-  /** Runs every suite on one tree; results join the gate record with their round. */
-  async function runGate(pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string) {
-    for (const suite of gate.suites) {
-      const timeoutMs = parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
-      const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(pinned) });
-      const result = await tracker.step(
-        `gate.runSuite:${suite.id}#${round}`,
-        'container',
-        () => runner['gate.runSuite']({ runId, repo: request.repo, commitSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round }),
-        (value) => `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}`,
-      );
-      tracker.addGate({ ...result, round });
-    }
-    return gateVerdict(
-      tracker.gates.map((record) => ({ ...record, round: record.round ?? 1 })),
-      gate.suites.map((suite) => suite.id),
-      treeSha,
-    );
-  }
-
-  /** Runs the review panel on the workspace head's tree (a child workflow; the cache makes repeats free). */
-  async function reviewTree(pinnedHost: string, review: NonNullable<GateFile['review']>): Promise<PanelVerdict> {
-    tracker.enter('review');
-    const facts = await tracker.step('capsule.changedFiles', 'capsule', () => host!['capsule.changedFiles']({ runId, targetSha: tracker.facts.targetSha! }));
-    const current = { headSha: tracker.facts.headSha!, treeSha: tracker.facts.treeSha! };
-    const verdict = await tracker.step(
-      `review.panel:${review.panel}#${tracker.reviews.length + 1}`,
-      'session',
-      () =>
-        executeChild('reviewPanel', {
-          workflowId: `${runId}.review-${tracker.reviews.length + 1}`,
-          taskQueue,
-          ...childRecord('review-panel', { repo: request.repo, target: request.target, parent: runId, summary: { panel: review.panel, treeSha: current.treeSha } }),
-          args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId } satisfies PanelRequest],
-        }) as Promise<PanelVerdict>,
-      (value) => `${value.status}; REVIEW_CACHE=${value.cache}${value.restored.length ? ` (restored: ${value.restored.join(', ')})` : ''}`,
-    );
-    tracker.reviews.push({
-      treeSha: verdict.treeSha,
-      status: verdict.status,
-      summary: verdict.summary,
-      cache: verdict.cache,
-      restored: verdict.restored,
-      sessionsStarted: verdict.sessionsStarted,
-      missing: verdict.missing,
-      blocking: verdict.blocking.map(({ file, line, severity, message, votes }) => ({ file, ...(line === undefined ? {} : { line }), severity, message, votes })),
-    });
-    tracker.meters.agentSessions += verdict.sessionsStarted;
-    if (verdict.status === 'approved') approvedTree = verdict.treeSha;
-    return verdict;
-  }
-
-  /** A fixup round for a red gate: a child fixLoop in this run's workspace, its repro the failing suites. */
-  async function fixRedGate(gate: GateFile, failing: string[], fixup: number, hostId: string, baseSha: string): Promise<FixOutcome> {
-    const plan = repairPlan(gate.suites, failing);
-    const reproCommand = plan.kind === 'repair' ? plan.reproCommand : 'true';
-    const suites = gate.suites.filter((suite) => failing.includes(suite.id));
-    const reproTimeoutMs = Math.max(...suites.map((suite) => parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000));
-    const label = `fixup-${fixup}`;
-    const agents = request.agents;
-    const result = await tracker.step(
-      `fix.loop:${label}`,
-      'session',
-      () =>
-        executeChild('fixLoop', {
-          workflowId: `${runId}.${label}`,
-          taskQueue,
-          ...childRecord('fix-loop', { repo: request.repo, target: request.target, parent: runId, summary: { failing, reproCommand } }),
-          args: [
-            {
-              runId,
-              repo: request.repo,
-              branch: request.heads[0]!.branch,
-              request: landingRepairRequest,
-              reproCommand,
-              reproImage: gate.image ?? defaultRunnerImage,
-              reproTimeoutMs,
-              workspace: { hostId, baseSha },
-              label,
-              reportTo: runId,
-              agents: {
-                ...(agents?.fixer ? { implementer: agents.fixer } : {}),
-                ...(agents?.ladder ? { ladder: agents.ladder } : {}),
-                ...(agents?.scriptEdits ? { scriptEdits: agents.scriptEdits } : {}),
-                ...(agents?.scriptSlowMs ? { scriptSlowMs: agents.scriptSlowMs } : {}),
-              },
-            } satisfies FixRequest,
-          ],
-        }) as Promise<FixOutcome>,
-      (value) => `${value.outcome}${value.playbookUsed ? ` (playbook ${value.playbookUsed})` : ''}: ${value.summary}`,
-    );
-    tracker.fixLoops.push({ id: `${runId}.${label}`, outcome: result.outcome, summary: result.summary, playbookUsed: result.playbookUsed, repairAttempts: result.repairAttempts, filesChanged: result.filesChanged });
-    for (const entry of result.sessions) {
-      tracker.sessions.push({ sessionId: entry.sessionId, role: result.routedTo, status: entry.status, harnessModel: entry.harnessModel, attempts: entry.attempts ?? 1 });
-    }
-    tracker.meters.agentSessions += result.meters.agentSessions;
-    tracker.meters.containersRun += result.meters.containersRun;
-    tracker.meters.inputTokens += result.meters.inputTokens;
-    tracker.meters.outputTokens += result.meters.outputTokens;
-    tracker.meters.costUsd += result.meters.costUsd;
-    return result;
-  }
-
-  function redSummary(gate: GateFile, treeSha: string, round: number): { summary: string; message: string } {
-    const red = tracker.gates.filter((record) => record.treeSha === treeSha && record.round === round && record.status !== 'passed');
-    const parts = red.map((record) => {
-      const suite = gate.suites.find((entry) => entry.id === record.suiteId);
-      const how = record.status === 'timed-out' ? `timed out after ${suite?.timeout ?? defaultSuiteTimeout}` : `exited ${record.exitCode}`;
-      return { text: `gate suite ${record.suiteId} ${how}`, log: record.logRef };
-    });
-    return {
-      summary: `${parts.map((part) => part.text).join('; ')} on tree ${treeSha.slice(0, 12)}; log: ${parts.map((part) => part.log).join(', ')}`,
-      message: parts.map((part) => part.text.replace('gate suite ', 'suite ')).join('; '),
-    };
-  }
 
   async function land(): Promise<LandingOutcome> {
     tracker.enter('validate');
@@ -351,8 +191,11 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
         repair = (fixup) => fixRedGate(gate, failing, fixup, inspected.hostId, head.headSha);
       } else {
         if (!gate.review) break;
-        const review = await reviewTree(inspected.hostId, gate.review);
-        if (review.status === 'approved') break;
+        const review = await reviewTree(pinned, inspected.hostId, gate.review);
+        if (review.status === 'approved') {
+          approvedTree = review.treeSha;
+          break;
+        }
         if (review.status === 'review-incomplete') {
           return tracker.finish('review-incomplete', `${review.summary}; nothing was merged`, { type: 'TARMAC_REVIEW_INCOMPLETE', message: `missing reviewers: ${review.missing.join(', ')}` });
         }
@@ -448,8 +291,9 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
         return tracker.finish('gate-failed', `re-gate after ${request.target} moved: ${red.summary}`, { type: 'TARMAC_GATE_FAILED', message: red.message });
       }
       if (gate.review) {
-        const review = await reviewTree(inspected.hostId, gate.review);
-        if (review.status !== 'approved') {
+        const review = await reviewTree(pinned, inspected.hostId, gate.review);
+        if (review.status === 'approved') approvedTree = review.treeSha;
+        else {
           return tracker.finish(review.status === 'review-incomplete' ? 'review-incomplete' : 'review-blocked', `review after ${request.target} moved: ${review.summary}; nothing was merged`, {
             type: review.status === 'review-incomplete' ? 'TARMAC_REVIEW_INCOMPLETE' : 'TARMAC_REVIEW_BLOCKED',
             message: review.summary,
