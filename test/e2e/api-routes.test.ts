@@ -3,9 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
+import { connectApiToTemporal } from '../../api/temporal-connection';
 import { ApiErrorCode } from '../../core/errors';
 import { loadConfig } from '../../core/config';
 import { freePort } from '../../infra/ports';
@@ -161,12 +162,13 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
     // A Temporal server of its own, stopped under a connected API: what an outage looks like.
     const dir = mkdtempSync(join(tmpdir(), 'tarmac-outage-'));
     const server = await startDevServer({ bin: findTemporalBin(process.env.TARMAC_TEMPORAL_BIN), dbFile: join(dir, 'temporal.db'), port: await freePort(), logFile: join(dir, 'temporal.log') });
-    const connection = await Connection.connect({ address: server.address });
+    const connection = await connectApiToTemporal(server.address);
     const app = await buildApp({ client: new Client({ connection }), config: stack.config });
     try {
       assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
       await server.stop();
       const error = assertError(await app.inject({ method: 'GET', url: '/v1/landings/landing-x', headers: auth }), 503, ApiErrorCode.unavailable);
+      assert.equal(String((await app.inject({ method: 'GET', url: '/v1/landings', headers: auth })).headers['retry-after']), '5', 'says when to retry');
       assert.doesNotMatch(error.message, /127\.0\.0\.1|grpc|at \w+ \(/, 'no address, library or stack in the message');
       const health = await app.inject({ method: 'GET', url: '/healthz' });
       assert.equal(health.statusCode, 503);

@@ -2,10 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import Docker from 'dockerode';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
+import { connectApiToTemporal } from '../../api/temporal-connection';
 import { loadConfig, type Config } from '../../core/config';
 import { freePort } from '../../infra/ports';
 import { findTemporalBin, startDevServer, stopChild, type DevServer } from '../../infra/temporal-server';
@@ -62,7 +63,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     TARMAC_LOG_LEVEL: 'info',
   };
   const config = loadConfig(env);
-  const connection = await Connection.connect({ address: server.address });
+  const connection = await connectApiToTemporal(server.address);
   const client = new Client({ connection, namespace: config.namespace });
   const app = await buildApp({ client, config });
   const apiPort = await freePort();
