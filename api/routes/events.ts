@@ -27,7 +27,7 @@ const StreamEventSchema = Type.Object({
 export interface EventRouteOptions {
   client: Client;
   config: Config;
-  /** How often an open stream looks for new events; default 500 ms. */
+  /** How often an open stream looks for new events; default 500 ms, backing off to 4× that while nothing happens. */
   pollMs?: number;
   /** Comment lines keep idle connections (and proxies) open; default every 15 s. */
   keepAliveMs?: number;
@@ -126,8 +126,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
 
       const logsDir = runPaths(config.dataDir, request.params.id).logs;
       const withLogs = request.query.logs !== false;
+      // A quiet run (a long gate, a paused budget) is asked less often: each idle round doubles
+      // the wait up to 4× pollMs; any event brings it back. Each ask is a query the worker answers.
+      let idleRounds = 0;
       try {
         while (open) {
+          const before = cursor;
           const state = await readJournal(handle, cursor.journal);
           for (const event of state.events) {
             cursor = { ...cursor, journal: event.seq };
@@ -152,7 +156,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
             if (open) raw.write(`event: end\ndata: ${JSON.stringify({ workflowStatus: state.workflowStatus, ...(state.outcome ? { outcome: state.outcome } : {}) })}\n\n`);
             break;
           }
-          await pause(pollMs);
+          idleRounds = cursor === before ? idleRounds + 1 : 0;
+          await pause(pollMs * 2 ** Math.min(idleRounds, 2));
         }
       } catch (error) {
         request.log.error({ err: error, runId: request.params.id }, 'event stream failed');
