@@ -268,6 +268,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         commitsAdded,
         headSha,
         logRef: dataRef(dataDir, join(paths.logs, `${step}.log`)),
+        hostId,
         gateway: {
           toolCalls: tools.toolCalls,
           commandFailures: Object.entries(tools.totalFailures).map(([command, count]) => ({ command, count })),

@@ -39,6 +39,9 @@ export const SessionLimitsSchema = Type.Object(
     network: Type.Union([Type.Literal('none'), Type.Literal('host')]),
     maxRespawns: Type.Integer({ minimum: 0, maximum: 10, description: 'respawns of one harness#model before escalating' }),
     maxAttempts: Type.Integer({ minimum: 1, maximum: 50, description: 'containers per session in all' }),
+    hostLostAfter: Type.Optional(
+      Type.String({ pattern: durationPattern, description: 'an attempt no worker of its host picks up for this long is lost-host (default "5m")' }),
+    ),
   },
   { additionalProperties: false },
 );

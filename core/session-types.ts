@@ -67,6 +67,8 @@ export interface SessionAttemptReport {
   commitsAdded: number;
   headSha: string;
   logRef: string;
+  /** The host the attempt ran on (its queue is `tarmac.host.<hostId>`). */
+  hostId?: string;
   /** What the tool gateway saw in this attempt (state is per session: it carries across attempts and restarts). */
   gateway?: { toolCalls: number; commandFailures: { command: string; count: number }[]; circuitBreakerTriggered: boolean; refusals: { tool: string; reason: string }[] };
 }

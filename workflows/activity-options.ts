@@ -31,8 +31,10 @@ export function gateSuite(suiteTimeoutMs: number): ActivityOptions {
 
 /**
  * One agent session attempt in a container; like a gate suite it heartbeats the
- * container id and a retry reattaches instead of spawning a successor.
+ * container id and a retry reattaches instead of spawning a successor. An attempt
+ * (or its retry after a dead worker) that no worker of the host picks up within
+ * `hostLostAfterMs` fails with a schedule-to-start timeout: the host is lost.
  */
-export function sessionRun(sessionTimeoutMs: number): ActivityOptions {
-  return gateSuite(sessionTimeoutMs);
+export function sessionRun(sessionTimeoutMs: number, hostLostAfterMs: number): ActivityOptions {
+  return { ...gateSuite(sessionTimeoutMs), scheduleToStartTimeout: hostLostAfterMs };
 }

@@ -1,3 +1,4 @@
+import { TimeoutType } from '@temporalio/common';
 import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { DispatchPlan } from '../activities/sessions';
@@ -24,6 +25,17 @@ import { searchAttributes } from './search-attributes';
 
 function emptyMeters(): SessionMeters {
   return { sessionsSpawned: 0, respawns: 0, escalations: 0, reattachments: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0, capsulesRun: 0, budgetPauses: 0 };
+}
+
+/** The activity was never picked up by a worker of its queue (the attempt's schedule-to-start timeout). */
+function scheduleToStartTimedOut(error: unknown): boolean {
+  const cause = (error as { cause?: { timeoutType?: unknown } }).cause;
+  return cause?.timeoutType === TimeoutType.SCHEDULE_TO_START;
+}
+
+/** What is known of an attempt whose host never ran it: nothing but that. */
+function lostHostReport(attempt: number, harnessModel: string, hostId: string, durationMs: number): SessionAttemptReport {
+  return { attempt, harnessModel, hostId, containerId: '', exitCode: null, oomKilled: false, timedOut: false, reattached: false, foundFinished: false, durationMs, sawFirstTurn: false, commitsAdded: 0, headSha: '', logRef: '' };
 }
 
 function failureOf(error: unknown): { type: string; message: string } {
@@ -157,17 +169,24 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
   async function runAttempts(): Promise<SessionOutcome> {
     try {
       state = 'preparing';
-      let hostId: string;
-      let baseSha: string;
+      let hostId = '';
+      let baseSha = '';
+      let pinned!: Activities;
       const repo = request.workspace.repo;
-      if (request.workspace.kind === 'fresh') {
-        meters.capsulesRun += 1;
-        ({ hostId, baseSha } = await shared['capsule.prepareSessionWorkspace']({ runId: request.runId, repo, ref: request.workspace.ref }));
-      } else {
-        ({ hostId, baseSha } = request.workspace);
-      }
-      const pinned = proxyActivities<Activities>({ ...sessionRun(parseDuration(plan.limits.timeout) ?? 30 * 60_000), taskQueue: hostQueue(hostId) });
-      host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
+      const workspace = request.workspace;
+      /** Where the attempts run: a workspace of the session's own (on whichever host prepares it) or the run's. */
+      const placeOnHost = async () => {
+        if (workspace.kind === 'fresh') {
+          meters.capsulesRun += 1;
+          ({ hostId, baseSha } = await shared['capsule.prepareSessionWorkspace']({ runId: request.runId, repo, ref: workspace.ref }));
+        } else {
+          ({ hostId, baseSha } = workspace);
+        }
+        const hostLostAfterMs = parseDuration(plan.limits.hostLostAfter ?? '5m') ?? 5 * 60_000;
+        pinned = proxyActivities<Activities>({ ...sessionRun(parseDuration(plan.limits.timeout) ?? 30 * 60_000, hostLostAfterMs), taskQueue: hostQueue(hostId) });
+        host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
+      };
+      await placeOnHost();
 
       state = 'running';
       for (;;) {
@@ -205,8 +224,20 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
         }
 
         const harness = plan.harnesses[harnessModel.split('#')[0]!]!;
+        // After a lost host, a session with a workspace of its own starts over on a live host.
+        if (attempts.at(-1)?.class === 'lost-host') {
+          if (workspace.kind !== 'fresh') {
+            return finish('failed', `the host ${hostId} of this run's workspace was lost; the session cannot move without it`, {
+              failure: { type: 'TARMAC_LOST_HOST', message: `no worker of host ${hostId} picked up the attempt` },
+            });
+          }
+          state = 'preparing';
+          await placeOnHost();
+          state = 'running';
+        }
         meters.sessionsSpawned += 1;
-        const report: SessionAttemptReport = await pinned['session.run']({
+        const attemptStarted = Date.now();
+        const report: SessionAttemptReport | undefined = await pinned['session.run']({
           runId: request.runId,
           sessionId: request.sessionId,
           attempt: attempts.length + 1,
@@ -218,33 +249,39 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
           repo,
           baseSha,
           ...(request.reportTo ? { reportTo: request.reportTo } : {}),
+        }).catch((error: unknown) => {
+          // No worker of the host picked the attempt up in time: the host is lost (an answer, not an error).
+          if (scheduleToStartTimedOut(error)) return undefined;
+          throw error;
         });
-        if (report.reattached) meters.reattachments += 1;
-        if (report.result) {
-          meters.inputTokens += report.result.usage.inputTokens;
-          meters.outputTokens += report.result.usage.outputTokens;
-          meters.costUsd += report.result.usage.costUsd;
+        const hostLost = report === undefined;
+        const seen: SessionAttemptReport = report ?? lostHostReport(attempts.length + 1, harnessModel, hostId, Date.now() - attemptStarted);
+        if (seen.reattached) meters.reattachments += 1;
+        if (seen.result) {
+          meters.inputTokens += seen.result.usage.inputTokens;
+          meters.outputTokens += seen.result.usage.outputTokens;
+          meters.costUsd += seen.result.usage.costUsd;
         }
         let attemptClass: AttemptClass = classifySession({
-          exitCode: report.exitCode,
-          oomKilled: report.oomKilled,
-          timedOut: report.timedOut,
-          hostLost: false,
-          sawFirstTurn: report.sawFirstTurn,
-          result: report.result ? 'valid' : report.resultProblem === 'result.json is missing' ? 'missing' : 'invalid',
+          exitCode: seen.exitCode,
+          oomKilled: seen.oomKilled,
+          timedOut: seen.timedOut,
+          hostLost,
+          sawFirstTurn: seen.sawFirstTurn,
+          result: seen.result ? 'valid' : seen.resultProblem === 'result.json is missing' ? 'missing' : 'invalid',
           // The activity read the result, so it is collected even when the container had finished unseen.
           collected: true,
           budgetExceeded: false,
         });
-        if (report.foundFinished) {
-          decisions.push({ afterAttempt: report.attempt, action: 'collect', reason: 'found the session finished (done-undelivered) and collected its result' });
+        if (seen.foundFinished) {
+          decisions.push({ afterAttempt: seen.attempt, action: 'collect', reason: 'found the session finished (done-undelivered) and collected its result' });
         }
         // Trust the evidence, not the claim: code roles must have added commits.
-        if (attemptClass === 'delivered' && rolesThatMustCommit.includes(request.role) && report.commitsAdded < 1) attemptClass = 'no-evidence';
-        attempts.push({ ...report, class: attemptClass });
+        if (attemptClass === 'delivered' && rolesThatMustCommit.includes(request.role) && seen.commitsAdded < 1) attemptClass = 'no-evidence';
+        attempts.push({ ...seen, class: attemptClass });
         metrics.sessionAttempt(attemptClass, request.role);
-        if (report.result) metrics.tokens(request.role, report.result.usage.inputTokens, report.result.usage.outputTokens);
-        await reportEvent({ type: 'classified', attempt: report.attempt, harnessModel, class: attemptClass });
+        if (seen.result) metrics.tokens(request.role, seen.result.usage.inputTokens, seen.result.usage.outputTokens);
+        await reportEvent({ type: 'classified', attempt: seen.attempt, harnessModel, class: attemptClass });
 
         const decision = decideNext({
           attempts: attempts.map((entry) => ({ harnessModel: entry.harnessModel, class: entry.class as AttemptClass })),
@@ -254,27 +291,27 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
           live: false,
         });
         decisions.push({
-          afterAttempt: report.attempt,
+          afterAttempt: seen.attempt,
           action: decision.action,
           ...('harnessModel' in decision ? { harnessModel: decision.harnessModel } : {}),
           reason: 'reason' in decision ? decision.reason : `${attemptClass} on ${harnessModel}`,
         });
         switch (decision.action) {
           case 'done':
-            return finish('delivered', `${harnessModel} delivered after ${attempts.length} attempt(s)${report.commitsAdded ? ` with ${report.commitsAdded} commit(s)` : ''}: ${report.result?.summary ?? ''}`, {
-              ...(report.result ? { result: report.result } : {}),
-              headSha: report.headSha,
+            return finish('delivered', `${harnessModel} delivered after ${attempts.length} attempt(s)${seen.commitsAdded ? ` with ${seen.commitsAdded} commit(s)` : ''}: ${seen.result?.summary ?? ''}`, {
+              ...(seen.result ? { result: seen.result } : {}),
+              headSha: seen.headSha,
               recipeVersion: plan.recipeVersion,
             });
           case 'respawn':
             meters.respawns += 1;
             harnessModel = decision.harnessModel;
-            await reportEvent({ type: 'respawned', attempt: report.attempt + 1, harnessModel });
+            await reportEvent({ type: 'respawned', attempt: seen.attempt + 1, harnessModel });
             break;
           case 'escalate':
             meters.escalations += 1;
             harnessModel = decision.harnessModel;
-            await reportEvent({ type: 'escalated', attempt: report.attempt + 1, harnessModel });
+            await reportEvent({ type: 'escalated', attempt: seen.attempt + 1, harnessModel });
             break;
           case 'give-up':
             return finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, { recipeVersion: plan.recipeVersion });

@@ -217,4 +217,32 @@ describe('agentSession on the real stack (script harness in containers)', () => 
     assert.equal(outcome.meters.reattachments, 1);
     assert.equal(await containersCreated(stack.docker, since, `tarmac.session=${body.sessionId}`), 1);
   });
+
+  it('a host that dies mid-session and stays gone → lost-host → the session starts over on another host and delivers', async () => {
+    const body = request({
+      harnessModel: 'script#slow',
+      ladder: ['script#slow'],
+      limits: { hostLostAfter: '5s' },
+      task: { prompt: 'slow review', slowMs: 12_000, files: ['src/extra.js'] },
+    });
+    const handle = await start(body);
+    await runningContainer(stack.docker, [`tarmac.session=${body.sessionId}`], 'the first attempt to run on test-host', 60_000);
+    // A second host joins; then the first one dies and does not come back.
+    await stack.startExtraWorker({ TARMAC_HOST_ID: 'test-host-b' });
+    await stack.killWorker('SIGKILL');
+    try {
+      const outcome = (await handle.result()) as SessionOutcome;
+      assert.equal(outcome.status, 'delivered', outcome.summary);
+      assert.deepEqual(classes(outcome), ['lost-host', 'delivered']);
+      assert.deepEqual(actions(outcome), ['respawn', 'done']);
+      assert.deepEqual(
+        outcome.attempts.map((attempt) => attempt.hostId),
+        ['test-host', 'test-host-b'],
+        'the first attempt was lost with its host; the second ran on the live one',
+      );
+      assert.equal(outcome.meters.respawns, 1);
+    } finally {
+      await stack.startWorker();
+    }
+  });
 });

@@ -24,6 +24,8 @@ export interface Stack {
   apiUrl: string;
   worker(): ChildProcess;
   startWorker(): Promise<void>;
+  /** Another worker process, e.g. a second host (`TARMAC_HOST_ID`); stopped with the stack. */
+  startExtraWorker(overrides: Record<string, string>): Promise<ChildProcess>;
   killWorker(signal?: NodeJS.Signals): Promise<void>;
   /** Authenticated JSON request to the real HTTP API. */
   api(method: string, path: string, body?: unknown, token?: string | null): Promise<{ status: number; body: any }>;
@@ -73,13 +75,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 
   let worker: ChildProcess | undefined;
   const workerLog = join(tmpdir(), `tarmac-test-worker-${basename(dataDir)}.log`);
-  const startWorker = async () => {
+  const extraWorkers: ChildProcess[] = [];
+  /** Spawns a worker process and waits until it says it started; its output goes to a log kept after the test. */
+  const spawnWorker = async (overrides: Record<string, string> = {}): Promise<ChildProcess> => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bin/tarmac.ts'), 'worker'], {
       cwd: root,
-      env,
+      env: { ...env, ...overrides },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    worker = child;
     let output = '';
     await new Promise<void>((ready, fail) => {
       const timer = setTimeout(() => fail(new Error(`worker did not start in 120 s:\n${output}`)), 120_000);
@@ -94,11 +97,15 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       child.stderr?.on('data', onData);
       child.once('exit', (code) => fail(new Error(`worker exited (${code}) before it started:\n${output}`)));
     });
-    // Keep draining output (to a log kept after the test, for post-mortems) so the child never blocks on a full pipe.
+    // Keep draining output so the child never blocks on a full pipe.
     const log = createWriteStream(workerLog, { flags: 'a' });
     log.write(output);
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
+    return child;
+  };
+  const startWorker = async () => {
+    worker = await spawnWorker();
   };
   await startWorker();
 
@@ -122,6 +129,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     apiUrl,
     worker: () => worker!,
     startWorker,
+    async startExtraWorker(overrides: Record<string, string>) {
+      const child = await spawnWorker({ TARMAC_WORKER_METRICS_PORT: '0', ...overrides });
+      extraWorkers.push(child);
+      return child;
+    },
     async killWorker(signal: NodeJS.Signals = 'SIGKILL') {
       if (!worker || worker.exitCode !== null || worker.signalCode !== null) return;
       const exited = new Promise((done) => worker!.once('exit', done));
@@ -132,6 +144,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     async stop() {
       await app.close();
       if (worker) await stopChild(worker, 20_000);
+      for (const child of extraWorkers) await stopChild(child, 20_000);
       await connection.close();
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
