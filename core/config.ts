@@ -34,8 +34,10 @@ export interface Config {
   repoAllow: readonly string[];
   /** `TARMAC_API_RATE_LIMIT`, default `120`: requests per minute per client on the unauthenticated paths (`/healthz`, `/metrics`, `/docs`). */
   apiRateLimit: number;
-  /** `TARMAC_WORKER_METRICS_PORT`, default `0` (off): the worker serves Prometheus metrics (Tarmac's and the Temporal SDK's) on 127.0.0.1 at this port. */
+  /** `TARMAC_WORKER_METRICS_PORT`, default `0` (off): the worker serves Prometheus metrics (Tarmac's and the Temporal SDK's) at this port. */
   workerMetricsPort: number;
+  /** `TARMAC_WORKER_METRICS_HOST`, default `127.0.0.1`: the address the worker's metrics endpoint binds (`0.0.0.0` in containers). */
+  workerMetricsHost: string;
   /** `TARMAC_WORKER_METRICS_URL`: the API's `/metrics` appends this worker's metrics (`tarmac dev` sets it). Default none. */
   workerMetricsUrl?: string;
   /** `TARMAC_DOCKER_SOCKET`, default `/var/run/docker.sock`. */
@@ -130,6 +132,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiRateLimit,
     repoAllow,
     workerMetricsPort: port('TARMAC_WORKER_METRICS_PORT', 0),
+    workerMetricsHost: text('TARMAC_WORKER_METRICS_HOST', '127.0.0.1'),
     ...(workerMetricsUrl ? { workerMetricsUrl } : {}),
     dockerSocket: text('TARMAC_DOCKER_SOCKET', '/var/run/docker.sock'),
     logLevel: logLevel as Config['logLevel'],

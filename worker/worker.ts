@@ -26,7 +26,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
         // One Prometheus endpoint for the SDK's worker metrics and Tarmac's own (emitted by
         // workflows and activities through the SDK's metric meter, never during replay).
         ...(config.workerMetricsPort > 0
-          ? { metrics: { prometheus: { bindAddress: `127.0.0.1:${config.workerMetricsPort}`, countersTotalSuffix: true } } }
+          ? { metrics: { prometheus: { bindAddress: `${config.workerMetricsHost}:${config.workerMetricsPort}`, countersTotalSuffix: true } } }
           : {}),
       },
     });
@@ -51,7 +51,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
     activities,
   });
   logger.info(
-    { taskQueue: config.taskQueue, hostQueue: hostQueue(config.hostId), ...(config.workerMetricsPort > 0 ? { metrics: `http://127.0.0.1:${config.workerMetricsPort}/metrics` } : {}) },
+    { taskQueue: config.taskQueue, hostQueue: hostQueue(config.hostId), ...(config.workerMetricsPort > 0 ? { metrics: `http://${config.workerMetricsHost}:${config.workerMetricsPort}/metrics` } : {}) },
     'worker started',
   );
   const done = Promise.all([shared.run(), host.run()]).then(async () => {

@@ -29,6 +29,9 @@ describe('docker-compose.yml (validated by the compose tool)', () => {
     const worker = rendered.slice(rendered.indexOf('\n  worker:'));
     assert.match(worker, /\/var\/run\/docker\.sock:\/var\/run\/docker\.sock/);
     assert.match(worker, /\/srv\/tarmac-data:\/srv\/tarmac-data/);
+    assert.match(worker, /TARMAC_WORKER_METRICS_PORT: ["']?9464/, 'each worker serves its metrics');
+    const api = rendered.slice(rendered.indexOf('\n  api:'), rendered.indexOf('\n  postgresql:'));
+    assert.match(api, /\/srv\/tarmac-data:\/srv\/tarmac-data:ro/, 'the API reads run logs for the live events, read-only');
   });
 
   it('refuses to render without API tokens, naming the variable', () => {
