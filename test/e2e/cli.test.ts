@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { freePort } from '../../infra/ports';
@@ -145,6 +148,20 @@ describe('tarmac CLI against the real stack', () => {
     assert.match(status.stdout, /^outcome: landed — /m);
     const json = await tarmac(['status', id, '--json'], { apiUrl: stack.apiUrl });
     assert.equal(JSON.parse(json.stdout).outcome.mergedSha, merged, '--json prints the API record');
+  });
+
+  it('npm run demo, then land --watch on exactly that repository: merged, exit 0', async () => {
+    // The README's walk-through, verbatim: the demo script makes the repo, the CLI lands its branch.
+    const dir = mkdtempSync(join(tmpdir(), 'tarmac-demo-'));
+    const url = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'scripts/demo-repo.ts'), dir], { encoding: 'utf8' }).trim();
+    assert.match(url, /^file:\/\/.*demo\.git$/);
+    const run = await tarmac(['land', url, 'feature/greeting', '--onto', 'main', '--watch'], { apiUrl: stack.apiUrl });
+    assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+    assert.deepEqual(phasesOf(run), ['validate', 'prepare', 'rebase', 'questions', 'gate', 'verify', 'queue', 'merge', 'cleanup', 'done']);
+    assert.match(run.stdout, /^\[\+\d+:\d\d\] outcome landed: /m);
+    const bare = fileURLToPath(url);
+    assert.equal(branchHead(bare, 'main'), branchHead(bare, 'feature/greeting'), 'main on the demo origin is the landed head');
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('on a terminal, land --watch redraws one block in place and ends on the whole picture', { skip: !hasScript && 'script(1) is not installed' }, async () => {
