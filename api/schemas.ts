@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { executionStatuses } from '../core/visibility-query';
 import { LandingPhase, LandingStatus } from '../core/types';
+import { BudgetSchema } from '../core/recipe-schemas';
 
 export const ErrorSchema = Type.Object(
   {
@@ -38,9 +39,21 @@ export const LandingCreateSchema = Type.Object(
             ),
           ),
           scriptSlowMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000, description: 'script harness only: delay of slow agents' })),
+          scriptUsage: Type.Optional(
+            Type.Object(
+              { inputTokens: Type.Integer({ minimum: 0 }), outputTokens: Type.Integer({ minimum: 0 }), costUsd: Type.Number({ minimum: 0 }) },
+              { additionalProperties: false, description: 'script harness only: the usage scripted agents report' },
+            ),
+          ),
         },
         { additionalProperties: false },
       ),
+    ),
+    budget: Type.Optional(
+      Type.Partial(BudgetSchema, {
+        additionalProperties: false,
+        description: "the landing's budget, shared by all its agent sessions; each field defaults to recipes/limits.json budget",
+      }),
     ),
   },
   { additionalProperties: false },
@@ -88,6 +101,13 @@ export const LandingViewSchema = Type.Object({
   meters: Type.Record(Type.String(), Type.Number()),
   pendingQuestions: Type.Array(Type.Object({ id: Type.String(), question: Type.String() })),
   reviews: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'review panels: verdict, REVIEW_CACHE status, restored reviewers' }),
+  budget: Type.Optional(
+    Type.Object(
+      { tokens: Type.Number(), costUsd: Type.Number(), sessions: Type.Number(), wallMs: Type.Number(), onExhausted: Type.String() },
+      { description: "the landing's budget, shared by its sessions (as extended so far)" },
+    ),
+  ),
+  pausedFor: Type.Optional(Type.String({ description: 'set while the landing waits for POST /v1/runs/:id/budget: the limit that was crossed' })),
   outcome: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 });
 

@@ -83,6 +83,10 @@ export function eventLine(event: WatchEvent, state: WatchState, options: LineOpt
       return event.answer !== undefined
         ? `${at} answered ${event.id}: ${event.answer === '' ? '(empty: stop)' : event.answer}`
         : `${at} question ${event.id}: ${event.question} — answer with: tarmac answer ${state.runId} "<text>"`;
+    case 'budget':
+      return event.state === 'paused'
+        ? `${at} budget spent (${event.reason}): paused — extend with POST /v1/runs/${state.runId}/budget {"action":"extend",…} or stop with {"action":"stop"}`
+        : `${at} budget ${event.state}: ${event.reason}`;
     case 'outcome':
       return `${at} outcome ${event.status}: ${event.summary}`;
     case 'log':

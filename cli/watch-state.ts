@@ -70,6 +70,7 @@ const requiredStrings: Record<RunEvent['kind'], string[]> = {
   cache: ['treeSha', 'cache'],
   meters: [],
   question: ['id', 'question'],
+  budget: ['state', 'reason'],
   outcome: ['status', 'summary'],
 };
 
@@ -159,6 +160,9 @@ export function applyEvent(state: WatchState, event: WatchEvent): WatchState {
       next.questions = [...others, { id: event.id, question: event.question, ...(event.answer !== undefined ? { answer: event.answer } : {}) }];
       break;
     }
+    case 'budget':
+      // Shown as a line; the display's state needs nothing more.
+      break;
     case 'outcome':
       next.outcome = { ...state.outcome, status: event.status, summary: event.summary };
       break;

@@ -22,6 +22,8 @@ export const FailureType = {
   invalidRequest: 'TARMAC_INVALID_REQUEST',
   /** The run's manifest is missing or unreadable. */
   manifestInvalid: 'TARMAC_MANIFEST_INVALID',
+  /** The run's budget is spent and it was told to stop (recipe `onExhausted: stop`, or an operator). */
+  budgetExhausted: 'TARMAC_BUDGET_EXHAUSTED',
 } as const;
 
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];

@@ -21,6 +21,7 @@ export const RunEventKind = {
   cache: 'cache',
   meters: 'meters',
   question: 'question',
+  budget: 'budget',
   outcome: 'outcome',
 } as const;
 export type RunEventKind = (typeof RunEventKind)[keyof typeof RunEventKind];
@@ -56,6 +57,7 @@ export type RunEventBody =
   | { kind: 'cache'; treeSha: string; cache: 'hit' | 'partial' | 'miss'; restored: string[] }
   | { kind: 'meters'; meters: Meters }
   | { kind: 'question'; id: string; question: string; answer?: string }
+  | { kind: 'budget'; state: 'paused' | 'extended' | 'stopped'; reason: string }
   | { kind: 'outcome'; status: string; summary: string };
 
 /** One journal event: its number in the run, when it was recorded, and what happened. */

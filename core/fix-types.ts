@@ -1,5 +1,7 @@
 /** Types of fix loops. Pure data. */
 import type { Intent } from '../workflows/policies/intent';
+import type { Budget } from './recipe-schemas';
+import type { Usage } from './session-result';
 
 export interface FixRequest {
   /** Workflow id of the loop; its workspace is `runs/<runId>/worktree`. */
@@ -21,7 +23,11 @@ export interface FixRequest {
     scriptTask?: { command?: string; pauseMs?: number };
     /** Script harness only: how long slow scripted agents wait (tests of restarts mid-session). */
     scriptSlowMs?: number;
+    /** Script harness only: the usage scripted agents report (tests of budgets). */
+    scriptUsage?: Usage;
   };
+  /** Budget of the loop's sessions together (a landing passes what is left of its own); default each session's recipe budget. */
+  budget?: Partial<Budget>;
   /**
    * Inside a landing: work in the landing's workspace (`runs/<runId>/worktree` on that host, from
    * that commit). The loop then makes no workspace and no branch of its own, and leaves cleanup and

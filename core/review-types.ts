@@ -1,5 +1,5 @@
 /** Types of review panels. Pure data. */
-import type { Panel } from './recipe-schemas';
+import type { Budget, Panel } from './recipe-schemas';
 import type { MergedFinding } from '../workflows/policies/quorum';
 
 export interface PanelRequest {
@@ -18,6 +18,8 @@ export interface PanelRequest {
   quorum?: number;
   /** Workflow id whose event journal hears the cache status and the reviewers' sessions. */
   reportTo?: string;
+  /** Budget of the reviewers together (split evenly among those that run); default each session's recipe budget. */
+  budget?: Partial<Budget>;
 }
 
 export type CacheStatus = 'hit' | 'partial' | 'miss';

@@ -1,3 +1,6 @@
+import type { Budget } from './recipe-schemas';
+import type { Usage } from './session-result';
+
 /**
  * Types shared by workflows, activities and the API. Pure data only: this file is
  * imported by workflow code, so it must not import Node builtins.
@@ -20,6 +23,11 @@ export interface LandingRequest {
   requestedTargetSha?: string;
   /** Agents for the judgment steps; default the first rung of the recipe ladder. */
   agents?: LandingAgents;
+  /**
+   * The landing's budget, shared by every session it starts (resolved by the API: the recipe's
+   * budget with the request's overrides). Without it each session has its own recipe budget.
+   */
+  budget?: Budget;
 }
 
 export interface LandingAgents {
@@ -33,6 +41,8 @@ export interface LandingAgents {
   scriptEdits?: { file: string; find?: string; replace: string }[];
   /** Script harness only: how long slow scripted agents wait (tests of restarts mid-session). */
   scriptSlowMs?: number;
+  /** Script harness only: the usage scripted agents report (tests of budgets). */
+  scriptUsage?: Usage;
 }
 
 export const LandingPhase = {
@@ -64,6 +74,7 @@ export const LandingStatus = {
   needsDecision: 'needs-decision',
   targetMoved: 'target-moved',
   verifyFailed: 'verify-failed',
+  budgetExhausted: 'budget-exhausted',
   failed: 'failed',
   cancelled: 'cancelled',
 } as const;
@@ -153,5 +164,8 @@ export interface LandingStatusView {
   reviews: ReviewRecord[];
   /** Questions waiting for an answer (the `answer` update). */
   pendingQuestions: { id: string; question: string }[];
+  /** The landing's budget (when it has one) and, while paused for it, which limit was crossed. */
+  budget?: { tokens: number; costUsd: number; sessions: number; wallMs: number; onExhausted: 'pause' | 'stop' };
+  pausedFor?: string;
   outcome?: LandingOutcome;
 }

@@ -18,7 +18,7 @@ import {
 import { capsule, sessionRun } from './activity-options';
 import { budgetUpdate, runEventSignal, sessionStatusQuery } from './messages';
 import { metrics } from './metrics';
-import { budgetExhausted, type BudgetLimits } from './policies/budget';
+import { budgetCommandProblem, budgetExhausted, extendBudget, type BudgetLimits } from './policies/budget';
 import { classifySession } from './policies/session-classifier';
 import { decideNext, type AttemptClass } from './policies/session-policy';
 import { searchAttributes } from './search-attributes';
@@ -79,12 +79,8 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
     },
     {
       validator: (command: BudgetCommand) => {
-        if (command?.action === 'stop') return;
-        if (command?.action !== 'extend') throw new Error('action must be "extend" or "stop"');
-        const amounts = [command.tokens, command.costUsd, command.sessions, command.wallMs];
-        if (amounts.every((value) => value === undefined)) throw new Error('extend needs at least one of tokens, costUsd, sessions, wallMs');
-        if (amounts.some((value) => value !== undefined && !(typeof value === 'number' && value > 0))) throw new Error('extensions must be positive numbers');
-        if (!pausedFor) throw new Error('the run is not paused for its budget');
+        const problem = budgetCommandProblem(command, pausedFor !== undefined);
+        if (problem) throw new Error(problem);
       },
     },
   );
@@ -213,13 +209,7 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
             decisions.push({ afterAttempt: attempts.length, action: 'stop', reason: 'stopped by an operator while paused for budget' });
             return finish('budget-exhausted', `stopped by an operator: the run budget was exhausted (${spent})`);
           }
-          budget = {
-            ...limits,
-            tokens: limits.tokens + (command.tokens ?? 0),
-            costUsd: limits.costUsd + (command.costUsd ?? 0),
-            sessions: limits.sessions + (command.sessions ?? 0),
-            wallMs: limits.wallMs + (command.wallMs ?? 0),
-          };
+          budget = extendBudget(limits, command);
           decisions.push({ afterAttempt: attempts.length, action: 'resume', reason: 'budget extended' });
         }
 

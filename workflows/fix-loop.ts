@@ -1,10 +1,12 @@
 import { CancellationScope, executeChild, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { FixOutcome, FixRequest } from '../core/fix-types';
+import { parseDuration } from '../core/duration';
 import { hostQueue } from '../core/queues';
 import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule, gateSuite } from './activity-options';
 import { fixLoopStatusQuery } from './messages';
+import { budgetExhausted, budgetLeft, type BudgetLimits } from './policies/budget';
 import { classifyIntent, roleFor, type Intent } from './policies/intent';
 import { childRecord } from './search-attributes';
 
@@ -89,6 +91,21 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     return { exitCode: result.exitCode, logRef: result.logRef };
   }
 
+  /** The loop's budget as limits, when it was given one in full (a landing gives what it has left). */
+  function loopBudget(): { limits: BudgetLimits; onExhausted: 'pause' | 'stop' } | undefined {
+    const budget = request.budget;
+    if (!budget || budget.tokens === undefined || budget.costUsd === undefined || budget.sessions === undefined || budget.wall === undefined) return undefined;
+    return { limits: { tokens: budget.tokens, costUsd: budget.costUsd, sessions: budget.sessions, wallMs: parseDuration(budget.wall) ?? 8 * 3_600_000 }, onExhausted: budget.onExhausted ?? 'stop' };
+  }
+  const loopSpend = () => ({ ...state.meters, sessionsSpawned: state.meters.agentSessions, wallTimeMs: Date.now() - started });
+
+  /** The loop's sessions share its budget: each gets what the earlier ones left. */
+  function sessionBudget(): { budget?: SessionRequest['budget'] } {
+    const whole = loopBudget();
+    if (!whole) return request.budget ? { budget: request.budget } : {};
+    return { budget: { ...budgetLeft(loopSpend(), whole.limits), onExhausted: whole.onExhausted } };
+  }
+
   async function agent(prompt: string, name: string): Promise<SessionOutcome> {
     const sessionId = label ? `${label}-${name}` : name;
     const harnessModel = (routedTo === 'architect' ? request.agents?.architect : request.agents?.implementer) ?? '';
@@ -108,10 +125,12 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
             ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}),
             ...(request.agents?.scriptTask ?? {}),
             ...(request.agents?.scriptSlowMs ? { slowMs: request.agents.scriptSlowMs } : {}),
+            ...(request.agents?.scriptUsage ? { reportUsage: request.agents.scriptUsage } : {}),
           },
           workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
           ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
           ...(request.reportTo ? { reportTo: request.reportTo } : {}),
+          ...sessionBudget(),
         } satisfies SessionRequest,
       ],
     })) as SessionOutcome;
@@ -161,6 +180,10 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     for (let attempt = 0; attempt <= maxRepairs; attempt += 1) {
       state.phase = attempt === 0 ? 'edit' : 'repair';
       if (attempt > 0) state.repairAttempts += 1;
+      // A spent budget ends the loop before another agent starts (what it fixed so far stays).
+      const whole = loopBudget();
+      const spent = whole ? budgetExhausted(loopSpend(), whole.limits) : undefined;
+      if (spent) return finish('exhausted', `the budget is spent (${spent}) after ${attempt} agent round(s); \`${reproCommand}\` still exits ${failure.exitCode}`, 'budget-exhausted');
       const tail = await host['fix.logTail']({ logRef: failure.logRef });
       const before = await host['capsule.workspaceHead']({ runId: request.runId, since: baseSha });
       await agent(

@@ -1,14 +1,16 @@
-import { condition, executeChild, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, condition, executeChild, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { parseDuration } from '../core/duration';
+import { FailureType } from '../core/errors';
 import type { FixOutcome, FixRequest } from '../core/fix-types';
 import { defaultRunnerImage, defaultSuiteTimeout, type GateFile } from '../core/gate-file';
 import { hostQueue } from '../core/queues';
 import type { PanelRequest, PanelVerdict } from '../core/review-types';
-import type { SessionOutcome, SessionRequest } from '../core/session-types';
+import type { BudgetCommand, SessionOutcome, SessionRequest } from '../core/session-types';
 import type { LandingRequest } from '../core/types';
 import { gateSuite } from './activity-options';
 import type { LandingTracker } from './landing-tracker';
+import { budgetExhausted, budgetLeft, extendBudget } from './policies/budget';
 import { landingRepairRequest } from './policies/intent';
 import { repairPlan } from './policies/repair-plan';
 import { gateVerdict } from './policies/supersedes';
@@ -19,6 +21,8 @@ export interface LandingStepContext {
   taskQueue: string;
   request: LandingRequest;
   tracker: LandingTracker;
+  /** The operator's answer to a budget pause (the `budget` update), when one is waiting. */
+  budgetControl: { pending?: BudgetCommand };
 }
 
 /**
@@ -26,10 +30,38 @@ export interface LandingStepContext {
  * questions, each recorded in the tracker (step list, meters, journal). `landing.ts`
  * keeps the control flow; these keep the bookkeeping of one step each.
  */
-export function landingSteps({ runId, taskQueue, request, tracker }: LandingStepContext) {
+export function landingSteps({ runId, taskQueue, request, tracker, budgetControl }: LandingStepContext) {
+  const startedAt = Date.now();
+
+  /**
+   * Before a child that may start agent sessions: what is left of the landing's budget, to
+   * hand to it. Spent → `stop` ends the landing (budget-exhausted); `pause` waits for an
+   * operator to extend or stop it (`POST /v1/runs/<id>/budget`). No budget → the child's own.
+   */
+  async function budgetForChild(): Promise<SessionRequest['budget'] | undefined> {
+    for (;;) {
+      const limits = tracker.budget;
+      if (!limits) return undefined;
+      const { meters } = tracker;
+      const spentSoFar = { inputTokens: meters.inputTokens, outputTokens: meters.outputTokens, costUsd: meters.costUsd, sessionsSpawned: meters.agentSessions, wallTimeMs: Date.now() - startedAt };
+      const spent = budgetExhausted(spentSoFar, limits);
+      if (!spent) return { ...budgetLeft(spentSoFar, limits), onExhausted: 'stop' };
+      if (limits.onExhausted === 'stop') throw ApplicationFailure.create({ type: FailureType.budgetExhausted, message: `the landing's budget is spent (${spent})`, nonRetryable: true });
+      tracker.pausedFor = spent;
+      tracker.journal.record({ kind: 'budget', state: 'paused', reason: spent });
+      await condition(() => budgetControl.pending !== undefined);
+      const command = budgetControl.pending!;
+      budgetControl.pending = undefined;
+      tracker.pausedFor = undefined;
+      tracker.journal.record({ kind: 'budget', state: command.action === 'stop' ? 'stopped' : 'extended', reason: command.action === 'stop' ? 'stopped by an operator' : 'extended by an operator' });
+      if (command.action === 'stop') throw ApplicationFailure.create({ type: FailureType.budgetExhausted, message: `stopped by an operator while paused for its budget (${spent})`, nonRetryable: true });
+      tracker.budget = extendBudget(limits, command);
+    }
+  }
   /** Runs an agent session as a child workflow on this run's workspace. */
   async function session(role: 'resolver' | 'fixer', sessionId: string, baseSha: string, hostId: string, task: SessionRequest['task']): Promise<SessionOutcome> {
     const harnessModel = (role === 'resolver' ? request.agents?.resolver : request.agents?.fixer) ?? '';
+    const budget = await budgetForChild();
     const result = await tracker.step(`session.${role}:${sessionId}`, 'session', () =>
       executeChild('agentSession', {
         workflowId: `${runId}.${sessionId}`,
@@ -44,6 +76,7 @@ export function landingSteps({ runId, taskQueue, request, tracker }: LandingStep
             task,
             workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
             reportTo: runId,
+            ...(budget ? { budget } : {}),
             ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
           } satisfies SessionRequest,
         ],
@@ -87,6 +120,7 @@ export function landingSteps({ runId, taskQueue, request, tracker }: LandingStep
 
   /** Runs the review panel on the workspace head's tree (a child workflow; the cache makes repeats free). */
   async function reviewTree(host: Activities, pinnedHost: string, review: NonNullable<GateFile['review']>): Promise<PanelVerdict> {
+    const budget = await budgetForChild();
     tracker.enter('review');
     const facts = await tracker.step('capsule.changedFiles', 'capsule', () => host['capsule.changedFiles']({ runId, targetSha: tracker.facts.targetSha! }));
     const current = { headSha: tracker.facts.headSha!, treeSha: tracker.facts.treeSha! };
@@ -98,7 +132,7 @@ export function landingSteps({ runId, taskQueue, request, tracker }: LandingStep
           workflowId: `${runId}.review-${tracker.reviews.length + 1}`,
           taskQueue,
           ...childRecord('review-panel', { repo: request.repo, target: request.target, parent: runId, summary: { panel: review.panel, treeSha: current.treeSha } }),
-          args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId } satisfies PanelRequest],
+          args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId, ...(budget ? { budget } : {}) } satisfies PanelRequest],
         }) as Promise<PanelVerdict>,
       (value) => `${value.status}; REVIEW_CACHE=${value.cache}${value.restored.length ? ` (restored: ${value.restored.join(', ')})` : ''}`,
     );
@@ -124,6 +158,7 @@ export function landingSteps({ runId, taskQueue, request, tracker }: LandingStep
     const reproTimeoutMs = Math.max(...suites.map((suite) => parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000));
     const label = `fixup-${fixup}`;
     const agents = request.agents;
+    const budget = await budgetForChild();
     const result = await tracker.step(
       `fix.loop:${label}`,
       'session',
@@ -144,11 +179,13 @@ export function landingSteps({ runId, taskQueue, request, tracker }: LandingStep
               workspace: { hostId, baseSha },
               label,
               reportTo: runId,
+              ...(budget ? { budget } : {}),
               agents: {
                 ...(agents?.fixer ? { implementer: agents.fixer } : {}),
                 ...(agents?.ladder ? { ladder: agents.ladder } : {}),
                 ...(agents?.scriptEdits ? { scriptEdits: agents.scriptEdits } : {}),
                 ...(agents?.scriptSlowMs ? { scriptSlowMs: agents.scriptSlowMs } : {}),
+                ...(agents?.scriptUsage ? { scriptUsage: agents.scriptUsage } : {}),
               },
             } satisfies FixRequest,
           ],

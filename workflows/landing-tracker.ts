@@ -34,6 +34,9 @@ export class LandingTracker {
   readonly fixLoops: NonNullable<LandingOutcome['fixLoops']> = [];
   readonly reviews: NonNullable<LandingOutcome['reviews']> = [];
   outcome?: LandingOutcome;
+  /** The landing's budget (from the request) and, while paused for it, the limit that was crossed. */
+  budget?: NonNullable<LandingStatusView['budget']>;
+  pausedFor?: string;
   /** Numbered events for the live stream: phases, steps, gates, sessions, cache, meters, questions. */
   readonly journal = new RunJournal();
   private readonly startedAt = Date.now();
@@ -133,6 +136,8 @@ export class LandingTracker {
       gates: [...this.gates],
       reviews: [...this.reviews],
       pendingQuestions: this.questions.filter((question) => question.answer === undefined).map(({ id, question }) => ({ id, question })),
+      ...(this.budget ? { budget: { ...this.budget } } : {}),
+      ...(this.pausedFor ? { pausedFor: this.pausedFor } : {}),
       ...(this.outcome ? { outcome: this.outcome } : {}),
     };
   }

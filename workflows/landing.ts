@@ -1,13 +1,16 @@
 import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { parseDuration } from '../core/duration';
 import { FailureType } from '../core/errors';
+import type { BudgetCommand } from '../core/session-types';
 import { gateFilePath } from '../core/gate-file';
 import { hostQueue } from '../core/queues';
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { capsule } from './activity-options';
 import { landingSteps } from './landing-steps';
 import { LandingTracker } from './landing-tracker';
-import { admittedSignal, answerUpdate, eventsQuery, landingStatusQuery, releaseSignal, runEventSignal } from './messages';
+import { budgetCommandProblem } from './policies/budget';
+import { admittedSignal, answerUpdate, budgetUpdate, eventsQuery, landingStatusQuery, releaseSignal, runEventSignal } from './messages';
 
 /** The failure type and message of an activity failure, read from its cause. */
 function failureOf(error: unknown): { type?: string; message: string } {
@@ -28,7 +31,12 @@ const maxResolverSessions = 5;
 export async function landing(request: LandingRequest): Promise<LandingOutcome> {
   const { workflowId: runId, taskQueue } = workflowInfo();
   const tracker = new LandingTracker(runId, request);
-  const { session, ask, runGate, reviewTree, fixRedGate, redSummary } = landingSteps({ runId, taskQueue, request, tracker });
+  const budgetControl: { pending?: BudgetCommand } = {};
+  if (request.budget) {
+    const { tokens, costUsd, sessions, wall, onExhausted } = request.budget;
+    tracker.budget = { tokens, costUsd, sessions, wallMs: parseDuration(wall) ?? 8 * 3_600_000, onExhausted };
+  }
+  const { session, ask, runGate, reviewTree, fixRedGate, redSummary } = landingSteps({ runId, taskQueue, request, tracker, budgetControl });
   setHandler(landingStatusQuery, () => tracker.view());
   setHandler(eventsQuery, ({ after, limit } = {}) => tracker.journal.page(after, limit));
   // Sessions and review panels working for this landing report their lifecycle here.
@@ -50,6 +58,23 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     },
   );
 
+  // The landing's budget, shared by its sessions: paused when spent, until extended or stopped.
+  setHandler(
+    budgetUpdate,
+    (command) => {
+      budgetControl.pending = command;
+      return { accepted: true, budget: tracker.budget };
+    },
+    {
+      validator: (command: BudgetCommand) => {
+        // A landing takes `stop` only while paused: running, it has no budget decision to make.
+        const paused = tracker.pausedFor !== undefined;
+        const problem = command?.action === 'stop' && !paused ? 'the landing is not paused for its budget' : budgetCommandProblem(command, paused);
+        if (problem) throw new Error(problem);
+      },
+    },
+  );
+
   const queue: { id?: string; admitted: boolean } = { admitted: false };
   /** The tree the review panel last approved (null: a panel is configured but nothing approved yet). */
   let approvedTree: string | null = null;
@@ -66,6 +91,9 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
   } catch (error) {
     if (isCancellation(error)) {
       outcome = tracker.finish('cancelled', `cancelled in phase ${tracker.phase}; nothing was merged by this run`);
+    } else if ((error as { type?: string }).type === FailureType.budgetExhausted) {
+      const message = (error as Error).message;
+      outcome = tracker.finish('budget-exhausted', `${message}; stopped in phase ${tracker.phase}; nothing was merged`, { type: FailureType.budgetExhausted, message });
     } else {
       const failure = failureOf(error);
       outcome = tracker.finish('failed', `failed in phase ${tracker.phase}: ${failure.message}`, { type: failure.type ?? 'TARMAC_INTERNAL', message: failure.message });

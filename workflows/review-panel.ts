@@ -7,6 +7,7 @@ import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule } from './activity-options';
 import { panelStatusQuery, runEventSignal } from './messages';
 import { metrics } from './metrics';
+import { budgetShare } from './policies/budget';
 import { childRecord } from './search-attributes';
 import { decidePanel, type ReviewerReport } from './policies/quorum';
 
@@ -71,6 +72,12 @@ export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
 
   status.state = 'reviewing';
   status.running = misses.map((miss) => miss.harnessModel);
+  // Reviewers run side by side: each gets an equal share of the panel's budget.
+  const given = request.budget;
+  const reviewerBudget: SessionRequest['budget'] | undefined =
+    given && given.tokens !== undefined && given.costUsd !== undefined && given.sessions !== undefined && given.wall !== undefined
+      ? { ...budgetShare({ tokens: given.tokens, costUsd: given.costUsd, sessions: given.sessions, wall: given.wall }, misses.length), onExhausted: given.onExhausted ?? 'stop' }
+      : given;
   await Promise.all(
     misses.map(async ({ harnessModel }) => {
       const outcome = (await executeChild('agentSession', {
@@ -87,6 +94,7 @@ export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
             task: { prompt: panel.prompt, files },
             workspace: { kind: 'run', repo: request.repo, hostId, baseSha: headSha },
             ...(request.reportTo ? { reportTo: request.reportTo } : {}),
+            ...(reviewerBudget ? { budget: reviewerBudget } : {}),
           } satisfies SessionRequest,
         ],
       })) as SessionOutcome;

@@ -58,7 +58,9 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       const repo = await normaliseRepo(request.body.repo, config.repoAllow);
       const { targetSha, heads } = await resolveHeads(repo, target, branches);
       const id = landingId(repo, target, heads);
-      const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha, ...(agents ? { agents } : {}) };
+      // The landing's budget is resolved now, so the run keeps what was in force when it was asked for.
+      const budget = { ...recipes.limits.budget, ...request.body.budget };
+      const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha, ...(agents ? { agents } : {}), budget };
       let duplicate = false;
       try {
         await client.workflow.start('landing', {
@@ -150,6 +152,8 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
         gates: view?.gates ?? outcome?.gates ?? [],
         meters: { ...(view?.meters ?? outcome?.meters ?? {}) },
         pendingQuestions: view?.pendingQuestions ?? [],
+        ...(view?.budget ? { budget: { ...view.budget } } : {}),
+        ...(view?.pausedFor ? { pausedFor: view.pausedFor } : {}),
         reviews: (view?.reviews ?? outcome?.reviews ?? []).map((review) => ({ ...review })),
         ...(outcome ? { outcome: { ...outcome } } : {}),
       };

@@ -190,6 +190,57 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     assert.equal(branchHead(repo.path, 'main'), before);
   });
 
+  describe('a landing-wide budget shared by its sessions', () => {
+    // The gate wants FIXED = 2; the scripted fixer writes 1 and reports 600 tokens a session.
+    const budgetRepo = () =>
+      createFixtureRepo({
+        base: { 'check.sh': 'test "$(cat FIXED 2>/dev/null)" = 2 || { echo "FIXED is not 2"; exit 4; }\n', '.config/tarmac/land-gate.json': gate({ fixup: { maxRounds: 2 } }) },
+        branches: [{ name: 'feature/b', commits: [{ message: 'feature', files: { 'feature.txt': 'b\n' } }] }],
+      });
+    const spender = {
+      fixer: 'script#fixer',
+      ladder: ['script#fixer'],
+      scriptEdits: [{ file: 'FIXED', replace: '1\n' }],
+      scriptUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0 },
+    };
+    const pausedView = (id: string) =>
+      waitFor(() => stack.api('GET', `/v1/landings/${id}`), (view) => view.body?.pausedFor !== undefined || view.body?.workflowStatus !== 'RUNNING', 180_000, `landing ${id} to pause for its budget`);
+
+    it('spent after the first fixup round → pauses; an operator extends it → the second round runs', async () => {
+      const id = await land({ repo: budgetRepo().url, branches: ['feature/b'], target: 'main', agents: spender, budget: { tokens: 500, onExhausted: 'pause' } });
+      const paused = await pausedView(id);
+      assert.match(paused.body.pausedFor, /^tokens: 600 used of 500$/, JSON.stringify(paused.body.outcome ?? paused.body.pausedFor));
+      assert.equal(paused.body.budget.tokens, 500);
+      assert.equal(paused.body.phase, 'fixup', 'it waits at the start of the second fixup round, not inside a session');
+      assert.deepEqual(paused.body.steps.filter((step: { name: string }) => step.name.startsWith('fix.loop:')).map((step: { name: string }) => step.name), ['fix.loop:fixup-1']);
+      // The first round's fix loop stopped itself before a second agent: its budget was the landing's.
+      const firstLoop = (await stack.client.workflow.getHandle(`${id}.fixup-1`).result()) as { outcome: string; failureType: string; sessions: unknown[] };
+      assert.deepEqual([firstLoop.outcome, firstLoop.failureType, firstLoop.sessions.length], ['exhausted', 'budget-exhausted', 1]);
+      const extended = await stack.api('POST', `/v1/runs/${id}/budget`, { action: 'extend', tokens: 10_000 });
+      assert.equal(extended.status, 200, JSON.stringify(extended.body));
+      const view = await finished(id);
+      assert.equal(view.outcome.status, 'fixup-failed', view.outcome.summary);
+      assert.equal(view.outcome.fixLoops.length, 2, 'the second round ran after the extension');
+      assert.equal(view.budget.tokens, 10_500);
+    });
+
+    it('onExhausted stop, or an operator who stops the paused landing → budget-exhausted; nothing merged', async () => {
+      const stopRepo = budgetRepo();
+      const before = branchHead(stopRepo.path, 'main');
+      const stopped = await finished(await land({ repo: stopRepo.url, branches: ['feature/b'], target: 'main', agents: spender, budget: { tokens: 500, onExhausted: 'stop' } }));
+      assert.equal(stopped.outcome.status, 'budget-exhausted', stopped.outcome.summary);
+      assert.match(stopped.outcome.summary, /tokens: 600 used of 500/);
+      assert.equal(branchHead(stopRepo.path, 'main'), before);
+
+      const id = await land({ repo: budgetRepo().url, branches: ['feature/b'], target: 'main', agents: spender, budget: { tokens: 500 } });
+      await pausedView(id);
+      assert.equal((await stack.api('POST', `/v1/runs/${id}/budget`, { action: 'stop' })).status, 200);
+      const view = await finished(id);
+      assert.equal(view.outcome.status, 'budget-exhausted', view.outcome.summary);
+      assert.match(view.outcome.summary, /stopped by an operator/);
+    });
+  });
+
   it('a landing that edits the gate file waits for an answer: non-empty continues, empty ends needs-decision', async () => {
     const edits = (name: string) =>
       createFixtureRepo({
