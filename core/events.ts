@@ -40,7 +40,7 @@ export const SessionEventType = {
 export type SessionEventType = (typeof SessionEventType)[keyof typeof SessionEventType];
 
 export type RunEventBody =
-  | { kind: 'phase'; phase: LandingPhase }
+  | { kind: 'phase'; phase: LandingPhase | string }
   | { kind: 'step'; name: string; status: 'started' | 'done' | 'failed'; detail?: string }
   | { kind: 'gate'; suiteId: string; status: string; exitCode: number | null; treeSha: string; round: number; logRef: string; durationMs: number }
   | {

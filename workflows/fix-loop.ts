@@ -5,9 +5,10 @@ import { parseDuration } from '../core/duration';
 import { hostQueue } from '../core/queues';
 import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule, gateSuite } from './activity-options';
-import { fixLoopStatusQuery } from './messages';
+import { eventsQuery, fixLoopStatusQuery, runEventSignal } from './messages';
 import { budgetExhausted, budgetLeft, type BudgetLimits } from './policies/budget';
 import { classifyIntent, roleFor, type Intent } from './policies/intent';
+import { RunJournal } from './run-journal';
 import { childRecord } from './search-attributes';
 
 const defaultRepro: Record<Intent, string> = {
@@ -45,6 +46,14 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
   };
   const done: { outcome?: FixOutcome } = {};
   setHandler(fixLoopStatusQuery, () => ({ ...state, intent, routedTo, reproCommand, ...(done.outcome ? { outcome: done.outcome } : {}) }));
+  // Its own live events (GET /v1/runs/:id/events): phases, repro runs, its sessions, the outcome.
+  const journal = new RunJournal();
+  setHandler(eventsQuery, ({ after, limit } = {}) => journal.page(after, limit));
+  setHandler(runEventSignal, ({ key, ...event }) => journal.record(event, key));
+  const enter = (phase: string) => {
+    state.phase = phase;
+    journal.record({ kind: 'phase', phase });
+  };
 
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
   let host: Activities | undefined;
@@ -76,6 +85,8 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     state.meters.containersRun += 1;
     const timeoutMs = request.reproTimeoutMs ?? 10 * 60_000;
     const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(hostId) });
+    const step = `repro#${round}`;
+    journal.record({ kind: 'step', name: step, status: 'started' });
     const head = await host!['capsule.workspaceHead']({ runId: request.runId, since: baseSha });
     const result = await runner['gate.runSuite']({
       runId: request.runId,
@@ -88,6 +99,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
       round,
     });
     state.reproExitCode = result.exitCode;
+    journal.record({ kind: 'step', name: step, status: result.exitCode === 0 ? 'done' : 'failed', detail: `\`${reproCommand}\` exited ${result.exitCode ?? 'none (timed out)'}; log ${result.logRef}` });
     return { exitCode: result.exitCode, logRef: result.logRef };
   }
 
@@ -129,7 +141,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
           },
           workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
           ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
-          ...(request.reportTo ? { reportTo: request.reportTo } : {}),
+          reportTo: request.reportTo ?? workflowInfo().workflowId,
           ...sessionBudget(),
         } satisfies SessionRequest,
       ],
@@ -155,21 +167,21 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
 
     if (routedTo === 'architect') {
-      state.phase = 'answer';
+      enter('answer');
       const answer = await agent(request.request, 'architect-1');
       return finish(answer.status === 'delivered' ? 'answered' : 'failed', answer.result?.summary ?? answer.summary, answer.status === 'delivered' ? null : 'agent-failed');
     }
 
-    state.phase = 'discover';
+    enter('discover');
     let failure = await repro();
     if (failure.exitCode === 0) return finish('nothing-to-fix', `\`${reproCommand}\` already exits 0; nothing to fix`);
 
-    state.phase = 'playbook';
+    enter('playbook');
     state.meters.capsulesRun += 1;
     const playbook = await host['fix.applyPlaybook']({ runId: request.runId, logRef: failure.logRef });
     if (playbook) {
       state.playbookUsed = playbook.playbookId;
-      state.phase = 'verify';
+      enter('verify');
       failure = await repro();
       if (failure.exitCode === 0) return finish('fixed', `playbook ${playbook.playbookId}: ${playbook.summary}; \`${reproCommand}\` now exits 0`);
       state.verifyFailed = true;
@@ -178,7 +190,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     const maxRepairs = request.maxRepairs ?? limits.maxRepairs;
     let idleRounds = 0;
     for (let attempt = 0; attempt <= maxRepairs; attempt += 1) {
-      state.phase = attempt === 0 ? 'edit' : 'repair';
+      enter(attempt === 0 ? 'edit' : 'repair');
       if (attempt > 0) state.repairAttempts += 1;
       // A spent budget ends the loop before another agent starts (what it fixed so far stays).
       const whole = loopBudget();
@@ -197,7 +209,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
         if (idleRounds >= 2) return finish('thrashing', `${idleRounds} rounds changed nothing on disk; \`${reproCommand}\` still exits ${failure.exitCode}`, 'thrashing');
         continue;
       }
-      state.phase = 'verify';
+      enter('verify');
       failure = await repro();
       if (failure.exitCode === 0) return finish('fixed', `\`${reproCommand}\` exits 0 after ${attempt + 1} agent round(s)`);
       state.verifyFailed = true;
@@ -231,5 +243,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     if (host) await host['capsule.recordOutcome']({ outcome: record as never, name: 'fix-outcome' }).catch(() => undefined);
     return record;
   });
+  journal.record({ kind: 'outcome', status: done.outcome.outcome, summary: done.outcome.summary });
+  journal.finished = true;
   return done.outcome;
 }

@@ -5,9 +5,10 @@ import { hostQueue } from '../core/queues';
 import type { CacheStatus, PanelRequest, PanelVerdict } from '../core/review-types';
 import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule } from './activity-options';
-import { panelStatusQuery, runEventSignal } from './messages';
+import { eventsQuery, panelStatusQuery, runEventSignal } from './messages';
 import { metrics } from './metrics';
 import { budgetShare } from './policies/budget';
+import { RunJournal } from './run-journal';
 import { childRecord } from './search-attributes';
 import { decidePanel, type ReviewerReport } from './policies/quorum';
 
@@ -19,8 +20,15 @@ const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
  * it arrives (before any quorum check) → quorum → verdict with merged findings.
  * A reviewer that errs is missing, never "no findings".
  */
-export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
+export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal): Promise<PanelVerdict> {
   const { workflowId, taskQueue } = workflowInfo();
+  // Its own live events (GET /v1/runs/:id/events) when it runs on its own: cache, sessions, verdict.
+  const journal = ownJournal ?? new RunJournal();
+  if (!ownJournal) {
+    setHandler(eventsQuery, ({ after, limit } = {}) => journal.page(after, limit));
+    setHandler(runEventSignal, ({ key, ...event }) => journal.record(event, key));
+  }
+  const reportTo = input.reportTo ?? workflowId;
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
   const request = input;
   if (input.fresh) {
@@ -30,8 +38,9 @@ export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
     const facts = await pinned['capsule.diffFacts']({ runId: input.runId, base: input.fresh.baseSha });
     const { fresh: _fresh, ...rest } = input;
     try {
-      return await reviewPanel({ ...rest, hostId, ...facts });
+      return await reviewPanel({ ...rest, hostId, ...facts }, journal);
     } finally {
+      journal.finished = true;
       await CancellationScope.nonCancellable(() => pinned['capsule.cleanupRun']({ runId: input.runId }).catch(() => undefined));
     }
   }
@@ -61,6 +70,8 @@ export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
     await getExternalWorkflowHandle(request.reportTo)
       .signal(runEventSignal, { kind: 'cache', treeSha, cache, restored: status.restored, key: `${workflowId}:cache` })
       .catch(() => undefined);
+  } else {
+    journal.record({ kind: 'cache', treeSha, cache, restored: status.restored });
   }
 
   const reports = new Map<string, ReviewerReport>();
@@ -93,7 +104,7 @@ export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
             ladder: [harnessModel],
             task: { prompt: panel.prompt, files },
             workspace: { kind: 'run', repo: request.repo, hostId, baseSha: headSha },
-            ...(request.reportTo ? { reportTo: request.reportTo } : {}),
+            reportTo,
             ...(reviewerBudget ? { budget: reviewerBudget } : {}),
           } satisfies SessionRequest,
         ],
@@ -140,5 +151,7 @@ export async function reviewPanel(input: PanelRequest): Promise<PanelVerdict> {
   };
   status.state = 'done';
   status.verdict = verdict;
+  journal.record({ kind: 'outcome', status: verdict.status, summary: verdict.summary });
+  journal.finished = true;
   return verdict;
 }

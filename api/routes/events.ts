@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { WorkflowNotFoundError } from '@temporalio/common';
+import { QueryNotRegisteredError } from '@temporalio/client';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Config } from '../../core/config';
 import { ApiErrorCode } from '../../core/errors';
 import { formatCursor, parseCursor, startCursor, type EventCursor } from '../../core/event-cursor';
 import type { RunEvent } from '../../core/events';
-import type { LandingOutcome, LandingStatusView } from '../../core/types';
-import { eventsQuery, landingStatusQuery } from '../../workflows/messages';
+import { eventsQuery } from '../../workflows/messages';
 import { runPaths } from '../../activities/run-store';
 import { ApiError } from '../errors';
 import { readNewLogLines } from '../run-logs';
@@ -47,127 +47,142 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
     for (const end of [...streams]) end();
   });
 
-  app.get(
-    '/landings/:id/events',
-    {
-      schema: {
-        summary: 'Live events of a landing (Server-Sent Events), resumable with Last-Event-ID',
-        description:
-          'Events: phase, step, gate, session, cache, meters, question, outcome (journal events, JSON in `data`), `log` ({file, line, at}) and a final `end` ({workflowStatus, outcome}). ' +
-          'Each event id is a cursor; reconnect with the header Last-Event-ID (or the query parameter `after`) set to the last id received to continue with no gap and no repeat.',
-        params: LandingIdParams,
-        querystring: Type.Object({
-          after: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'Resume after this event id (same as Last-Event-ID; the header wins).' })),
-          logs: Type.Optional(Type.Boolean({ default: true, description: 'Include runner log lines.' })),
-        }),
-        headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 8192 })) }),
-        // Only the stream itself is text/event-stream: errors are answered before it opens, as JSON.
-        response: {
-          200: { description: 'the event stream', content: { 'text/event-stream': { schema: StreamEventSchema } } },
-          400: ErrorSchema,
-          401: ErrorSchema,
-          404: ErrorSchema,
-          // A long Last-Event-ID together with a long `after` can exceed Node's 16 KiB request head.
-          431: ErrorSchema,
-          500: ErrorSchema,
+  for (const { path, what } of [
+    { path: '/landings/:id/events', what: 'a landing' },
+    { path: '/runs/:id/events', what: 'a run (landing, standalone review panel or fix loop)' },
+  ]) {
+    app.get(
+      path,
+      {
+        schema: {
+          summary: `Live events of ${what} (Server-Sent Events), resumable with Last-Event-ID`,
+          description:
+            'Events: phase, step, gate, session, cache, meters, question, outcome (journal events, JSON in `data`), `log` ({file, line, at}) and a final `end` ({workflowStatus, outcome}). ' +
+            'Each event id is a cursor; reconnect with the header Last-Event-ID (or the query parameter `after`) set to the last id received to continue with no gap and no repeat.',
+          params: LandingIdParams,
+          querystring: Type.Object({
+            after: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'Resume after this event id (same as Last-Event-ID; the header wins).' })),
+            logs: Type.Optional(Type.Boolean({ default: true, description: 'Include runner log lines.' })),
+          }),
+          headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 8192 })) }),
+          // Only the stream itself is text/event-stream: errors are answered before it opens, as JSON.
+          response: {
+            200: { description: 'the event stream', content: { 'text/event-stream': { schema: StreamEventSchema } } },
+            400: ErrorSchema,
+            401: ErrorSchema,
+            404: ErrorSchema,
+            // A long Last-Event-ID together with a long `after` can exceed Node's 16 KiB request head.
+            431: ErrorSchema,
+            500: ErrorSchema,
+          },
         },
       },
-    },
-    async (request, reply) => {
-      const resumeFrom = request.headers['last-event-id'] ?? request.query.after;
-      let cursor: EventCursor = startCursor();
-      if (resumeFrom !== undefined) {
-        const parsed = parseCursor(resumeFrom);
-        const field = request.headers['last-event-id'] !== undefined ? 'Last-Event-ID' : 'after';
-        if (!parsed) throw new ApiError(400, ApiErrorCode.validation, `${field} is not an event id of this stream`, { field });
-        cursor = parsed;
-      }
-      const handle = client.workflow.getHandle(request.params.id);
-      try {
-        await handle.describe();
-      } catch (error) {
-        if (error instanceof WorkflowNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no landing ${request.params.id}`);
-        throw error;
-      }
+      async (request, reply) => {
+        const resumeFrom = request.headers['last-event-id'] ?? request.query.after;
+        let cursor: EventCursor = startCursor();
+        if (resumeFrom !== undefined) {
+          const parsed = parseCursor(resumeFrom);
+          const field = request.headers['last-event-id'] !== undefined ? 'Last-Event-ID' : 'after';
+          if (!parsed) throw new ApiError(400, ApiErrorCode.validation, `${field} is not an event id of this stream`, { field });
+          cursor = parsed;
+        }
+        const handle = client.workflow.getHandle(request.params.id);
+        let running: boolean;
+        try {
+          running = (await handle.describe()).status.name === 'RUNNING';
+        } catch (error) {
+          if (error instanceof WorkflowNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no ${path.startsWith('/landings') ? 'landing' : 'run'} ${request.params.id}`);
+          throw error;
+        }
+        // Sessions, nightlies and queues keep no journal: say so before the stream opens.
+        if (running) {
+          try {
+            await handle.query(eventsQuery, { after: cursor.journal, limit: 1 });
+          } catch (error) {
+            if (error instanceof QueryNotRegisteredError) throw new ApiError(404, ApiErrorCode.notFound, `run ${request.params.id} has no event stream (only landings, review panels and fix loops do); GET /v1/runs/${request.params.id} shows its status`);
+            throw error;
+          }
+        }
 
-      reply.hijack();
-      const raw = reply.raw;
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
-      raw.write(`retry: 2000\n\n`);
-
-      let open = true;
-      let wake: (() => void) | undefined;
-      const end = () => {
-        if (!open) return;
-        open = false;
-        streams.delete(end);
-        wake?.();
-        raw.end();
-      };
-      streams.add(end);
-      request.raw.on('close', end);
-      const keepAlive = setInterval(() => open && raw.write(': keep-alive\n\n'), keepAliveMs);
-      const pause = (ms: number) =>
-        new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, ms);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
+        reply.hijack();
+        const raw = reply.raw;
+        raw.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
         });
-      const send = (event: string, data: unknown) => {
-        if (open) raw.write(`id: ${formatCursor(cursor)}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-      };
+        raw.write(`retry: 2000\n\n`);
 
-      const logsDir = runPaths(config.dataDir, request.params.id).logs;
-      const withLogs = request.query.logs !== false;
-      // A quiet run (a long gate, a paused budget) is asked less often: each idle round doubles
-      // the wait up to 4× pollMs; any event brings it back. Each ask is a query the worker answers.
-      let idleRounds = 0;
-      try {
-        while (open) {
-          const before = cursor;
-          const state = await readJournal(handle, cursor.journal);
-          for (const event of state.events) {
-            cursor = { ...cursor, journal: event.seq };
-            send(event.kind, event);
-          }
-          if (withLogs) {
-            for (const line of await readNewLogLines(logsDir, cursor.logs)) {
-              cursor = { ...cursor, logs: { ...cursor.logs, [line.file]: line.offsetAfter } };
-              send('log', { file: line.file, line: line.line, ...(line.at ? { at: line.at } : {}) });
+        let open = true;
+        let wake: (() => void) | undefined;
+        const end = () => {
+          if (!open) return;
+          open = false;
+          streams.delete(end);
+          wake?.();
+          raw.end();
+        };
+        streams.add(end);
+        request.raw.on('close', end);
+        const keepAlive = setInterval(() => open && raw.write(': keep-alive\n\n'), keepAliveMs);
+        const pause = (ms: number) =>
+          new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, ms);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        const send = (event: string, data: unknown) => {
+          if (open) raw.write(`id: ${formatCursor(cursor)}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+        };
+
+        const logsDir = runPaths(config.dataDir, request.params.id).logs;
+        const withLogs = request.query.logs !== false;
+        // A quiet run (a long gate, a paused budget) is asked less often: each idle round doubles
+        // the wait up to 4× pollMs; any event brings it back. Each ask is a query the worker answers.
+        let idleRounds = 0;
+        try {
+          while (open) {
+            const before = cursor;
+            const state = await readJournal(handle, cursor.journal);
+            for (const event of state.events) {
+              cursor = { ...cursor, journal: event.seq };
+              send(event.kind, event);
             }
-          }
-          if (state.more) continue;
-          if (state.closed) {
-            // Logs are complete once the run has ended: one last read so none is left behind.
             if (withLogs) {
               for (const line of await readNewLogLines(logsDir, cursor.logs)) {
                 cursor = { ...cursor, logs: { ...cursor.logs, [line.file]: line.offsetAfter } };
                 send('log', { file: line.file, line: line.line, ...(line.at ? { at: line.at } : {}) });
               }
             }
-            // No id: `end` is not a resume point (a client that reconnects after it gets `end` again).
-            if (open) raw.write(`event: end\ndata: ${JSON.stringify({ workflowStatus: state.workflowStatus, ...(state.outcome ? { outcome: state.outcome } : {}) })}\n\n`);
-            break;
+            if (state.more) continue;
+            if (state.closed) {
+              // Logs are complete once the run has ended: one last read so none is left behind.
+              if (withLogs) {
+                for (const line of await readNewLogLines(logsDir, cursor.logs)) {
+                  cursor = { ...cursor, logs: { ...cursor.logs, [line.file]: line.offsetAfter } };
+                  send('log', { file: line.file, line: line.line, ...(line.at ? { at: line.at } : {}) });
+                }
+              }
+              // No id: `end` is not a resume point (a client that reconnects after it gets `end` again).
+              if (open) raw.write(`event: end\ndata: ${JSON.stringify({ workflowStatus: state.workflowStatus, ...(state.outcome ? { outcome: state.outcome } : {}) })}\n\n`);
+              break;
+            }
+            idleRounds = cursor === before ? idleRounds + 1 : 0;
+            await pause(pollMs * 2 ** Math.min(idleRounds, 2));
           }
-          idleRounds = cursor === before ? idleRounds + 1 : 0;
-          await pause(pollMs * 2 ** Math.min(idleRounds, 2));
+        } catch (error) {
+          request.log.error({ err: error, runId: request.params.id }, 'event stream failed');
+          if (open) raw.write(`event: error\ndata: ${JSON.stringify({ code: ApiErrorCode.internal, message: 'the event stream failed; reconnect with Last-Event-ID' })}\n\n`);
+        } finally {
+          clearInterval(keepAlive);
+          end();
         }
-      } catch (error) {
-        request.log.error({ err: error, runId: request.params.id }, 'event stream failed');
-        if (open) raw.write(`event: error\ndata: ${JSON.stringify({ code: ApiErrorCode.internal, message: 'the event stream failed; reconnect with Last-Event-ID' })}\n\n`);
-      } finally {
-        clearInterval(keepAlive);
-        end();
-      }
-    },
-  );
+      },
+    );
+  }
 };
 
 interface JournalState {
@@ -177,8 +192,11 @@ interface JournalState {
   /** The run has finished and every journal event has been read. */
   closed: boolean;
   workflowStatus: string;
-  outcome?: LandingOutcome;
+  outcome?: RunOutcome;
 }
+
+/** What a run returns: a landing's outcome, a panel's verdict, a fix loop's outcome. */
+type RunOutcome = Record<string, unknown>;
 
 /**
  * The journal after `after`. While the run is open, a failed query (no worker right now)
@@ -190,15 +208,15 @@ async function readJournal(handle: WorkflowHandle, after: number): Promise<Journ
     const page = await handle.query(eventsQuery, { after });
     const more = page.lastSeq > after + page.events.length;
     if (!page.finished || more) return { events: page.events, more, closed: false, workflowStatus: 'RUNNING' };
-    const view = await handle.query(landingStatusQuery).catch((): LandingStatusView | undefined => undefined);
-    const workflowStatus = (await handle.describe()).status.name;
     // The journal is complete when the outcome is recorded; the workflow closes a moment later.
-    return { events: page.events, more: false, closed: true, workflowStatus: workflowStatus === 'RUNNING' ? 'COMPLETED' : workflowStatus, ...(view?.outcome ? { outcome: view.outcome } : {}) };
+    const workflowStatus = (await handle.describe()).status.name;
+    const outcome = workflowStatus === 'RUNNING' || workflowStatus === 'COMPLETED' ? ((await handle.result()) as RunOutcome) : undefined;
+    return { events: page.events, more: false, closed: true, workflowStatus: workflowStatus === 'RUNNING' ? 'COMPLETED' : workflowStatus, ...(outcome ? { outcome } : {}) };
   } catch (error) {
     const description = await handle.describe();
     if (description.status.name === 'RUNNING') return { events: [], more: false, closed: false, workflowStatus: 'RUNNING' };
     if (description.status.name === 'COMPLETED') {
-      const outcome = (await handle.result()) as LandingOutcome;
+      const outcome = (await handle.result()) as RunOutcome;
       return { events: [], more: false, closed: true, workflowStatus: 'COMPLETED', outcome };
     }
     if (['FAILED', 'TERMINATED', 'TIMED_OUT', 'CANCELLED'].includes(description.status.name)) {

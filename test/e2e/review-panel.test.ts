@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { branchHead, createFixtureRepo, gateFile, type Files } from '../../infra/fixture-repo';
 import { findingsCachePath } from '../../workflows/policies/findings-cache-key';
-import { containersCreated, startStack, waitFor, type Stack } from '../helpers/stack';
+import { readEvents } from '../helpers/sse';
+import { containersCreated, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 /** Every repo made from these files has the same trees: the cache is keyed by tree, not by repo. */
 function reviewedRepo(panel: string, feature: Files, base: Files = {}) {
@@ -161,6 +162,15 @@ describe('POST /v1/reviews: a panel on its own', () => {
     assert.equal(run.body.result.cache, 'miss');
     assert.deepEqual(run.body.result.blocking.map((finding: { file: string }) => finding.file), ['src/debug.js']);
     assert.equal(existsSync(join(stack.dataDir, 'runs', created.body.id, 'worktree')), false, 'its workspace was cleaned up');
+
+    // Its own live events: the cache status, each reviewer's session, the verdict.
+    const events = await readEvents(`${stack.apiUrl}/v1/runs/${created.body.id}/events?logs=false`, testToken, { stop: (event) => event.event === 'end' });
+    const of = (kind: string) => events.filter((event) => event.event === kind).map((event) => event.data);
+    assert.deepEqual(of('cache').map((event) => event.cache), ['miss']);
+    const delivered = of('session').filter((event) => event.type === 'delivered').map((event) => event.sessionId);
+    assert.equal(new Set(delivered).size, 3, `three reviewers delivered: ${delivered.join(', ')}`);
+    assert.deepEqual(of('outcome').map((event) => event.status), ['changes-requested']);
+    assert.equal(events.at(-1)!.data.outcome.status, 'changes-requested');
   });
 
   it('refuses an unknown panel and a missing head branch, naming the field', async () => {

@@ -3,7 +3,8 @@ import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import type { FixOutcome } from '../../core/fix-types';
 import { createFixtureRepo, type Files } from '../../infra/fixture-repo';
-import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { readEvents } from '../helpers/sse';
+import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 /** Fix-loop scenarios, each from a fresh fixture repo, judged by files on disk and the outcome metadata. */
 describe('fix loop scenarios', () => {
@@ -15,13 +16,13 @@ describe('fix loop scenarios', () => {
     await stack?.stop();
   });
 
-  async function fix(files: Files, body: Record<string, unknown>): Promise<{ outcome: FixOutcome; repoPath: string; base: string }> {
+  async function fix(files: Files, body: Record<string, unknown>): Promise<{ outcome: FixOutcome; repoPath: string; base: string; id: string }> {
     const repo = createFixtureRepo({ base: files });
     const base = execFileSync('git', ['-C', repo.path, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
     const created = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'main', ...body });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, 'the fix loop');
-    return { outcome: run.body.result as FixOutcome, repoPath: repo.path, base };
+    return { outcome: run.body.result as FixOutcome, repoPath: repo.path, base, id: created.body.id as string };
   }
   /** Runs a command in the runner image on the fix branch's tree, as the gate would. */
   function runOnBranch(repoPath: string, branch: string, command: string): number {
@@ -50,6 +51,31 @@ describe('fix loop scenarios', () => {
     assert.equal(outcome.sessions.length, 0, 'no agent was needed');
     assert.ok(outcome.fixBranch);
     assert.equal(runOnBranch(repoPath, outcome.fixBranch, 'make up'), 0, '`make up` exits 0 on the fix branch');
+  });
+
+  it('a fix loop has its own live events: GET /v1/runs/:id/events shows its phases, repro runs, log lines and outcome', async () => {
+    const { outcome, id } = await fix({ Makefile: 'test:\n\ttrue\n', 'scripts/up.sh': 'echo services are up\n' }, { request: 'the app does not start with make up' });
+    assert.equal(outcome.outcome, 'fixed', outcome.summary);
+    const events = await readEvents(`${stack.apiUrl}/v1/runs/${id}/events`, testToken, { stop: (event) => event.event === 'end' });
+    const of = (kind: string) => events.filter((event) => event.event === kind).map((event) => event.data);
+    assert.deepEqual(of('phase').map((event) => event.phase), ['discover', 'playbook', 'verify']);
+    assert.deepEqual(
+      of('step').map((event) => `${event.name}:${event.status}`),
+      ['repro#1:started', 'repro#1:failed', 'repro#2:started', 'repro#2:done'],
+    );
+    assert.ok(of('log').some((event) => /No rule to make target 'up'/.test(event.line)), 'the failing repro’s output is on the stream');
+    assert.ok(of('log').some((event) => event.line === 'services are up'), 'and the fixed one’s');
+    assert.deepEqual(of('outcome').map((event) => event.status), ['fixed']);
+    assert.equal(events.at(-1)!.data.outcome.outcome, 'fixed');
+    // A run that keeps no journal says so instead of streaming nothing.
+    const session = await stack.client.workflow.start('targetQueue', { workflowId: `queue-probe-${id}`, taskQueue: stack.config.taskQueue, args: [{ waiting: [], admitted: 0 }] });
+    try {
+      const none = await stack.api('GET', `/v1/runs/${session.workflowId}/events`);
+      assert.equal(none.status, 404);
+      assert.match(none.body.error.message, /has no event stream/);
+    } finally {
+      await session.terminate('probe done');
+    }
   });
 
   it('`make check` calls `npm run typecheck`, which package.json lacks → fixed; the test files are untouched', async () => {
