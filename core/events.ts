@@ -11,7 +11,7 @@
  * Journal events are recorded by the workflow itself, numbered 1, 2, 3… in its durable state,
  * so their numbers survive worker restarts and a resumed stream neither skips nor repeats one.
  */
-import type { LandingPhase, Meters } from './types';
+import type { Meters } from './types';
 
 export const RunEventKind = {
   phase: 'phase',
@@ -40,7 +40,7 @@ export const SessionEventType = {
 export type SessionEventType = (typeof SessionEventType)[keyof typeof SessionEventType];
 
 export type RunEventBody =
-  | { kind: 'phase'; phase: LandingPhase | string }
+  | { kind: 'phase'; /** A landing's phase (`LandingPhase`), or a fix loop's (discover, playbook, edit, repair, verify, answer). */ phase: string }
   | { kind: 'step'; name: string; status: 'started' | 'done' | 'failed'; detail?: string }
   | { kind: 'gate'; suiteId: string; status: string; exitCode: number | null; treeSha: string; round: number; logRef: string; durationMs: number }
   | {
