@@ -140,6 +140,14 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
 
         const logsDir = runPaths(config.dataDir, request.params.id).logs;
         const withLogs = request.query.logs !== false;
+        /** Every complete log line written since the cursor, each as an event that advances it. */
+        const sendNewLogLines = async () => {
+          if (!withLogs) return;
+          for (const line of await readNewLogLines(logsDir, cursor.logs)) {
+            cursor = { ...cursor, logs: { ...cursor.logs, [line.file]: line.offsetAfter } };
+            send('log', { file: line.file, line: line.line, ...(line.at ? { at: line.at } : {}) });
+          }
+        };
         // A quiet run (a long gate, a paused budget) is asked less often: each idle round doubles
         // the wait up to 4× pollMs; any event brings it back. Each ask is a query the worker answers.
         let idleRounds = 0;
@@ -151,21 +159,11 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
               cursor = { ...cursor, journal: event.seq };
               send(event.kind, event);
             }
-            if (withLogs) {
-              for (const line of await readNewLogLines(logsDir, cursor.logs)) {
-                cursor = { ...cursor, logs: { ...cursor.logs, [line.file]: line.offsetAfter } };
-                send('log', { file: line.file, line: line.line, ...(line.at ? { at: line.at } : {}) });
-              }
-            }
+            await sendNewLogLines();
             if (state.more) continue;
             if (state.closed) {
               // Logs are complete once the run has ended: one last read so none is left behind.
-              if (withLogs) {
-                for (const line of await readNewLogLines(logsDir, cursor.logs)) {
-                  cursor = { ...cursor, logs: { ...cursor.logs, [line.file]: line.offsetAfter } };
-                  send('log', { file: line.file, line: line.line, ...(line.at ? { at: line.at } : {}) });
-                }
-              }
+              await sendNewLogLines();
               // No id: `end` is not a resume point (a client that reconnects after it gets `end` again).
               if (open) raw.write(`event: end\ndata: ${JSON.stringify({ workflowStatus: state.workflowStatus, ...(state.outcome ? { outcome: state.outcome } : {}) })}\n\n`);
               break;

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/config';
 import type { FixRequest } from '../../core/fix-types';
@@ -8,6 +7,7 @@ import { loadRecipes } from '../../core/recipes';
 import { branchNameProblem } from '../../core/refs';
 import { runId } from '../../core/run-id';
 import { searchAttributes } from '../../workflows/search-attributes';
+import { startRun } from '../start-run';
 import { assertKnownHarnessModels, invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
 import { ErrorSchema } from '../schemas';
@@ -51,6 +51,7 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
       const body = request.body;
       const problem = branchNameProblem(body.branch);
       if (problem) throw invalid('branch', problem);
+      const recipes = loadRecipes();
       if (body.agents) {
         assertKnownHarnessModels(
           [
@@ -58,7 +59,7 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
             { field: 'agents.architect', spec: body.agents.architect },
             ...(body.agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
           ],
-          loadRecipes().harnesses,
+          recipes.harnesses,
         );
       }
       const repo = await normaliseRepo(body.repo, config.repoAllow);
@@ -73,24 +74,17 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
         ...(body.maxRepairs !== undefined ? { maxRepairs: body.maxRepairs } : {}),
         ...(body.agents ? { agents: body.agents } : {}),
       };
-      let duplicate = false;
-      try {
-        await client.workflow.start('fixLoop', {
-          workflowId: id,
-          taskQueue: config.taskQueue,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-          args: [fix],
-          typedSearchAttributes: [
-            { key: searchAttributes.kind, value: 'fix-loop' },
-            { key: searchAttributes.repo, value: repo },
-            { key: searchAttributes.branch, value: [body.branch] },
-          ],
-          memo: { request: { repo, branch: body.branch, request: body.request.slice(0, 500) }, recipeVersion: loadRecipes().version, tarmacVersion: '0.1.0' },
-        });
-      } catch (error) {
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-        duplicate = true;
-      }
+      const { duplicate } = await startRun(client, 'fixLoop', {
+        workflowId: id,
+        taskQueue: config.taskQueue,
+        args: [fix],
+        typedSearchAttributes: [
+          { key: searchAttributes.kind, value: 'fix-loop' },
+          { key: searchAttributes.repo, value: repo },
+          { key: searchAttributes.branch, value: [body.branch] },
+        ],
+        memo: { request: { repo, branch: body.branch, request: body.request.slice(0, 500) }, recipeVersion: recipes.version, tarmacVersion: '0.1.0' },
+      });
       return reply.status(duplicate ? 200 : 201).send({ id, duplicate, links: { self: `/v1/runs/${id}` } });
     },
   );

@@ -1,9 +1,10 @@
 import { isAbsolute, resolve } from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/common';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/config';
+import { startRun } from '../start-run';
 import { ApiErrorCode } from '../../core/errors';
 import { landingId } from '../../core/landing-id';
 import { loadRecipes } from '../../core/recipes';
@@ -61,26 +62,19 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       // The landing's budget is resolved now, so the run keeps what was in force when it was asked for.
       const budget = { ...recipes.limits.budget, ...request.body.budget };
       const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha, ...(agents ? { agents } : {}), budget };
-      let duplicate = false;
-      try {
-        await client.workflow.start('landing', {
-          workflowId: id,
-          taskQueue: config.taskQueue,
-          args: [landing],
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-          typedSearchAttributes: [
-            { key: searchAttributes.kind, value: 'landing' },
-            { key: searchAttributes.repo, value: repo },
-            { key: searchAttributes.target, value: target },
-            { key: searchAttributes.branch, value: branches },
-            { key: searchAttributes.phase, value: 'validate' },
-          ],
-          memo: { request: { repo, target, heads, ...(agents ? { agents: { resolver: agents.resolver, fixer: agents.fixer } } : {}) }, recipeVersion: recipes.version, tarmacVersion: '0.1.0' },
-        });
-      } catch (error) {
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-        duplicate = true;
-      }
+      const { duplicate } = await startRun(client, 'landing', {
+        workflowId: id,
+        taskQueue: config.taskQueue,
+        args: [landing],
+        typedSearchAttributes: [
+          { key: searchAttributes.kind, value: 'landing' },
+          { key: searchAttributes.repo, value: repo },
+          { key: searchAttributes.target, value: target },
+          { key: searchAttributes.branch, value: branches },
+          { key: searchAttributes.phase, value: 'validate' },
+        ],
+        memo: { request: { repo, target, heads, ...(agents ? { agents: { resolver: agents.resolver, fixer: agents.fixer } } : {}) }, recipeVersion: recipes.version, tarmacVersion: '0.1.0' },
+      });
       request.log.info({ runId: id, duplicate }, 'landing requested');
       return reply.status(duplicate ? 200 : 201).send({ id, duplicate, repo, target, targetSha, heads, links: { self: `/v1/landings/${id}` } });
     },

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/config';
 import { loadRecipes } from '../../core/recipes';
@@ -11,6 +10,7 @@ import { searchAttributes } from '../../workflows/search-attributes';
 import { invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
 import { ErrorSchema } from '../schemas';
+import { startRun } from '../start-run';
 
 const ReviewCreateSchema = Type.Object(
   {
@@ -49,24 +49,17 @@ export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: C
       const repo = await normaliseRepo(request.body.repo, config.repoAllow);
       const { targetSha: baseSha, heads } = await resolveHeads(repo, base, [head], { target: 'base', branch: () => 'head' });
       const id = runId('review', repo, [repo, baseSha, heads[0]!.sha, panel, quorum ?? null]);
-      let duplicate = false;
-      try {
-        await client.workflow.start('reviewPanel', {
-          workflowId: id,
-          taskQueue: config.taskQueue,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-          args: [{ runId: id, repo, panel, ...(quorum ? { quorum } : {}), fresh: { head, base, baseSha } } satisfies PanelRequest],
-          typedSearchAttributes: [
-            { key: searchAttributes.kind, value: 'review' },
-            { key: searchAttributes.repo, value: repo },
-            { key: searchAttributes.branch, value: [head] },
-          ],
-          memo: { request: { repo, base, head, panel }, recipeVersion: recipes.version },
-        });
-      } catch (error) {
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-        duplicate = true;
-      }
+      const { duplicate } = await startRun(client, 'reviewPanel', {
+        workflowId: id,
+        taskQueue: config.taskQueue,
+        args: [{ runId: id, repo, panel, ...(quorum ? { quorum } : {}), fresh: { head, base, baseSha } } satisfies PanelRequest],
+        typedSearchAttributes: [
+          { key: searchAttributes.kind, value: 'review-panel' },
+          { key: searchAttributes.repo, value: repo },
+          { key: searchAttributes.branch, value: [head] },
+        ],
+        memo: { request: { repo, base, head, panel }, recipeVersion: recipes.version },
+      });
       return reply.status(duplicate ? 200 : 201).send({ id, duplicate, links: { self: `/v1/runs/${id}` } });
     },
   );
