@@ -13,7 +13,7 @@ import { emptyMeters } from './landing-tracker';
 import { nightlyStatusQuery } from './messages';
 import { afterFix, afterLanding, nightlyRunId, repairPlan, repairRequest } from './policies/nightly';
 import { gateVerdict } from './policies/supersedes';
-import { searchAttributes } from './search-attributes';
+import { landingRecord, searchAttributes } from './search-attributes';
 
 /**
  * nightly: inspect the target → prepare → full gate on the target head → green, or
@@ -157,14 +157,7 @@ export async function nightly(request: NightlyRequest): Promise<NightlyOutcome> 
       // A nightly that is cancelled or terminated asks its landing to stop, so the
       // landing's own finale (queue release, cleanup, outcome) still runs.
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-      typedSearchAttributes: [
-        { key: searchAttributes.kind, value: 'landing' },
-        { key: searchAttributes.repo, value: request.repo },
-        { key: searchAttributes.target, value: request.target },
-        { key: searchAttributes.branch, value: [next.branch] },
-        { key: searchAttributes.phase, value: 'validate' },
-      ],
-      memo: { request: { repo: request.repo, target: request.target, heads: pin.heads }, tarmacVersion: '0.1.0', startedBy: workflowId },
+      ...landingRecord({ repo: request.repo, target: request.target, heads: pin.heads }, { startedBy: workflowId }),
     })) as LandingOutcome;
     landed = { id: pin.landingId, status: landing.status, summary: landing.summary, ...(landing.mergedSha ? { mergedSha: landing.mergedSha } : {}) };
     meters.agentSessions += landing.meters.agentSessions;

@@ -41,3 +41,23 @@ export function childRecord(kind: string, context: { repo: string; target?: stri
     memo: { parent: context.parent, ...(context.summary ? { request: context.summary } : {}) },
   };
 }
+
+/**
+ * What every landing starts with, whoever starts it (the API, a nightly): its search
+ * attributes (phase `validate` until the run moves it) and a memo with the request summary.
+ */
+export function landingRecord(landing: { repo: string; target: string; heads: { branch: string; sha: string }[] }, memo: Record<string, unknown> = {}): {
+  typedSearchAttributes: SearchAttributePair[];
+  memo: Record<string, unknown>;
+} {
+  return {
+    typedSearchAttributes: [
+      { key: searchAttributes.kind, value: 'landing' },
+      { key: searchAttributes.repo, value: landing.repo },
+      { key: searchAttributes.target, value: landing.target },
+      { key: searchAttributes.branch, value: landing.heads.map((head) => head.branch) },
+      { key: searchAttributes.phase, value: 'validate' },
+    ],
+    memo: { request: { repo: landing.repo, target: landing.target, heads: landing.heads }, tarmacVersion: '0.1.0', ...memo },
+  };
+}

@@ -12,7 +12,7 @@ import { branchNameProblem } from '../../core/refs';
 import { filterValueProblem, runListQuery } from '../../core/visibility-query';
 import type { LandingOutcome, LandingRequest, LandingStatusView } from '../../core/types';
 import { answerUpdate, landingStatusQuery } from '../../workflows/messages';
-import { searchAttributes } from '../../workflows/search-attributes';
+import { landingRecord, searchAttributes } from '../../workflows/search-attributes';
 import { ApiError, assertKnownHarnessModels, invalid } from '../errors';
 import { isGitUrl, normaliseRepo, resolveHeads } from '../repo';
 import { ErrorSchema, LandingCreatedSchema, LandingCreateSchema, LandingIdParams, LandingListQuery, LandingListSchema, LandingViewSchema } from '../schemas';
@@ -66,14 +66,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
         workflowId: id,
         taskQueue: config.taskQueue,
         args: [landing],
-        typedSearchAttributes: [
-          { key: searchAttributes.kind, value: 'landing' },
-          { key: searchAttributes.repo, value: repo },
-          { key: searchAttributes.target, value: target },
-          { key: searchAttributes.branch, value: branches },
-          { key: searchAttributes.phase, value: 'validate' },
-        ],
-        memo: { request: { repo, target, heads, ...(agents ? { agents: { resolver: agents.resolver, fixer: agents.fixer } } : {}) }, recipeVersion: recipes.version, tarmacVersion: '0.1.0' },
+        ...landingRecord(landing, { recipeVersion: recipes.version, ...(agents ? { agents: { resolver: agents.resolver, fixer: agents.fixer } } : {}) }),
       });
       request.log.info({ runId: id, duplicate }, 'landing requested');
       return reply.status(duplicate ? 200 : 201).send({ id, duplicate, repo, target, targetSha, heads, links: { self: `/v1/landings/${id}` } });
