@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { access, mkdir, rm } from 'node:fs/promises';
+import { access, mkdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
@@ -10,12 +10,13 @@ import type { BranchHead } from '../core/types';
 import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-store';
 
 /**
- * Settings of every git command Tarmac runs. rerere is off so a remembered
- * resolution can never silently replace a real one. `safe.directory=*` because run
- * workspaces are handed to the agents' uid and Tarmac's own git must still work on
- * them. The mirror is ours (made by `git init --bare`), so it carries no hooks.
+ * Settings of every git command Tarmac runs. rerere is off so a remembered resolution
+ * can never silently replace a real one. Host-side git only ever opens repositories the
+ * worker made and no agent can write (the mirror, the run workspace; see
+ * session-workspace.ts), so it needs no `safe.directory` exception; hooks and fsmonitor
+ * are switched off all the same, so that even a mistake there could not run anything.
  */
-const automationSettings = ['rerere.enabled=false', 'advice.detachedHead=false', 'safe.directory=*'];
+const automationSettings = ['rerere.enabled=false', 'advice.detachedHead=false', 'core.hooksPath=/dev/null', 'core.fsmonitor=false'];
 
 /** `git` argv prefix with the automation settings, for commands run without simple-git (pipes). */
 export function gitArgs(baseDir: string, ...args: string[]): string[] {
@@ -39,7 +40,8 @@ export function containerUser(): { uid: number; gid: number } {
 export async function handToContainerUser(path: string): Promise<void> {
   if (process.getuid?.() !== 0) return;
   await new Promise<void>((resolve, reject) => {
-    const child = spawn('chown', ['-R', `${agentUser.uid}:${agentUser.gid}`, path], { stdio: 'ignore' });
+    // -h: a link (committed in a branch, or made by an agent) is changed itself, never its target.
+    const child = spawn('chown', ['-R', '-h', `${agentUser.uid}:${agentUser.gid}`, path], { stdio: 'ignore' });
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`chown ${path} exited ${code}`))));
   });
@@ -90,17 +92,21 @@ export async function gitExitCode(baseDir: string, args: string[]): Promise<numb
 
 /**
  * A run's workspace: a clone of the mirror that shares its objects (`--shared`, read
- * through alternates), detached at `sha`, owned by the containers' user. Agents commit
- * into the workspace's own object store; the mirror stays read-only to them. A retried
- * attempt finds the workspace it made before and keeps it.
+ * through alternates), detached at `sha`. It belongs to the worker: agents get copies
+ * of it (session-workspace.ts), never the workspace itself. A retried attempt finds the
+ * workspace it made before and keeps it.
  */
 export async function ensureWorkspace(mirror: string, path: string, sha: string): Promise<void> {
   if (existsSync(join(path, '.git')) && (await gitExitCode(path, ['rev-parse', '--verify', 'HEAD'])) === 0) return;
   await rm(path, { recursive: true, force: true });
   await mkdir(dirname(path), { recursive: true });
   await automationGit(dirname(path)).raw(['clone', '--quiet', '--shared', '--no-checkout', mirror, path]);
+  // Branch content must not change what the host sees of a tree: these attributes override any
+  // .gitattributes (info/attributes wins), so a gate snapshot (git archive) is exactly the tree —
+  // no export-ignore'd tests, no export-subst, no eol or filter conversion.
+  await mkdir(join(path, '.git', 'info'), { recursive: true });
+  await writeFile(join(path, '.git', 'info', 'attributes'), '* -export-ignore -export-subst -text -eol -ident -filter -working-tree-encoding\n');
   await automationGit(path).raw(['checkout', '--quiet', '--detach', sha]);
-  await handToContainerUser(path);
 }
 
 /** This host's bare mirror of `repo`, created on first use. */

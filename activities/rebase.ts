@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BranchHead } from '../core/types';
-import { automationGit, gitArgs, gitExitCode, handToContainerUser } from './git';
+import { automationGit, gitArgs, gitExitCode } from './git';
 import { runPaths, writeFileAtomic } from './run-store';
 
 /** What the rebase capsule has done so far, kept next to the workspace so a retry resumes it. */
@@ -18,6 +18,11 @@ export interface RebaseInput {
   runId: string;
   targetSha: string;
   heads: BranchHead[];
+  /**
+   * The head a resolver delivered for the branch whose rebase stopped: the resolver
+   * finished that rebase in its own copy, and its commits were imported from its bundle.
+   */
+  resolvedHead?: string;
 }
 
 export type RebaseResult =
@@ -121,26 +126,25 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
   return {
     /**
      * Rebases the branches, in the order given, onto the target head in the run's
-     * workspace, with rerere off. Resumable: it continues where an earlier call (or a
-     * resolver that ran `git rebase --continue`) left off. Stops at a conflict and
-     * reports the commit and the conflicted files; never resolves anything itself.
+     * workspace, with rerere off. Resumable: it continues where an earlier call left
+     * off, taking a resolver's delivered head for the branch that stopped. Stops at a
+     * conflict and reports the commit and the conflicted files; never resolves anything itself.
      */
-    rebaseBranches: async ({ runId, targetSha, heads }: RebaseInput): Promise<RebaseResult> => {
+    rebaseBranches: async ({ runId, targetSha, heads, resolvedHead }: RebaseInput): Promise<RebaseResult> => {
       const workspace = runPaths(dataDir, runId).worktree;
       const git = automationGit(workspace);
       const state = await readState(runId, targetSha);
       const save = () => writeFileAtomic(statePath(runId), `${JSON.stringify(state, null, 2)}\n`);
 
       if (state.inProgress) {
-        if (rebaseRunning(workspace)) {
-          if ((await unmergedFiles(workspace)).length > 0) {
-            await handToContainerUser(workspace);
-            return await conflictAt(workspace, state.inProgress);
-          }
-          // Resolved and staged but not continued: continue (no editor; simple-git strips GIT_EDITOR).
-          const continued = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--continue']);
-          if (continued !== 0 && rebaseRunning(workspace)) return await conflictAt(workspace, state.inProgress);
+        const onto = state.applied[state.applied.length - 1]?.newHead ?? targetSha;
+        // Only a resolution built on the same base is taken; anything else stops at the conflict again.
+        // (Idempotent: a retry after the abort checks the resolution out again.)
+        if (resolvedHead && (await gitExitCode(workspace, ['merge-base', '--is-ancestor', onto, resolvedHead])) === 0) {
+          if (rebaseRunning(workspace)) await gitExitCode(workspace, ['rebase', '--abort']);
+          await git.raw(['checkout', '--quiet', '--detach', resolvedHead]);
         }
+        if (rebaseRunning(workspace)) return await conflictAt(workspace, state.inProgress);
         state.applied.push({ branch: state.inProgress, newHead: (await git.revparse(['HEAD'])).trim() });
         delete state.inProgress;
         await save();
@@ -153,11 +157,8 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
         await save();
         const code = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--no-autosquash', '--onto', onto, upstream, head.sha]);
         if (code !== 0) {
-          if (rebaseRunning(workspace)) {
-            // The resolver (another uid) continues this rebase: hand it the workspace.
-            await handToContainerUser(workspace);
-            return await conflictAt(workspace, head.branch);
-          }
+          // The stopped rebase stays here; a resolver finishes it in a copy of its own.
+          if (rebaseRunning(workspace)) return await conflictAt(workspace, head.branch);
           throw new Error(`git rebase of ${head.branch} failed (exit ${code}) without stopping at a conflict`);
         }
         state.applied.push({ branch: head.branch, newHead: (await git.revparse(['HEAD'])).trim() });
@@ -172,7 +173,8 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
         headSha,
         treeSha: (await git.revparse([`${headSha}^{tree}`])).trim(),
         commitsSince: Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim()),
-        changedFiles: (await git.raw(['diff', '--name-only', `${targetSha}..${headSha}`])).split('\n').filter(Boolean),
+        // No rename detection: a renamed file shows both its old and its new path.
+        changedFiles: (await git.raw(['diff', '--no-renames', '--name-only', `${targetSha}..${headSha}`])).split('\n').filter(Boolean),
         ...patches,
       };
     },

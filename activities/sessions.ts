@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { Value } from '@sinclair/typebox/value';
@@ -19,7 +19,8 @@ import { containerStdout, labelKeys, runStepContainer } from './containers';
 import { runEventSignal } from '../workflows/messages';
 import { loadPlaybooks } from './fix';
 import { startGateway } from './gateway';
-import { automationGit, containerUser, handToContainerUser } from './git';
+import { containerUser, handToContainerUser } from './git';
+import { advanceWorkspace, attemptWorkspace, commitsOver, importExport, prepareAttemptCopy, readRegularFile, rebaseStopped, runExport, type AttemptExport, type AttemptWorkspace } from './session-workspace';
 import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
 
 export interface SessionActivityDeps {
@@ -83,6 +84,9 @@ function eventReporter(reportTo: string | undefined, session: { sessionId: strin
   };
 }
 
+/** A result file larger than this is not a result. */
+const maxResultBytes = 1024 * 1024;
+
 /** The marker script agents print when they reach their first turn. */
 const firstTurnMarker = '[tarmac] first-turn';
 
@@ -91,6 +95,22 @@ function invalidRequest(message: string): ApplicationFailure {
 }
 
 export function createSessionActivities({ dataDir, hostId, docker, recipesDir, secrets = process.env }: SessionActivityDeps) {
+  /**
+   * Brings an attempt's commits into the worker-owned run workspace: the export
+   * container bundles them, the worker fetches the bundle, and a head that builds on the
+   * workspace's head advances it (a resolver's head waits for the rebase capsule).
+   */
+  async function collectCommits(input: { runId: string; step: string; image: string; user: string; workspace: AttemptWorkspace; baseSha: string; objectDirs: string[]; attempt: number; sessionId: string; logFile: string }): Promise<AttemptExport> {
+    const worktree = runPaths(dataDir, input.runId).worktree;
+    const exported = await runExport({ docker, runId: input.runId, step: input.step, image: input.image, user: input.user, paths: input.workspace, baseSha: input.baseSha, objectDirs: input.objectDirs, logFile: input.logFile });
+    if (exported.exitCode !== 0) return { headSha: null, state: 'clean', problem: `the export of the agent's commits exited ${exported.exitCode ?? '(timeout)'}` };
+    const imported = await importExport(worktree, input.workspace, input.baseSha, `refs/tarmac/sessions/${input.sessionId}/a${input.attempt}`);
+    if (imported.headSha && imported.state === 'clean' && (await commitsOver(worktree, input.baseSha, imported.headSha)) > 0 && !(await rebaseStopped(worktree))) {
+      await advanceWorkspace(worktree, imported.headSha);
+    }
+    return imported;
+  }
+
   return {
     /**
      * Dispatch validation: every harness#model (the first and the whole ladder) is
@@ -151,20 +171,20 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       const mirror = mirrorPath(dataDir, repo);
       const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${labelKeys.run}=${runId}`, `${labelKeys.step}=${step}`] }) });
       if (found.length === 0) {
-        await recordInManifest(paths.manifest, { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, {});
+        await recordInManifest(paths.manifest, { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [attemptWorkspace(dir).copy, attemptWorkspace(dir).exportDir] });
         await mkdir(outDir, { recursive: true });
         await writeFile(join(dir, 'task.json'), `${JSON.stringify({ role, model, harness: harnessName, attempt, ...task }, null, 2)}\n`);
         await writeFile(join(dir, 'prompt.md'), `${task.prompt}\n`);
         await handToContainerUser(outDir);
-        // Host-side git (rebase, index refreshes) leaves files owned by the worker; the agent needs them.
-        await handToContainerUser(paths.worktree);
       }
+      // The agent works in a copy of the run workspace of its own; the workspace stays the worker's.
+      const workspace = await prepareAttemptCopy(paths.worktree, dir);
       const user = containerUser();
       // The session's tool gateway: started before the container, so its socket is there when the agent starts.
       let containerId: string | undefined;
       const gateway = await startGateway({
         dir: join(paths.runDir, 'sessions', sessionId, 'gateway'),
-        workspace: paths.worktree,
+        workspace: workspace.copy,
         docker,
         containerId: () => containerId,
         user: `${user.uid}:${user.gid}`,
@@ -173,6 +193,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       });
       const secretEnv = harness.secrets.filter((name) => secrets[name]).map((name) => `${name}=${secrets[name]}`);
       const report = eventReporter(input.reportTo, { sessionId, role, attempt, harnessModel });
+      // The copy reads the mirror's objects through alternates; agents can read them, not write them.
+      const objectDirs = [join(mirror, 'objects')];
       const result = await runStepContainer(docker, {
         onContainer: (id) => {
           containerId = id;
@@ -204,13 +226,13 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
           ...secretEnv,
         ],
         binds: [
-          `${paths.worktree}:${containerPaths.workspace}:rw`,
+          // Reviewers read; everyone else writes their own copy.
+          `${workspace.copy}:${containerPaths.workspace}:${role === 'reviewer' ? 'ro' : 'rw'}`,
           `${join(dir, 'task.json')}:${containerPaths.task}:ro`,
           `${join(dir, 'prompt.md')}:${containerPaths.prompt}:ro`,
           `${outDir}:${containerPaths.out}:rw`,
           `${gateway.socketDir}:/tarmac/gateway:rw`,
-          // The workspace reads the mirror's objects through alternates; agents cannot write them.
-          `${join(mirror, 'objects')}:${join(mirror, 'objects')}:ro`,
+          ...objectDirs.map((objects) => `${objects}:${objects}:ro`),
         ],
         workingDir: containerPaths.workspace,
         timeoutMs: parseDuration(limits.timeout) ?? 30 * 60_000,
@@ -227,11 +249,12 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       let delivered: SessionResult | undefined;
       let resultProblem: string | undefined;
       if (adapter.output === 'result-file') {
+        // out/ is the agent's: the result is read as a regular file, never through a link.
         let text: string | undefined;
         try {
-          text = await readFile(join(outDir, 'result.json'), 'utf8');
-        } catch {
-          resultProblem = 'result.json is missing';
+          text = (await readRegularFile(join(outDir, 'result.json'), maxResultBytes)).toString('utf8');
+        } catch (error) {
+          resultProblem = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'result.json is missing' : `result.json is refused: ${(error as Error).message.replace(outDir, 'out')}`;
         }
         if (text !== undefined) {
           try {
@@ -246,12 +269,13 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         const parsed = adapter.parse(stdout);
         if (parsed.ok) {
           delivered = parsed.result;
-          await writeFileAtomic(join(outDir, 'result.json'), `${JSON.stringify(parsed.result, null, 2)}\n`);
+          await writeFileAtomic(join(dir, 'result.json'), `${JSON.stringify(parsed.result, null, 2)}\n`);
         } else resultProblem = parsed.problem;
       }
-      const git = automationGit(paths.worktree);
-      const headSha = (await git.revparse(['HEAD'])).trim();
-      const commitsAdded = Number((await git.raw(['rev-list', '--count', `${baseSha}..HEAD`])).trim());
+      // The agent's commits cross the boundary as a bundle (reviewers commit nothing).
+      const crossed = role === 'reviewer' ? undefined : await collectCommits({ runId, step, image: harness.image, user: `${user.uid}:${user.gid}`, workspace, baseSha, objectDirs, attempt, sessionId, logFile: join(paths.logs, `${step}-export.log`) });
+      const headSha = crossed?.headSha ?? baseSha;
+      const commitsAdded = crossed?.headSha ? await commitsOver(paths.worktree, baseSha, crossed.headSha) : 0;
       return {
         attempt,
         harnessModel,
@@ -266,6 +290,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         ...(delivered ? { result: delivered } : {}),
         ...(resultProblem ? { resultProblem } : {}),
         commitsAdded,
+        ...(crossed?.state === 'rebasing' ? { workspaceState: 'rebasing' as const } : {}),
+        ...(crossed?.problem ? { exportProblem: crossed.problem } : {}),
         headSha,
         logRef: dataRef(dataDir, join(paths.logs, `${step}.log`)),
         hostId,

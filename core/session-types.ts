@@ -65,7 +65,12 @@ export interface SessionAttemptReport {
   result?: SessionResult;
   resultProblem?: string;
   commitsAdded: number;
+  /** The agent's head, imported from its bundle into the worker-owned workspace (the base when nothing crossed). */
   headSha: string;
+  /** `rebasing`: the agent left a rebase unfinished in its copy (a resolver that did not finish). */
+  workspaceState?: 'rebasing';
+  /** Why the agent's commits did not cross the boundary (no bundle, refused bundle, …). */
+  exportProblem?: string;
   logRef: string;
   /** The host the attempt ran on (its queue is `tarmac.host.<hostId>`). */
   hostId?: string;

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 echo "[test] typecheck"; npx tsc --noEmit -p tsconfig.json
 echo "[test] lint"; npx eslint .
 shopt -s nullglob
-files=(test/unit/*.test.ts test/infra/*.test.ts test/e2e/*.test.ts test/scenarios/*.test.ts)
+files=(test/unit/*.test.ts test/infra/*.test.ts test/e2e/*.test.ts test/scenarios/*.test.ts test/security/*.test.ts)
 if [ "$#" -gt 0 ]; then files=("$@"); fi
 echo "[test] ${#files[@]} test files"
 node --import tsx --test --test-reporter=spec --test-concurrency=1 "${files[@]}"

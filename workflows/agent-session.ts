@@ -267,7 +267,8 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
           decisions.push({ afterAttempt: seen.attempt, action: 'collect', reason: 'found the session finished (done-undelivered) and collected its result' });
         }
         // Trust the evidence, not the claim: code roles must have added commits.
-        if (attemptClass === 'delivered' && rolesThatMustCommit.includes(request.role) && seen.commitsAdded < 1) attemptClass = 'no-evidence';
+        // A resolver that left its rebase unfinished has not resolved the conflict, whatever it commits.
+        if (attemptClass === 'delivered' && rolesThatMustCommit.includes(request.role) && (seen.commitsAdded < 1 || seen.workspaceState === 'rebasing')) attemptClass = 'no-evidence';
         attempts.push({ ...seen, class: attemptClass });
         metrics.sessionAttempt(attemptClass, request.role);
         if (seen.result) metrics.tokens(request.role, seen.result.usage.inputTokens, seen.result.usage.outputTokens);

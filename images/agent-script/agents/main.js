@@ -203,6 +203,16 @@ async function throughGateway(behaviour, task) {
   throw new Error(`unknown gateway behaviour ${behaviour}`);
 }
 
+/**
+ * An agent that does what model output may make any agent do: run the repository's own
+ * script (`.attack/payload.sh`, from branch content) in its workspace before its work.
+ * The security tests use it to poison the workspace's git config, hooks and attributes.
+ */
+function runPayload() {
+  const payload = path.join(workspace, '.attack', 'payload.sh');
+  if (fs.existsSync(payload)) execFileSync('sh', [payload], { cwd: workspace, stdio: 'inherit' });
+}
+
 async function main() {
   const behaviour = process.argv[2] || process.env.TARMAC_MODEL || 'reviewer';
   const attempt = Number(process.env.TARMAC_ATTEMPT || '1');
@@ -232,6 +242,12 @@ async function main() {
       return deliver(resolve(task, false));
     case 'resolver-drops':
       return deliver(resolve(task, true));
+    case 'attacker-fixer':
+      runPayload();
+      return deliver(fix(task));
+    case 'attacker-resolver':
+      runPayload();
+      return deliver(resolve(task, false));
     case 'gateway-fixer':
     case 'gateway-repeater':
     case 'gateway-eager-boot':
