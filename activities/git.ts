@@ -25,7 +25,9 @@ export function gitArgs(baseDir: string, ...args: string[]): string[] {
 
 /** Git for automation (simple-git with the settings above). */
 export function automationGit(baseDir: string): SimpleGit {
-  return simpleGit({ baseDir, config: automationSettings });
+  // simple-git refuses these settings unless told: here they switch hooks and fsmonitor off,
+  // and `protocol.*` only ever narrows what a command may use (see session-workspace.ts).
+  return simpleGit({ baseDir, config: automationSettings, unsafe: { allowUnsafeHooksPath: true, allowUnsafeFsMonitor: true, allowUnsafeProtocolOverride: true } });
 }
 
 /** The uid:gid agents and gate suites run as when the worker is root (the images' `tarmac` user). */

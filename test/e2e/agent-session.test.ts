@@ -144,7 +144,10 @@ describe('agentSession on the real stack (script harness in containers)', () => 
       assert.equal(inspected.Config.Labels[key], value, key);
     }
     const binds = inspected.HostConfig.Binds ?? [];
-    assert.ok(binds.some((bind) => bind.endsWith(':/workspace:rw')));
+    // A reviewer reads its own copy of the workspace, read-only (docs/SECURITY.md).
+    const workspaceBind = binds.find((bind) => bind.endsWith(':/workspace:ro'));
+    assert.ok(workspaceBind, 'the reviewer’s workspace is mounted read-only');
+    assert.match(workspaceBind, new RegExp(`/sessions/${body.sessionId}/a1/workspace:`), 'a copy of the attempt’s own, not the run workspace');
     assert.ok(binds.some((bind) => bind.endsWith(':/tarmac/task.json:ro')));
     assert.ok(binds.some((bind) => bind.endsWith(':/tarmac/out:rw')));
     const outcome = (await handle.result()) as SessionOutcome;
