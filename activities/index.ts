@@ -47,6 +47,8 @@ export function createActivities(deps: ActivityDeps) {
     'queue.requestAdmission': queue.requestAdmission,
     'capsule.workspaceHead': landing.workspaceHead,
     'capsule.changedFiles': landing.changedFiles,
+    'capsule.gateFileFacts': landing.gateFileFacts,
+    'capsule.readGateFile': landing.readGateFile,
     'capsule.diffFacts': landing.diffFacts,
     'capsule.verifyLanding': landing.verifyLanding,
     'capsule.fastForwardTarget': landing.fastForwardTarget,

@@ -2,6 +2,9 @@ import { mkdir } from 'node:fs/promises';
 import { log } from '@temporalio/activity';
 import { FailureType } from '../core/errors';
 import type { GateSuiteResult } from '../core/types';
+import type { SimpleGit } from 'simple-git';
+import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
+import { gateFileProblem, type GateFileApproval, type GateFileFacts } from '../workflows/policies/gate-file-change';
 import { automationGit, ensureMirror, ensureWorkspace, fetchRefs, gitExitCode, permanent } from './git';
 import { recordInManifest, runPaths } from './run-store';
 
@@ -21,6 +24,8 @@ export interface VerifyLandingInput {
   dropped: string[];
   /** When the landing has a review panel: the tree its approving verdict was for. */
   reviewedTreeSha?: string | null;
+  /** The gate-file version an operator approved (absent: none; a head that changes the gate file is refused). */
+  approvedGateFile?: GateFileApproval;
 }
 
 export interface FastForwardInput {
@@ -29,6 +34,29 @@ export interface FastForwardInput {
   target: string;
   expectedTargetSha: string;
   headSha: string;
+}
+
+/** Paths `headSha` changes relative to `targetSha`. `--no-renames`: a rename lists both its paths. */
+async function changedPaths(git: SimpleGit, targetSha: string, headSha: string): Promise<string[]> {
+  const out = await git.raw(['diff', '--no-renames', '--name-only', '-z', targetSha, headSha, '--']);
+  return out.split('\0').filter(Boolean);
+}
+
+/** The object at `path` in the tree of `sha` (a blob, or whatever was put in its place); null when absent. */
+async function objectAt(git: SimpleGit, sha: string, path: string): Promise<{ type: string; oid: string } | null> {
+  const out = await git.raw(['ls-tree', '-z', '--full-tree', sha, '--', path]);
+  // One entry: "<mode> <type> <oid>\t<path>\0".
+  const entry = out.split('\0').find((line) => line.endsWith(`\t${path}`));
+  const [, type, oid] = entry?.split('\t')[0]?.split(' ') ?? [];
+  return type && oid ? { type, oid } : null;
+}
+
+async function gateFileFactsIn(git: SimpleGit, targetSha: string, headSha: string): Promise<GateFileFacts> {
+  return {
+    changedPaths: await changedPaths(git, targetSha, headSha),
+    targetBlob: (await objectAt(git, targetSha, gateFilePath))?.oid ?? null,
+    headBlob: (await objectAt(git, headSha, gateFilePath))?.oid ?? null,
+  };
 }
 
 /** Capsules of a landing that work in its run workspace (`runs/<id>/worktree`). */
@@ -66,18 +94,35 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
       return { headSha, treeSha: (await git.revparse([`${headSha}^{tree}`])).trim(), files };
     },
 
-    /** Files the landing changes relative to the target (for questions such as gate-file edits). */
-    changedFiles: async ({ runId, targetSha }: { runId: string; targetSha: string }): Promise<string[]> => {
-      const out = await workspaceGit(runId).raw(['diff', '--name-only', `${targetSha}..HEAD`]);
-      return out.split('\n').filter(Boolean);
+    /**
+     * Files the landing changes relative to the target, without rename detection: a file
+     * renamed away is listed under its old path too, so a question about that path is asked.
+     */
+    changedFiles: async ({ runId, targetSha, headSha = 'HEAD' }: { runId: string; targetSha: string; headSha?: string }): Promise<string[]> =>
+      await changedPaths(workspaceGit(runId), targetSha, headSha),
+
+    /** The gate file's state on exactly `headSha` against `targetSha`: changed paths and the objects at its path. */
+    gateFileFacts: async ({ runId, targetSha, headSha }: { runId: string; targetSha: string; headSha: string }): Promise<GateFileFacts> =>
+      await gateFileFactsIn(workspaceGit(runId), targetSha, headSha),
+
+    /**
+     * Reads and validates the gate file of `sha` (a target that moved, fetched into this
+     * host's mirror by `currentTarget`); `blob` is the object at its path, null when missing.
+     */
+    readGateFile: async ({ repo, sha }: { repo: string; sha: string }): Promise<{ gate: GateFileParse; blob: string | null }> => {
+      const git = automationGit(await ensureMirror(dataDir, repo));
+      const object = await objectAt(git, sha, gateFilePath);
+      if (object?.type !== 'blob') return { gate: { ok: false, field: '(file)', message: `is missing from the target at ${sha.slice(0, 12)}` }, blob: object?.oid ?? null };
+      return { gate: parseGateFile(await git.raw(['cat-file', 'blob', object.oid])), blob: object.oid };
     },
 
     /**
      * The last mechanical check before merge: the landing adds commits, changes the
-     * tree, descends from the target, dropped no patch, and every declared suite
-     * passed on exactly this tree.
+     * tree, descends from the target, dropped no patch, leaves the gate file as the
+     * target has it or as an operator approved it, and every declared suite passed on
+     * exactly this tree.
      */
-    verifyLanding: async ({ runId, targetSha, headSha, gates, suiteIds, dropped, reviewedTreeSha }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> => {
+    verifyLanding: async ({ runId, targetSha, headSha, gates, suiteIds, dropped, reviewedTreeSha, approvedGateFile }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> => {
       const git = workspaceGit(runId);
       const problems: string[] = [];
       const commits = Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim());
@@ -89,6 +134,9 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
         problems.push('the head is not a descendant of the target');
       }
       if (dropped.length > 0) problems.push(`dropped commits: ${dropped.join(', ')}`);
+      // Read again here, on exactly the SHAs to be merged: the workflow's question is not the only guard.
+      const gateFile = gateFileProblem(await gateFileFactsIn(git, targetSha, headSha), approvedGateFile);
+      if (gateFile) problems.push(gateFile);
       if (reviewedTreeSha !== undefined && reviewedTreeSha !== headTree) {
         problems.push(`the review quorum was not met on tree ${headTree.slice(0, 12)}${reviewedTreeSha ? ` (approved tree: ${reviewedTreeSha.slice(0, 12)})` : ''}`);
       }
@@ -100,28 +148,58 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
     },
 
     /**
-     * Moves the target on origin to exactly the verified SHA, fast-forward only (a
-     * plain push from the workspace: never forced). Idempotent: a retry after a push
-     * that landed finds the target already there.
+     * Moves the target on origin to exactly the verified SHA, fast-forward only, and
+     * only from the value the landing verified against (`expectedTargetSha`).
+     * Idempotent: a retry after a push that landed finds the target containing the
+     * verified head (equal to it, or with later commits on top: ancestry, not
+     * equality) and reports `alreadyMerged` instead of a moved target.
      */
     fastForwardTarget: async ({ runId, repo, target, expectedTargetSha, headSha }: FastForwardInput): Promise<{ mergedSha: string; alreadyMerged: boolean }> => {
+      const worktree = runPaths(dataDir, runId).worktree;
       const git = workspaceGit(runId);
-      const remoteHead = async () => (await git.listRemote([repo, `refs/heads/${target}`])).trim().split(/\s+/)[0] ?? '';
+      const targetRef = `refs/heads/${target}`;
+      const remoteHead = async () => (await git.listRemote([repo, targetRef])).trim().split(/\s+/)[0] ?? '';
+      /** True when the target's history (as origin has it now) already holds the verified head. */
+      const targetContainsHead = async (seen: string): Promise<boolean> => {
+        if (seen === headSha) return true;
+        if (!seen) return false;
+        // Fetched into FETCH_HEAD only (no ref of the workspace changes): the commits on top are new to us.
+        try {
+          await git.raw(['fetch', '--no-tags', '--quiet', repo, targetRef]);
+        } catch {
+          return false;
+        }
+        return (await gitExitCode(worktree, ['merge-base', '--is-ancestor', headSha, 'FETCH_HEAD'])) === 0;
+      };
+      const merged = (how: string) => {
+        log.info(how, { target, headSha });
+        return { mergedSha: headSha, alreadyMerged: true };
+      };
+
       const current = await remoteHead();
-      if (current === headSha) return { mergedSha: headSha, alreadyMerged: true };
+      if (current === headSha) return merged('target already is the verified head');
       if (current !== expectedTargetSha) {
+        if (await targetContainsHead(current)) return merged('target already contains the verified head');
         throw permanent(FailureType.targetMoved, `target ${target} moved from ${expectedTargetSha.slice(0, 12)} to ${current.slice(0, 12) || '(deleted)'}`, {
           expected: expectedTargetSha,
           actual: current,
         });
       }
+      if ((await gitExitCode(worktree, ['merge-base', '--is-ancestor', expectedTargetSha, headSha])) !== 0) {
+        throw permanent(FailureType.notFastForward, `${headSha.slice(0, 12)} does not descend from ${target} at ${expectedTargetSha.slice(0, 12)}; nothing was pushed`);
+      }
       try {
-        await git.raw(['push', '--quiet', repo, `${headSha}:refs/heads/${target}`]);
+        // Never a force push, although the option is spelled "force": the refspec has no `+`,
+        // the lease pins the target's old value to exactly `expectedTargetSha` (origin checks
+        // it under the ref's lock, so a target moved by anyone since is refused, not
+        // overwritten), and the check just above makes `expectedTargetSha` an ancestor of
+        // `headSha`: the only update this push can make is that one fast-forward.
+        await git.raw(['push', '--quiet', '--no-verify', `--force-with-lease=${targetRef}:${expectedTargetSha}`, repo, `${headSha}:${targetRef}`]);
       } catch (error) {
         const now = await remoteHead();
-        if (now === headSha) return { mergedSha: headSha, alreadyMerged: true };
+        if (await targetContainsHead(now)) return merged('the push failed but the target contains the verified head');
         if (now !== expectedTargetSha) {
-          throw permanent(FailureType.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12)}`, { expected: expectedTargetSha, actual: now });
+          throw permanent(FailureType.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12) || '(deleted)'}; the push was refused`, { expected: expectedTargetSha, actual: now });
         }
         throw error;
       }

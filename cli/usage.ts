@@ -13,7 +13,8 @@ use it (talks to the API at TARMAC_API_URL with TARMAC_API_TOKEN; defaults: tarm
   watch <id> [--logs] [--plain]
                             follow a landing live (phase, steps, meters, log tail) until its outcome
   answer <id> <text> [--question <qid>]
-                            answer a landing's pending question ("" stops it with needs-decision)
+                            answer a landing's pending question: approve, approved or yes approve a
+                            gate-file change; "" or any other text stops it with needs-decision
   cancel <id>               cancel a landing: its containers stop, cleanup runs, outcome cancelled
   fix <repo> <branch> <request> [--repro <cmd>] [--max-repairs <n>] [--implementer h#m] [--architect h#m] [--wait] [--json]
                             run a fix loop on a branch; its fixes go to a branch tarmac/fix/<id>

@@ -3,14 +3,15 @@ import type { Activities } from '../activities';
 import { parseDuration } from '../core/duration';
 import { FailureType } from '../core/errors';
 import type { FixOutcome, FixRequest } from '../core/fix-types';
-import { defaultRunnerImage, defaultSuiteTimeout, type GateFile } from '../core/gate-file';
+import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile, type GateFileParse } from '../core/gate-file';
 import { hostQueue } from '../core/queues';
 import type { PanelRequest, PanelVerdict } from '../core/review-types';
 import type { BudgetCommand, SessionOutcome, SessionRequest } from '../core/session-types';
-import type { LandingRequest } from '../core/types';
+import type { LandingOutcome, LandingRequest } from '../core/types';
 import { gateSuite } from './activity-options';
 import type { LandingTracker } from './landing-tracker';
 import { budgetExhausted, budgetLeft, extendBudget } from './policies/budget';
+import { classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval } from './policies/gate-file-change';
 import { landingRepairRequest } from './policies/intent';
 import { repairPlan } from './policies/repair-plan';
 import { gateVerdict } from './policies/supersedes';
@@ -96,6 +97,40 @@ export function landingSteps({ runId, taskQueue, request, tracker, budgetControl
     tracker.addQuestion(id, question);
     await condition(() => tracker.questions.find((entry) => entry.id === id)?.answer !== undefined);
     return tracker.questions.find((entry) => entry.id === id)!.answer!;
+  }
+
+  /** The gate-file version an operator approved in this landing; none until one is. */
+  let approvedGateFile: GateFileApproval | undefined;
+  let gateFileQuestions = 0;
+
+  /**
+   * Before a head's gate counts: does `headSha` change the gate file relative to
+   * `targetSha` (edit, add, delete, rename away or onto it)? The version an operator
+   * approved passes; any other change is asked about, and only an answer from the fixed
+   * vocabulary approves it — for that exact version. Returns the outcome when it stops.
+   */
+  async function checkGateFile(host: Activities, targetSha: string, headSha: string, when: string): Promise<LandingOutcome | undefined> {
+    const facts = await host['capsule.gateFileFacts']({ runId, targetSha, headSha });
+    const decision = gateFileDecision(facts, approvedGateFile);
+    if (decision.kind !== 'ask') return undefined;
+    if (tracker.phase !== 'questions') tracker.enter('questions');
+    gateFileQuestions += 1;
+    // The first id is the one earlier versions used; later questions get their own.
+    const id = gateFileQuestions === 1 ? 'gate-file-edit' : `gate-file-edit-${gateFileQuestions}`;
+    const answer = await ask(id, gateFileQuestion(decision.change, headSha, when));
+    if (classifyApproval(answer) === 'approved') {
+      approvedGateFile = { blob: decision.blob };
+      return undefined;
+    }
+    const refusal = gateFileRefusal(answer);
+    return tracker.finish('needs-decision', refusal.summary, { type: 'TARMAC_NEEDS_DECISION', message: refusal.message, file: gateFilePath });
+  }
+
+  /** The outcome for a target whose gate file is missing or invalid (`context`: when it was read, appended). */
+  function invalidGateFile(parse: Extract<GateFileParse, { ok: false }>, context = ''): LandingOutcome {
+    const { field, message } = parse;
+    const where = field === '(file)' ? gateFilePath : `${gateFilePath}: ${field}`;
+    return tracker.finish('invalid-gate-file', `${where} ${message}${context}`, { type: FailureType.invalidGateFile, message: `${where} ${message}`, file: gateFilePath, field });
   }
 
   /** Runs every suite on one tree; results join the gate record with their round. */
@@ -217,5 +252,5 @@ export function landingSteps({ runId, taskQueue, request, tracker, budgetControl
     };
   }
 
-  return { session, ask, runGate, reviewTree, fixRedGate, redSummary };
+  return { session, ask, runGate, reviewTree, fixRedGate, redSummary, checkGateFile, invalidGateFile, gateFileApproval: () => approvedGateFile };
 }

@@ -3,7 +3,6 @@ import type { Activities } from '../activities';
 import { parseDuration } from '../core/duration';
 import { FailureType } from '../core/errors';
 import type { BudgetCommand } from '../core/session-types';
-import { gateFilePath } from '../core/gate-file';
 import { hostQueue } from '../core/queues';
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { capsule } from './activity-options';
@@ -36,7 +35,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     const { tokens, costUsd, sessions, wall, onExhausted } = request.budget;
     tracker.budget = { tokens, costUsd, sessions, wallMs: parseDuration(wall) ?? 8 * 3_600_000, onExhausted };
   }
-  const { session, ask, runGate, reviewTree, fixRedGate, redSummary } = landingSteps({ runId, taskQueue, request, tracker, budgetControl });
+  const { session, runGate, reviewTree, fixRedGate, redSummary, checkGateFile, invalidGateFile, gateFileApproval } = landingSteps({ runId, taskQueue, request, tracker, budgetControl });
   setHandler(landingStatusQuery, () => tracker.view());
   setHandler(eventsQuery, ({ after, limit } = {}) => tracker.journal.page(after, limit));
   // Sessions and review panels working for this landing report their lifecycle here.
@@ -129,12 +128,9 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     // Everything after this touches the host's mirror, workspace or Docker daemon: pin to that host.
     const pinned = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(inspected.hostId) });
     host = pinned;
-    if (!inspected.gate.ok) {
-      const { field, message } = inspected.gate;
-      const where = field === '(file)' ? gateFilePath : `${gateFilePath}: ${field}`;
-      return tracker.finish('invalid-gate-file', `${where} ${message}`, { type: FailureType.invalidGateFile, message: `${where} ${message}`, file: gateFilePath, field });
-    }
-    const gate = inspected.gate.gate;
+    if (!inspected.gate.ok) return invalidGateFile(inspected.gate);
+    /** The target's gate: read again when the target moves, so a re-gate runs what the target now declares. */
+    let gate = inspected.gate.gate;
     const targetSha = inspected.targetSha;
 
     tracker.enter('prepare');
@@ -144,8 +140,11 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     let resolvers = 0;
     const declaredDrops = new Map<string, string>();
     let rebased;
+    /** The head a resolver delivered for the branch whose rebase stopped (its commits, imported from its bundle). */
+    let resolvedHead: string | undefined;
     for (;;) {
-      rebased = await tracker.step('capsule.rebaseBranches', 'capsule', () => pinned['capsule.rebaseBranches']({ runId, targetSha, heads: request.heads }), (value) =>
+      const resolution = resolvedHead;
+      rebased = await tracker.step('capsule.rebaseBranches', 'capsule', () => pinned['capsule.rebaseBranches']({ runId, targetSha, heads: request.heads, ...(resolution ? { resolvedHead: resolution } : {}) }), (value) =>
         value.status === 'done'
           ? `at ${value.headSha.slice(0, 12)}; ${value.provenance.length} original commit(s), ${value.dropped.length} missing`
           : `conflict in ${value.files.join(', ')} at ${value.commit.slice(0, 12)}`,
@@ -168,6 +167,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
         files: rebased.files,
       });
       for (const drop of resolved.result?.droppedCommits ?? []) declaredDrops.set(drop.sha, drop.reason);
+      resolvedHead = resolved.status === 'delivered' ? resolved.headSha : undefined;
     }
     tracker.facts.provenance = rebased.provenance;
     const dropped = rebased.dropped.filter((entry) => !declaredDrops.has(entry.original));
@@ -182,24 +182,28 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     tracker.facts.treeSha = head.treeSha;
 
     tracker.enter('questions');
-    if (rebased.changedFiles.includes(gateFilePath)) {
-      const answer = await ask('gate-file-edit', `This landing edits ${gateFilePath}, which decides its own gate. Approve the edit? (an empty answer stops the landing)`);
-      if (answer === '') {
-        return tracker.finish('needs-decision', `stopped: the edit of ${gateFilePath} was not approved (empty answer); nothing was merged`, { type: 'TARMAC_NEEDS_DECISION', message: 'empty answer' });
-      }
-    }
+    // Every head that can be merged is checked: here, after each fixup round and after each rebase onto a moved target.
+    const unapproved = await checkGateFile(pinned, targetSha, head.headSha, 'After the rebase');
+    if (unapproved) return unapproved;
 
     tracker.enter('gate');
     let round = 1;
     let verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
-    /** The workspace head moved (a fixup, a rebase onto a moved target): record it and gate the new tree. */
-    const regate = async (since: string) => {
+    /**
+     * The workspace head moved (a fixup, a rebase onto a moved target): record it, ask
+     * about a gate-file change it makes, and gate the new tree. Returns the outcome when
+     * the gate-file change was not approved.
+     */
+    const regate = async (since: string, when: string): Promise<LandingOutcome | undefined> => {
       head = await pinned['capsule.workspaceHead']({ runId, since });
       tracker.facts.headSha = head.headSha;
       tracker.facts.treeSha = head.treeSha;
+      const stopped = await checkGateFile(pinned, since, head.headSha, when);
+      if (stopped) return stopped;
       tracker.enter('gate');
       round += 1;
       verdict = await runGate(inspected.hostId, gate, round, head.headSha, head.treeSha);
+      return undefined;
     };
     const maxRounds = gate.fixup?.maxRounds ?? 1;
     let fixups = 0;
@@ -249,13 +253,15 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       if (after.commitsSince < 1) {
         return tracker.finish('fixup-failed', `fixup round ${fixups} added no commit; ${problem}`, { type: 'TARMAC_FIXUP_FAILED', message: 'the fixup round added no commit' });
       }
-      await regate(targetSha);
+      const stopped = await regate(targetSha, `After fixup round ${fixups}`);
+      if (stopped) return stopped;
     }
     if (verdict.lineage.length > 0) tracker.facts.supersedes = verdict.lineage;
 
-    const suiteIds = gate.suites.map((suite) => suite.id);
     const verify = async (base: string) => {
       tracker.enter('verify');
+      const suiteIds = gate.suites.map((suite) => suite.id);
+      const approvedGateFile = gateFileApproval();
       return await tracker.step('capsule.verifyLanding', 'capsule', () =>
         pinned['capsule.verifyLanding']({
           runId,
@@ -265,6 +271,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
           suiteIds,
           dropped: dropped.map((entry) => entry.original),
           ...(gate.review ? { reviewedTreeSha: approvedTree } : {}),
+          ...(approvedGateFile ? { approvedGateFile } : {}),
         }),
       );
     };
@@ -296,6 +303,12 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       // The target moved while this landing waited (a push outside the queue, or an earlier
       // landing): rebase onto it and gate the new tree before trying again.
       const current = await tracker.step('capsule.currentTarget', 'capsule', () => pinned['capsule.currentTarget']({ repo: request.repo, target: request.target }));
+      // The moved target may declare other suites (or break its gate file): the re-gate runs what it declares now.
+      const reread = await tracker.step('capsule.readGateFile', 'capsule', () => pinned['capsule.readGateFile']({ repo: request.repo, sha: current }), (value) =>
+        value.gate.ok ? `${value.gate.gate.suites.length} suite(s) at ${current.slice(0, 12)}` : `invalid at ${current.slice(0, 12)}`,
+      );
+      if (!reread.gate.ok) return invalidGateFile(reread.gate, ` (read after ${request.target} moved to ${current.slice(0, 12)}); nothing was merged`);
+      gate = reread.gate.gate;
       const moved = await tracker.step('capsule.rebaseOnto', 'capsule', () => pinned['capsule.rebaseOnto']({ runId, fromSha: base, ontoSha: current }));
       if (moved.status === 'conflict') {
         return tracker.finish('target-moved', `${request.target} moved to ${current.slice(0, 12)} and the landing conflicts with it (${moved.files.join(', ')}); nothing was merged`, {
@@ -313,7 +326,8 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       }
       base = current;
       tracker.facts.targetSha = base;
-      await regate(base);
+      const stopped = await regate(base, `After the rebase onto ${request.target} at ${base.slice(0, 12)}`);
+      if (stopped) return stopped;
       if (!verdict.green) {
         const red = redSummary(gate, head.treeSha, round);
         return tracker.finish('gate-failed', `re-gate after ${request.target} moved: ${red.summary}`, { type: 'TARMAC_GATE_FAILED', message: red.message });

@@ -227,13 +227,13 @@ describe('tarmac CLI against the real stack', () => {
     assert.match(status.stdout, /^question \S+: .*land-gate\.json/m);
     assert.match(status.stdout, new RegExp(`answer with: tarmac answer ${id.replace(/[.]/g, '\\.')} "<text>"`));
 
-    const answered = await tarmac(['answer', id, 'approved by the gate owners'], { apiUrl: stack.apiUrl });
+    const answered = await tarmac(['answer', id, 'approved'], { apiUrl: stack.apiUrl });
     assert.equal(answered.code, 0, answered.stderr);
     assert.match(answered.stdout, /^answer to \S+ accepted: landing .* continues$/m);
     const watched = await tarmac(['watch', id], { apiUrl: stack.apiUrl });
     assert.equal(watched.code, 0, `${watched.stdout}\n${watched.stderr}`);
     assert.match(watched.stdout, /question \S+: .*land-gate\.json/, 'the replayed question');
-    assert.match(watched.stdout, /answered \S+: approved by the gate owners/);
+    assert.match(watched.stdout, /answered \S+: approved\b/);
     assert.match(watched.stdout, /^outcome: landed/m);
     assert.equal(branchHead(repo.path, 'main'), branchHead(repo.path, 'feature/gate'));
 

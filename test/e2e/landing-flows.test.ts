@@ -241,7 +241,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     });
   });
 
-  it('a landing that edits the gate file waits for an answer: non-empty continues, empty ends needs-decision', async () => {
+  it('a landing that edits the gate file waits for an answer: an approval continues, empty ends needs-decision', async () => {
     const edits = (name: string) =>
       createFixtureRepo({
         base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gate() },
@@ -255,10 +255,10 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     const waiting = await ask(first);
     assert.equal(waiting.phase, 'questions');
     assert.match(waiting.pendingQuestions[0].question, /land-gate\.json/);
-    assert.equal((await stack.api('POST', `/v1/landings/${first}/answers`, { text: 'approved by the gate owners' })).status, 200);
+    assert.equal((await stack.api('POST', `/v1/landings/${first}/answers`, { text: 'approved' })).status, 200);
     const landed = await finished(first);
     assert.equal(landed.outcome.status, 'landed', landed.outcome.summary);
-    assert.equal(landed.outcome.questions[0].answer, 'approved by the gate owners');
+    assert.equal(landed.outcome.questions[0].answer, 'approved');
 
     const refused = edits('feature/gate2');
     const before = branchHead(refused.path, 'main');
