@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, resolve } from 'node:path';
-import { mkdir } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { log } from '@temporalio/activity';
 import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { durationPattern } from '../core/duration';
@@ -9,7 +9,8 @@ import { fieldName } from '../core/gate-file';
 import { matchPlaybook, type Playbook } from '../core/playbooks';
 import { defaultRecipesDir } from '../core/recipes';
 import type { GroundingRules } from '../workflows/policies/grounding';
-import { automationGit, handToContainerUser } from './git';
+import { ConfinedPathError, lstatNoFollow, readFileNoFollow, writeFileNoFollow, type EntryKind } from './confined-fs';
+import { automationGit, originGit } from './git';
 import { runPaths } from './run-store';
 
 const PlaybooksRecipeSchema = Type.Object({
@@ -58,7 +59,69 @@ export function loadPlaybooks(dir: string = defaultRecipesDir): { playbooks: Pla
 }
 
 /** A log line without Docker's timestamp prefix. */
-const untimestamped = (log: string) => log.replace(/^\d{4}-\d\d-\d\dT[\d:.]+Z /gm, '');
+const untimestamped = (text: string) => text.replace(/^\d{4}-\d\d-\d\dT[\d:.]+Z /gm, '');
+
+/** Logs through the activity's logger when there is one (the activity may also be called directly). */
+function note(message: string, meta: Record<string, unknown>): void {
+  try {
+    log.warn(message, meta);
+  } catch {
+    console.warn(message, meta);
+  }
+}
+
+/**
+ * What is at `path`, seen without following links; `refused` when a playbook may not
+ * touch it: a link at any component, `.git`, a path outside the workspace.
+ */
+async function inspect(workspace: string, path: string): Promise<{ kind: EntryKind | undefined } | { refused: string }> {
+  try {
+    const kind = await lstatNoFollow(workspace, path);
+    return kind === 'link' ? { refused: `${path}: it is a symbolic link` } : { kind };
+  } catch (error) {
+    if (!(error instanceof ConfinedPathError)) throw error;
+    return error.code === 'missing' || error.code === 'not-directory' ? { kind: undefined } : { refused: error.message };
+  }
+}
+
+/** Files a playbook reads are small (a Makefile, package.json); a larger one is refused. */
+const maxPlaybookFileBytes = 1024 * 1024;
+
+/** Thrown out of matchPlaybook's read for a path not read yet. */
+class NotReadYet {
+  constructor(readonly path: string) {}
+}
+
+/**
+ * matchPlaybook reads the tree synchronously and which files it reads depends on what
+ * it read, so it runs over a cache filled without following links: a pass stops at the
+ * first path not read yet, that path is read, and the next pass goes one file further.
+ * Only paths the playbooks really look at are read (and refused when they are links).
+ */
+async function playbookPatch(workspace: string, playbooks: Playbook[], output: string): Promise<{ patch: ReturnType<typeof matchPlaybook> } | { refused: string }> {
+  const files = new Map<string, string | undefined>();
+  for (;;) {
+    let patch: ReturnType<typeof matchPlaybook>;
+    try {
+      patch = matchPlaybook(playbooks, output, (path) => {
+        if (!files.has(path)) throw new NotReadYet(path);
+        return files.get(path);
+      });
+    } catch (error) {
+      if (!(error instanceof NotReadYet)) throw error;
+      const seen = await inspect(workspace, error.path);
+      if ('refused' in seen) return seen;
+      try {
+        files.set(error.path, seen.kind === 'file' ? (await readFileNoFollow(workspace, error.path, maxPlaybookFileBytes)).toString('utf8') : undefined);
+      } catch (failure) {
+        if (failure instanceof ConfinedPathError) return { refused: failure.message };
+        throw failure;
+      }
+      continue;
+    }
+    return { patch };
+  }
+}
 
 export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; recipesDir?: string }) {
   return {
@@ -68,26 +131,32 @@ export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; 
     /**
      * Tries the playbooks on a failure's log: a matching signature whose preconditions
      * hold in the workspace gives a patch, written and committed here. No agent involved.
+     * Branch content is untrusted: a link anywhere in a path the playbook reads or writes
+     * (a committed `Makefile -> /etc/…`) means no playbook is applied, and the log says why.
      */
     applyPlaybook: async ({ runId, logRef }: { runId: string; logRef: string }): Promise<{ playbookId: string; summary: string; files: string[] } | null> => {
       const workspace = runPaths(dataDir, runId).worktree;
       const output = untimestamped(await readFile(join(dataDir, logRef), 'utf8').catch(() => ''));
-      const read = (path: string) => {
-        const full = resolve(workspace, path);
-        if (relative(workspace, full).startsWith('..') || !existsSync(full)) return undefined;
-        return readFileSync(full, 'utf8');
-      };
-      const patch = matchPlaybook(loadPlaybooks(recipesDir).playbooks, output, read);
-      if (!patch) return null;
-      for (const [path, content] of Object.entries(patch.files)) {
-        await mkdir(dirname(join(workspace, path)), { recursive: true });
-        await writeFile(join(workspace, path), content);
+      const found = await playbookPatch(workspace, loadPlaybooks(recipesDir).playbooks, output);
+      if ('refused' in found) {
+        note(`no playbook applied: ${found.refused}`, { runId });
+        return null;
       }
+      const patch = found.patch;
+      if (!patch) return null;
+      const paths = Object.keys(patch.files);
+      for (const path of paths) {
+        const seen = await inspect(workspace, path);
+        if ('refused' in seen) {
+          note(`no playbook applied: playbook ${patch.playbookId} would write ${seen.refused}`, { runId });
+          return null;
+        }
+      }
+      for (const [path, content] of Object.entries(patch.files)) await writeFileNoFollow(workspace, path, content);
       const git = automationGit(workspace);
-      await git.raw(['add', '--', ...Object.keys(patch.files)]);
+      await git.raw(['add', '--', ...paths]);
       await git.raw(['-c', 'user.name=tarmac-playbook', '-c', 'user.email=playbook@tarmac.invalid', 'commit', '-q', '-m', `tarmac playbook ${patch.playbookId}: ${patch.summary}`]);
-      await handToContainerUser(workspace);
-      return { playbookId: patch.playbookId, summary: patch.summary, files: Object.keys(patch.files) };
+      return { playbookId: patch.playbookId, summary: patch.summary, files: paths };
     },
 
     /** The last lines of a log (for an agent's brief). */
@@ -98,7 +167,7 @@ export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; 
 
     /** Files changed since `baseSha`, and pushes the fixes to a new run-owned branch (never forced). */
     publishFixes: async ({ runId, repo, baseSha, branch }: { runId: string; repo: string; baseSha: string; branch: string }): Promise<{ filesChanged: string[]; headSha: string; pushed: boolean }> => {
-      const git = automationGit(runPaths(dataDir, runId).worktree);
+      const git = originGit(runPaths(dataDir, runId).worktree, repo);
       const headSha = (await git.revparse(['HEAD'])).trim();
       const filesChanged = (await git.raw(['diff', '--name-only', `${baseSha}..${headSha}`])).split('\n').filter(Boolean);
       if (headSha === baseSha) return { filesChanged, headSha, pushed: false };

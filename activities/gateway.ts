@@ -1,16 +1,18 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { appendFile, chmod, readFile, writeFile } from 'node:fs/promises';
-import { createServer, type Server as NetServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type Docker from 'dockerode';
 import { applyToolEvent, breakerRefusal, emptyBreaker, markTriggered, type BreakerState } from '../workflows/policies/circuit-breaker';
 import { commandGroundingRefusal, editGroundingRefusal, type GroundingRules } from '../workflows/policies/grounding';
-import { demuxDockerLog } from './containers';
+import { CappedOutput, DockerFrameReader } from './capped-output';
+import { ConfinedPathError, confinedPath, listDirectoryNoFollow, lstatNoFollow, readFileNoFollow, writeFileNoFollow, type Owner } from './confined-fs';
+import { searchAnswer, searchCommand, searchLimits } from './gateway-search';
+import { containerUser } from './git';
+import { listenPrivately } from './private-socket';
 import { writeFileAtomic } from './run-store';
 
 /**
@@ -19,11 +21,16 @@ import { writeFileAtomic } from './run-store';
  * in the tools, not in prompts: the circuit breaker and the grounding gates refuse
  * calls; every call is recorded (telemetry). Policy state is persisted after every
  * call, so a worker restart does not reset it.
+ *
+ * The workspace is the agent's and changes under the gateway's feet, so the file tools
+ * never follow a link and never reach `.git` (confined-fs.ts); `search` and
+ * `run_command` run inside the session container; whatever comes back is capped while
+ * it is read. The socket is reachable by the container's user only (private-socket.ts).
  */
 export interface GatewayOptions {
   /** Directory holding the socket, the persisted state and the telemetry (mounted into the container). */
   dir: string;
-  /** The session's workspace on the host (file tools work here; it is the container's /workspace). */
+  /** The session's workspace on the host (file tools work here; it is the container's /workspace). Agent-writable: never trusted. */
   workspace: string;
   docker: Docker;
   /** The session container, once it exists: commands run inside it. */
@@ -49,10 +56,29 @@ export interface GatewayHandle {
   close(): Promise<void>;
 }
 
+/** Sizes the gateway holds to, whatever the agent asks for. */
+export const gatewayLimits = {
+  /** read_file and edit_file refuse larger files. */
+  readBytes: 2 * 1024 * 1024,
+  /** write_file and edit_file refuse to write more. */
+  writeBytes: 8 * 1024 * 1024,
+  /** list_files shows at most this many entries. */
+  listEntries: 2000,
+  /** run_command keeps the first and the last bytes of the output; the rest is counted and dropped. */
+  outputHeadBytes: 8 * 1024,
+  outputTailBytes: 24 * 1024,
+  /** search output kept (already bounded in lines × bytes by the search itself). */
+  searchOutputBytes: 256 * 1024,
+} as const;
+
 const tools = [
-  { name: 'read_file', description: 'Read a file of the workspace.', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
-  { name: 'list_files', description: 'List a directory of the workspace.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } },
-  { name: 'search', description: 'Search the workspace for a regular expression.', inputSchema: { type: 'object', properties: { pattern: { type: 'string' }, path: { type: 'string' } }, required: ['pattern'] } },
+  { name: 'read_file', description: 'Read a file of the workspace (links are not followed).', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
+  { name: 'list_files', description: 'List a directory of the workspace (links are shown with @, not followed).', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } },
+  {
+    name: 'search',
+    description: `Search the workspace for a POSIX extended regular expression (grep -E), at most ${searchLimits.hits} matches as path:line:text.`,
+    inputSchema: { type: 'object', properties: { pattern: { type: 'string' }, path: { type: 'string' } }, required: ['pattern'] },
+  },
   {
     name: 'edit_file',
     description: 'Replace text in a file (read it first).',
@@ -71,28 +97,21 @@ const str = (value: unknown, fallback = ''): string => (typeof value === 'string
 
 const text = (value: string, isError = false) => ({ content: [{ type: 'text' as const, text: value }], ...(isError ? { isError: true } : {}) });
 
+/** A workspace path as the agent gives it: relative, or absolute under the container's /workspace. Normalised and confined. */
+const workspacePath = (value: string): string => confinedPath(value === '/workspace' ? '.' : value.startsWith('/workspace/') ? value.slice('/workspace/'.length) : value);
+
+/** Files the gateway creates belong to the agents' uid when the worker is root (as if the agent made them). */
+const fileOwner = (): Owner | undefined => (process.getuid?.() === 0 ? containerUser() : undefined);
+
 export async function startGateway(options: GatewayOptions): Promise<GatewayHandle> {
   mkdirSync(options.dir, { recursive: true });
-  // Unix socket paths are limited to ~107 bytes, and data dirs can be long: the socket lives in a
-  // short directory derived from the session's gateway dir, so a restart finds the same path.
-  const socketDir = join(tmpdir(), 'tarmac-gw', createHash('sha256').update(resolve(options.dir)).digest('hex').slice(0, 20));
-  mkdirSync(socketDir, { recursive: true, mode: 0o755 });
-  const socketPath = join(socketDir, 'gateway.sock');
   const statePath = join(options.dir, 'state.json');
   const telemetryPath = join(options.dir, 'telemetry.jsonl');
   let state: GatewayState = existsSync(statePath)
     ? (JSON.parse(readFileSync(statePath, 'utf8')) as GatewayState)
     : { ...emptyBreaker(), toolCalls: 0, refusals: [] };
   const persist = () => writeFileAtomic(statePath, JSON.stringify(state));
-
-  const inWorkspace = (path: string): string => {
-    const full = resolve(options.workspace, path);
-    const inside = relative(options.workspace, full);
-    if (inside.startsWith('..') || resolve(full) === resolve(options.workspace, '..')) throw new Error(`path ${path} is outside the workspace`);
-    if (inside.split('/')[0] === '.git') throw new Error('the .git directory is not a file the agent may touch through tools');
-    return full;
-  };
-  const normal = (path: string) => relative(options.workspace, inWorkspace(path));
+  const workspace = options.workspace;
 
   async function record(entry: Record<string, unknown>): Promise<void> {
     state.toolCalls += 1;
@@ -105,21 +124,36 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
     return text(reason, true);
   }
 
-  async function runInContainer(command: string, timeoutMs: number): Promise<{ exitCode: number; output: string }> {
+  /**
+   * Runs argv in the session container; stdout and stderr are read frame by frame into
+   * capped buffers, so a flood costs the worker a fixed amount of memory.
+   */
+  async function execInContainer(cmd: string[], timeoutMs: number, caps: { head: number; tail: number }): Promise<{ exitCode: number; stdout: CappedOutput; stderr: CappedOutput; output: CappedOutput }> {
     const id = options.containerId();
     if (!id) throw new Error('the session container is not running');
-    const exec = await options.docker.getContainer(id).exec({ Cmd: ['sh', '-c', command], AttachStdout: true, AttachStderr: true, WorkingDir: '/workspace', User: options.user });
+    const exec = await options.docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, WorkingDir: '/workspace', User: options.user });
     const stream = await exec.start({ hijack: true, stdin: false });
-    const chunks: Buffer[] = [];
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    const finished = new Promise<void>((done) => stream.on('end', () => done()));
-    const timer = new Promise<'timeout'>((done) => setTimeout(() => done('timeout'), timeoutMs));
-    if ((await Promise.race([finished, timer])) === 'timeout') {
+    const streams = { stdout: new CappedOutput(caps.head, caps.tail), stderr: new CappedOutput(caps.head, caps.tail), output: new CappedOutput(caps.head, caps.tail) };
+    const frames = new DockerFrameReader((kind, payload) => {
+      (kind === 2 ? streams.stderr : streams.stdout).push(payload);
+      streams.output.push(payload);
+    });
+    stream.on('data', (chunk: Buffer) => frames.push(chunk));
+    const finished = new Promise<void>((done) => {
+      stream.on('end', () => done());
+      stream.on('close', () => done());
+      stream.on('error', () => done());
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((done) => (timer = setTimeout(() => done('timeout'), timeoutMs)));
+    const outcome = await Promise.race([finished, timedOut]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
       stream.destroy();
-      return { exitCode: 124, output: `timed out after ${timeoutMs} ms` };
+      streams.output.push(Buffer.from(`\ntimed out after ${timeoutMs} ms`));
+      return { exitCode: 124, ...streams };
     }
-    const { stdout, stderr } = demuxDockerLog(Buffer.concat(chunks));
-    return { exitCode: (await exec.inspect()).ExitCode ?? 1, output: `${stdout}${stderr}` };
+    return { exitCode: (await exec.inspect()).ExitCode ?? 1, ...streams };
   }
 
   async function call(name: string, args: Record<string, unknown>) {
@@ -129,49 +163,46 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
     }
     switch (name) {
       case 'read_file': {
-        const path = normal(str(args.path));
-        const content = await readFile(inWorkspace(path), 'utf8');
+        const path = workspacePath(str(args.path));
+        const content = (await readFileNoFollow(workspace, path, gatewayLimits.readBytes)).toString('utf8');
         state = { ...state, ...applyToolEvent(state, { kind: 'read', file: path }) };
         await record({ tool: name, path, durationMs: Date.now() - started });
         return text(content);
       }
       case 'list_files': {
-        const path = normal(str(args.path, '.'));
-        const entries = readdirSync(inWorkspace(path || '.')).filter((entry) => entry !== '.git').map((entry) => (statSync(join(inWorkspace(path || '.'), entry)).isDirectory() ? `${entry}/` : entry));
+        const path = workspacePath(str(args.path, '.'));
+        const { entries, truncated } = await listDirectoryNoFollow(workspace, path, gatewayLimits.listEntries);
+        const lines = entries.map(({ name: entry, kind }) => (kind === 'directory' ? `${entry}/` : kind === 'link' ? `${entry}@` : entry));
+        if (truncated) lines.push(`[listing stopped at ${gatewayLimits.listEntries} entries]`);
         await record({ tool: name, path, durationMs: Date.now() - started });
-        return text(entries.join('\n'));
+        return text(lines.join('\n'));
       }
       case 'search': {
-        const pattern = new RegExp(str(args.pattern));
-        const root = inWorkspace(str(args.path, '.'));
-        const hits: string[] = [];
-        const walk = (dir: string) => {
-          for (const entry of readdirSync(dir)) {
-            if (entry === '.git' || entry === 'node_modules') continue;
-            const full = join(dir, entry);
-            if (statSync(full).isDirectory()) walk(full);
-            else readFileSync(full, 'utf8').split('\n').forEach((line, index) => pattern.test(line) && hits.push(`${relative(options.workspace, full)}:${index + 1}: ${line}`));
-            if (hits.length > 500) return;
-          }
-        };
-        walk(root);
-        await record({ tool: name, pattern: str(args.pattern), hits: hits.length, durationMs: Date.now() - started });
-        return text(hits.join('\n'));
+        const pattern = str(args.pattern);
+        if (pattern.length === 0 || pattern.length > searchLimits.patternChars) return await refuse(name, `search: the pattern must be 1 to ${searchLimits.patternChars} characters`);
+        const path = workspacePath(str(args.path, '.'));
+        const run = await execInContainer(searchCommand(pattern, path), (searchLimits.seconds + 5) * 1000, { head: gatewayLimits.searchOutputBytes, tail: 0 });
+        const answer = searchAnswer({ exitCode: run.exitCode, stdout: run.stdout.text(), stderr: run.stderr.text() });
+        await record({ tool: name, pattern: pattern.slice(0, 200), path, hits: answer.hits, exitCode: run.exitCode, durationMs: Date.now() - started });
+        return text(answer.text, answer.isError);
       }
       case 'edit_file':
       case 'write_file': {
-        const path = normal(str(args.path));
-        const full = inWorkspace(path);
-        const refusal = editGroundingRefusal(state.filesRead, path, existsSync(full));
+        const path = workspacePath(str(args.path));
+        const kind = await lstatNoFollow(workspace, path);
+        if (kind !== undefined && kind !== 'file') return await refuse(name, `${name}: ${path} is ${kind === 'link' ? 'a symbolic link; file tools do not follow links' : `not a regular file (${kind})`}`, { path });
+        const refusal = editGroundingRefusal(state.filesRead, path, kind === 'file');
         if (refusal) return await refuse(name, refusal, { path });
+        let content: string;
         if (name === 'edit_file') {
-          const before = await readFile(full, 'utf8');
-          if (!before.includes(str(args.find))) return await refuse(name, `edit_file: the text to find is not in ${path}`, { path });
-          await writeFile(full, before.split(str(args.find)).join(str(args.replace)));
-        } else {
-          mkdirSync(dirname(full), { recursive: true });
-          await writeFile(full, str(args.content));
-        }
+          const find = str(args.find);
+          const before = (await readFileNoFollow(workspace, path, gatewayLimits.readBytes)).toString('utf8');
+          if (find === '' || !before.includes(find)) return await refuse(name, `edit_file: the text to find is not in ${path}`, { path });
+          content = before.split(find).join(str(args.replace));
+        } else content = str(args.content);
+        if (Buffer.byteLength(content) > gatewayLimits.writeBytes) return await refuse(name, `${name}: ${path} would be more than ${gatewayLimits.writeBytes} bytes`, { path });
+        const owner = fileOwner();
+        await writeFileNoFollow(workspace, path, content, owner ? { owner } : {});
         state = { ...state, ...applyToolEvent(state, { kind: 'edit', file: path }) };
         await record({ tool: name, path, durationMs: Date.now() - started });
         return text(`${name === 'edit_file' ? 'edited' : 'wrote'} ${path}`);
@@ -185,11 +216,16 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
           state = { ...state, ...markTriggered(state) };
           return await refuse(name, breaker, { command });
         }
-        const result = await runInContainer(command, Math.min(Number(args.timeoutMs ?? options.commandTimeoutMs ?? 120_000), 600_000));
+        const asked = Number(args.timeoutMs ?? options.commandTimeoutMs ?? 120_000);
+        const timeoutMs = Math.min(Number.isFinite(asked) && asked > 0 ? asked : 120_000, 600_000);
+        const result = await execInContainer(['sh', '-c', command], timeoutMs, { head: gatewayLimits.outputHeadBytes, tail: gatewayLimits.outputTailBytes });
         state = { ...state, ...applyToolEvent(state, { kind: 'command-result', command, exitCode: result.exitCode }) };
-        const fingerprint = createHash('sha256').update(result.output).digest('hex').slice(0, 16);
-        await record({ tool: name, command, exitCode: result.exitCode, durationMs: Date.now() - started, outputFingerprint: fingerprint });
-        return text(`exit ${result.exitCode}\n${result.output.slice(-8000)}`, result.exitCode !== 0);
+        const output = result.output.text();
+        const fingerprint = createHash('sha256').update(output).digest('hex').slice(0, 16);
+        const dropped = result.output.dropped;
+        await record({ tool: name, command, exitCode: result.exitCode, durationMs: Date.now() - started, outputFingerprint: fingerprint, outputBytes: result.output.total, ...(dropped > 0 ? { outputDroppedBytes: dropped } : {}) });
+        const notice = dropped > 0 ? `output truncated: ${dropped} bytes dropped (kept the first ${gatewayLimits.outputHeadBytes} and the last ${gatewayLimits.outputTailBytes} bytes)\n` : '';
+        return text(`exit ${result.exitCode}\n${notice}${output}`, result.exitCode !== 0);
       }
       default:
         return text(`unknown tool ${name}`, true);
@@ -203,6 +239,8 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
       try {
         return await call(request.params.name, request.params.arguments ?? {});
       } catch (error) {
+        // A path the confinement refused is a refusal the session's record shows, not a crash.
+        if (error instanceof ConfinedPathError) return await refuse(request.params.name, error.message, { path: error.path }).catch(() => text(error.message, true));
         return text(`error: ${(error as Error).message}`, true);
       }
     });
@@ -211,17 +249,11 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
   }
 
   // A retried activity re-creates the gateway on the same path, with the state it persisted.
-  rmSync(socketPath, { force: true });
-  const listener: NetServer = createServer(serve);
-  await new Promise<void>((done, fail) => {
-    listener.once('error', fail);
-    listener.listen(socketPath, () => done());
-  });
-  await chmod(socketPath, 0o777);
+  const socket = await listenPrivately(options.dir, 'gateway.sock', containerUser(), serve);
   return {
-    socketPath,
-    socketDir,
+    socketPath: socket.socketPath,
+    socketDir: socket.socketDir,
     state: () => state,
-    close: () => new Promise<void>((done) => listener.close(() => done())),
+    close: () => socket.close(),
   };
 }

@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import { FailureType } from '../core/errors';
+import { gitProtocolOf, gitProtocolSettings, gitTransportEnv, gitTransportSettings, parseRepoLocation, redactCredentials } from '../core/repo-location';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
 import type { BranchHead } from '../core/types';
 import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-store';
@@ -28,6 +29,29 @@ export function automationGit(baseDir: string): SimpleGit {
   // simple-git refuses these settings unless told: here they switch hooks and fsmonitor off,
   // and `protocol.*` only ever narrows what a command may use (see session-workspace.ts).
   return simpleGit({ baseDir, config: automationSettings, unsafe: { allowUnsafeHooksPath: true, allowUnsafeFsMonitor: true, allowUnsafeProtocolOverride: true } });
+}
+
+/** The worker's environment without git's own variables (simple-git refuses unknown `GIT_*`). */
+const environmentWithoutGit = (): Record<string, string> =>
+  Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => !/^GIT_/i.test(entry[0]) && entry[1] !== undefined));
+
+/**
+ * Git for a command that talks to a run's origin (fetch, ls-remote, push): it speaks only the
+ * location's own protocol (never `ext` or `fd`), follows no redirect, never prompts, and runs
+ * ssh in batch mode. The location was canonicalised by the API; a location that does not parse
+ * is refused here too.
+ */
+export function originGit(baseDir: string, repo: string): SimpleGit {
+  const parsed = parseRepoLocation(repo);
+  if (!parsed.ok) throw permanent(FailureType.repoUnreachable, `repository location refused: ${parsed.problem}`);
+  const protocols = [gitProtocolOf(parsed.location)];
+  const { GIT_TERMINAL_PROMPT, GIT_SSH_COMMAND } = gitTransportEnv(protocols, process.env.GIT_SSH_COMMAND);
+  return simpleGit({
+    baseDir,
+    config: [...automationSettings, ...gitTransportSettings, ...gitProtocolSettings(protocols)],
+    allowEnvironment: ['GIT_TERMINAL_PROMPT', 'GIT_SSH_COMMAND'],
+    unsafe: { allowUnsafeHooksPath: true, allowUnsafeFsMonitor: true, allowUnsafeProtocolOverride: true, allowUnsafeSshCommand: true },
+  }).env({ ...environmentWithoutGit(), GIT_TERMINAL_PROMPT, GIT_SSH_COMMAND });
 }
 
 /** The uid:gid agents and gate suites run as when the worker is root (the images' `tarmac` user). */
@@ -74,14 +98,14 @@ export function permanent(type: string, message: string, details?: Record<string
 
 /** Classifies a failed fetch: a missing repository or ref is permanent; anything else is retried. */
 function fetchFailure(repo: string, error: Error): Error {
-  const text = error.message;
+  const text = redactCredentials(error.message);
   if (/couldn't find remote ref|not our ref/i.test(text)) {
     return permanent(FailureType.refNotFound, `a requested ref does not exist in ${repo}`);
   }
   if (/does not appear to be a git repository|repository .* not found|no such file|not a git repository/i.test(text)) {
     return permanent(FailureType.repoUnreachable, `repository ${repo} cannot be read`);
   }
-  return error;
+  return new Error(text);
 }
 
 export async function gitExitCode(baseDir: string, args: string[]): Promise<number> {
@@ -127,7 +151,7 @@ export async function ensureMirror(dataDir: string, repo: string): Promise<strin
 export async function fetchRefs(mirror: string, repo: string, branches: string[]): Promise<void> {
   const refspecs = [...new Set(branches)].map((branch) => `+refs/heads/${branch}:refs/remotes/origin/${branch}`);
   try {
-    await automationGit(mirror).raw(['fetch', '--no-tags', '--quiet', repo, ...refspecs]);
+    await originGit(mirror, repo).raw(['fetch', '--no-tags', '--quiet', repo, ...refspecs]);
   } catch (error) {
     throw fetchFailure(repo, error as Error);
   }

@@ -1,7 +1,7 @@
 import { landingId } from '../core/landing-id';
 import { FailureType } from '../core/errors';
 import type { BranchHead } from '../core/types';
-import { automationGit, permanent } from './git';
+import { originGit, permanent } from './git';
 
 export interface PinnedLanding {
   /** The landing's workflow id, from the same business key the API uses (`landingId`). */
@@ -19,7 +19,7 @@ export function createNightlyActivities() {
      * them, so a nightly's landing is indistinguishable from one requested by hand.
      */
     pinLanding: async ({ repo, target, branch }: { repo: string; target: string; branch: string }): Promise<PinnedLanding> => {
-      const out = await automationGit(process.cwd()).listRemote(['--heads', '--', repo, `refs/heads/${target}`, `refs/heads/${branch}`]);
+      const out = await originGit(process.cwd(), repo).listRemote(['--heads', '--', repo, `refs/heads/${target}`, `refs/heads/${branch}`]);
       const refs = new Map(
         out
           .split('\n')

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, open, rm, writeFile } from 'node:fs/promises';
-import { constants } from 'node:fs';
+import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { containerPaths } from '../core/harnesses/types';
+import { readFileNoFollow } from './confined-fs';
 import { labelKeys, runStepContainer } from './containers';
 import { automationGit, gitExitCode, handToContainerUser } from './git';
 
@@ -125,24 +125,6 @@ export async function runExport(input: ExportInput): Promise<{ exitCode: number 
 }
 
 /**
- * A regular file of an agent-written directory, read without following a link, with a
- * size cap. Anything else (a link, a directory, a device, too large) is refused.
- */
-export async function readRegularFile(path: string, maxBytes: number): Promise<Buffer> {
-  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) throw new Error(`${path} is not a regular file`);
-    if (stat.size > maxBytes) throw new Error(`${path} is larger than ${maxBytes} bytes`);
-    const buffer = Buffer.alloc(stat.size);
-    const { bytesRead } = await handle.read(buffer, 0, stat.size, 0);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
-}
-
-/**
  * Imports an attempt's export into the worker-owned repository `repo`: checks the
  * report, fetches the bundle (objects checked by fsck) into `ref`, and confirms the ref
  * is the reported head. Git here only ever opens `repo`; the bundle is read as data.
@@ -150,7 +132,7 @@ export async function readRegularFile(path: string, maxBytes: number): Promise<B
 export async function importExport(repo: string, paths: AttemptWorkspace, baseSha: string, ref: string): Promise<AttemptExport> {
   let report: string;
   try {
-    report = (await readRegularFile(join(paths.exportDir, 'head'), 200)).toString('utf8');
+    report = (await readFileNoFollow(paths.exportDir, 'head', 200)).toString('utf8');
   } catch (error) {
     return { headSha: null, state: 'clean', problem: `the export left no readable head (${(error as Error).message})` };
   }

@@ -15,12 +15,13 @@ import { loadRecipes } from '../core/recipes';
 import { checkSessionResult, type SessionResult } from '../core/session-result';
 import type { ResolvedPanel } from '../core/review-types';
 import type { SessionAttemptReport, SessionRole, SessionTask } from '../core/session-types';
+import { ConfinedPathError, readFileNoFollow } from './confined-fs';
 import { containerStdout, labelKeys, runStepContainer } from './containers';
 import { runEventSignal } from '../workflows/messages';
 import { loadPlaybooks } from './fix';
 import { startGateway } from './gateway';
 import { containerUser, handToContainerUser } from './git';
-import { advanceWorkspace, attemptWorkspace, commitsOver, importExport, prepareAttemptCopy, readRegularFile, rebaseStopped, runExport, type AttemptExport, type AttemptWorkspace } from './session-workspace';
+import { advanceWorkspace, attemptWorkspace, commitsOver, importExport, prepareAttemptCopy, rebaseStopped, runExport, type AttemptExport, type AttemptWorkspace } from './session-workspace';
 import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
 
 export interface SessionActivityDeps {
@@ -252,9 +253,9 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         // out/ is the agent's: the result is read as a regular file, never through a link.
         let text: string | undefined;
         try {
-          text = (await readRegularFile(join(outDir, 'result.json'), maxResultBytes)).toString('utf8');
+          text = (await readFileNoFollow(outDir, 'result.json', maxResultBytes)).toString('utf8');
         } catch (error) {
-          resultProblem = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'result.json is missing' : `result.json is refused: ${(error as Error).message.replace(outDir, 'out')}`;
+          resultProblem = error instanceof ConfinedPathError && error.code === 'missing' ? 'result.json is missing' : `result.json is refused: ${(error as Error).message}`;
         }
         if (text !== undefined) {
           try {

@@ -1,51 +1,91 @@
 import { execFile } from 'node:child_process';
-import { stat } from 'node:fs/promises';
-import { isAbsolute, resolve } from 'node:path';
+import { realpath, stat } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type { BranchHead } from '../core/types';
+import {
+  formatRepoLocation,
+  gitProtocolOf,
+  gitTransportArgs,
+  gitTransportEnv,
+  parseRepoLocation,
+  redactCredentials,
+  repoAllowProblem,
+  type RepoLocation,
+} from '../core/repo-location';
 import { invalid } from './errors';
 
 const run = promisify(execFile);
 
-/** Git URLs (`scheme://…`, `user@host:path`) are taken as given; anything else is a local path. */
-export function isGitUrl(repo: string): boolean {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/\s]+@[^/\s]+:/.test(repo);
-}
-
 /**
- * Normalises a repo location: an absolute path that exists, or a git URL; then checks it
- * against the operator's allow-list (`TARMAC_REPO_ALLOW` prefixes; empty allows any).
+ * The one door for repository locations (every route that takes a `repo` calls it before
+ * anything is started): canonical form (core/repo-location.ts: credentials, `..`, encoded
+ * dots, remote helpers refused), the operator's allow-list (`TARMAC_REPO_ALLOW`), and for a
+ * local path its real path, allow-listed again, so a symbolic link inside an allowed directory
+ * cannot lead outside it. Returns the canonical location runs record (a local path: its real
+ * path). Refusals are 400s naming `repo`.
  */
-export async function normaliseRepo(repo: string, allow: readonly string[] = []): Promise<string> {
-  const normalised = await normaliseLocation(repo);
-  if (allow.length > 0 && !allow.some((prefix) => normalised.startsWith(prefix))) {
-    throw invalid('repo', `is not allowed on this server (TARMAC_REPO_ALLOW lists the allowed prefixes): ${normalised}`);
+export async function normaliseRepo(repo: string, allow: readonly string[]): Promise<string> {
+  const parsed = parseRepoLocation(repo);
+  if (!parsed.ok) throw invalid('repo', parsed.problem);
+  // The allow-list is checked before the file system is asked anything: a location outside
+  // it learns nothing (not even whether it exists).
+  const problem = repoAllowProblem(parsed.location, allow);
+  if (problem) throw invalid('repo', problem);
+  if (parsed.location.kind !== 'local') return parsed.canonical;
+  const real = await realLocation(parsed.location, parsed.canonical);
+  if (repoAllowProblem(real, await realAllowList(allow))) {
+    throw invalid('repo', `resolves (through a symbolic link) to ${formatRepoLocation(real)}, which TARMAC_REPO_ALLOW does not allow`);
   }
-  return normalised;
+  return formatRepoLocation(real);
 }
 
-async function normaliseLocation(repo: string): Promise<string> {
-  // A NUL byte made stat() throw (a 500); control characters have no place in a repo path or URL.
-  if (/\p{Cc}/u.test(repo)) throw invalid('repo', 'must not contain control characters');
-  if (isGitUrl(repo)) {
-    if (/^(ext|fd)::/i.test(repo) || repo.startsWith('-')) throw invalid('repo', 'uses a transport Tarmac does not allow');
-    return repo;
-  }
-  if (repo.startsWith('-')) throw invalid('repo', 'must not start with "-"');
-  const path = isAbsolute(repo) ? repo : resolve(repo);
+async function realLocation(location: Extract<RepoLocation, { kind: 'local' }>, canonical: string): Promise<RepoLocation> {
+  const path = `/${location.segments.join('/')}`;
+  let real: string;
+  let directory: boolean;
   try {
-    if (!(await stat(path)).isDirectory()) throw invalid('repo', `is not a directory: ${path}`);
+    real = await realpath(path);
+    directory = (await stat(real)).isDirectory();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw invalid('repo', `does not exist: ${path}`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw invalid('repo', `does not exist: ${canonical}`);
+    if (code === 'ENOTDIR') throw invalid('repo', `is not a directory: ${canonical}`);
+    // EACCES, ELOOP, ENAMETOOLONG, …: the caller's location, not a server fault.
+    if (code) throw invalid('repo', `cannot be read (${code}): ${canonical}`);
     throw error;
   }
-  return path;
+  if (!directory) throw invalid('repo', `is not a directory: ${canonical}`);
+  return { ...location, segments: real.split('/').filter((segment) => segment.length > 0) };
+}
+
+/** The allow-list with each local entry also by its real path (an allowed directory may itself be a link, e.g. /tmp on macOS). */
+async function realAllowList(allow: readonly string[]): Promise<string[]> {
+  const entries = [...allow];
+  for (const entry of allow) {
+    const parsed = parseRepoLocation(entry);
+    if (!parsed.ok || parsed.location.kind !== 'local') continue;
+    const real = await realpath(`/${parsed.location.segments.join('/')}`).catch(() => undefined);
+    if (real) entries.push(real);
+  }
+  return entries;
+}
+
+/** Git's first `fatal:` line (else its last line), without credentials and bounded: why a location could not be read. */
+function gitReason(error: unknown): string {
+  const stderr = (error as { stderr?: unknown }).stderr;
+  const lines = (typeof stderr === 'string' ? stderr : '')
+    .split('\n')
+    .map((text) => text.trim())
+    .filter((text) => text.length > 0);
+  const line = lines.find((text) => text.startsWith('fatal:')) ?? lines.pop();
+  return line ? ` (git ${redactCredentials(line).slice(0, 300)})` : '';
 }
 
 /**
  * Reads the heads of the target and branches with `git ls-remote`: a read-only
  * check that the repo is a git repository and every named branch exists, and the
- * commits the landing is pinned to.
+ * commits the landing is pinned to. `repo` is a location `normaliseRepo` returned; git
+ * may speak only its protocol, follows no redirect and never prompts.
  */
 export async function resolveHeads(
   repo: string,
@@ -53,16 +93,22 @@ export async function resolveHeads(
   branches: string[],
   fields: { target: string; branch: (index: number) => string } = { target: 'target', branch: (index) => `branches[${index}]` },
 ): Promise<{ targetSha: string; heads: BranchHead[] }> {
+  const parsed = parseRepoLocation(repo);
+  if (!parsed.ok) throw invalid('repo', parsed.problem);
   let stdout: string;
   try {
-    ({ stdout } = await run('git', ['ls-remote', '--heads', '--', repo], {
+    ({ stdout } = await run('git', [...gitTransportArgs, 'ls-remote', '--heads', '--', repo], {
       timeout: 20_000,
-      // Never wait for a person: no password prompt, no SSH host-key or passphrase question.
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', GIT_SSH_COMMAND: process.env.GIT_SSH_COMMAND ?? 'ssh -o BatchMode=yes' },
+      env: {
+        ...process.env,
+        ...gitTransportEnv([gitProtocolOf(parsed.location)], process.env.GIT_SSH_COMMAND),
+        // No password dialog either (git falls back to SSH_ASKPASS); an operator's own askpass helper is kept.
+        GIT_ASKPASS: process.env.GIT_ASKPASS || 'true',
+      },
       maxBuffer: 64 * 1024 * 1024,
     }));
-  } catch {
-    throw invalid('repo', `cannot be read as a git repository: ${repo}`);
+  } catch (error) {
+    throw invalid('repo', `cannot be read as a git repository: ${repo}${gitReason(error)}`);
   }
   const refs = new Map<string, string>();
   for (const line of stdout.split('\n')) {

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
+import { parseRepoLocation, redactCredentials } from './repo-location';
 
 /** Every setting of Tarmac, read once from the environment by `loadConfig`. */
 export interface Config {
@@ -27,13 +28,17 @@ export interface Config {
    */
   apiCorsOrigins: readonly string[];
   /**
-   * `TARMAC_REPO_ALLOW`: comma-separated prefixes a repository location must start with to be
-   * accepted by the API (`https://github.com/acme/,/srv/repos/`; end directories with `/`).
-   * Default none: any readable repository.
+   * `TARMAC_REPO_ALLOW`: comma-separated repository locations the API accepts, each with
+   * everything under it (`file:///srv/repos,https://github.com/acme`), in canonical form
+   * (core/repo-location.ts). Paths match by whole segments; URLs by scheme, host and port
+   * exactly, then by path segments. Default none, which admits nothing: `tarmac api` refuses
+   * to start without it, and `tarmac dev` sets `file:///` (any local repository) when unset.
    */
   repoAllow: readonly string[];
   /** `TARMAC_API_RATE_LIMIT`, default `120`: requests per minute per client on the unauthenticated paths (`/healthz`, `/metrics`, `/docs`). */
   apiRateLimit: number;
+  /** `TARMAC_API_MAX_STREAMS_PER_TOKEN`, default `8`: event streams (SSE) one bearer token may hold open at once; more get 429. */
+  apiMaxStreamsPerToken: number;
   /** `TARMAC_WORKER_METRICS_PORT`, default `0` (off): the worker serves Prometheus metrics (Tarmac's and the Temporal SDK's) at this port. */
   workerMetricsPort: number;
   /** `TARMAC_WORKER_METRICS_HOST`, default `127.0.0.1`: the address the worker's metrics endpoint binds (`0.0.0.0` in containers). */
@@ -104,14 +109,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   for (const origin of apiCorsOrigins) {
     if (!/^https?:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?$/.test(origin)) problems.push(`TARMAC_API_CORS_ORIGINS: "${origin}" must be an origin like https://ops.example.com (scheme, host, optional port; no path)`);
   }
-  const repoAllow = text('TARMAC_REPO_ALLOW', '')
-    .split(',')
-    .map((prefix) => prefix.trim())
-    .filter((prefix) => prefix.length > 0);
+  const repoAllow: string[] = [];
+  for (const entry of text('TARMAC_REPO_ALLOW', '').split(',').map((prefix) => prefix.trim()).filter((prefix) => prefix.length > 0)) {
+    const parsed = parseRepoLocation(entry);
+    // The entry is shown redacted: a problem with credentials must not print them.
+    if (parsed.ok) repoAllow.push(parsed.canonical);
+    else problems.push(`TARMAC_REPO_ALLOW: "${redactCredentials(entry)}" ${parsed.problem}`);
+  }
   const apiRateLimitText = text('TARMAC_API_RATE_LIMIT', '120');
   const apiRateLimit = Number(apiRateLimitText);
   if (!Number.isInteger(apiRateLimit) || apiRateLimit < 1 || apiRateLimit > 1_000_000) {
     problems.push(`TARMAC_API_RATE_LIMIT: "${apiRateLimitText}" must be a whole number of requests per minute (1-1000000)`);
+  }
+  const apiMaxStreamsText = text('TARMAC_API_MAX_STREAMS_PER_TOKEN', '8');
+  const apiMaxStreamsPerToken = Number(apiMaxStreamsText);
+  if (!Number.isInteger(apiMaxStreamsPerToken) || apiMaxStreamsPerToken < 1 || apiMaxStreamsPerToken > 10_000) {
+    problems.push(`TARMAC_API_MAX_STREAMS_PER_TOKEN: "${apiMaxStreamsText}" must be a whole number of open event streams per token (1-10000)`);
   }
   const workerMetricsUrl = env.TARMAC_WORKER_METRICS_URL?.trim() || undefined;
   if (workerMetricsUrl && !/^http:\/\/[^\s/]+(\/[^\s]*)?$/.test(workerMetricsUrl)) {
@@ -130,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiTokens,
     apiCorsOrigins,
     apiRateLimit,
+    apiMaxStreamsPerToken,
     repoAllow,
     workerMetricsPort: port('TARMAC_WORKER_METRICS_PORT', 0),
     workerMetricsHost: text('TARMAC_WORKER_METRICS_HOST', '127.0.0.1'),

@@ -8,6 +8,9 @@ import { freePort } from './ports';
 import { onceStopRequested } from './signals';
 import { findTemporalBin, startDevServer, stopChild } from './temporal-server';
 
+/** The repository locations `tarmac dev` accepts when TARMAC_REPO_ALLOW is unset: every local one. */
+export const devRepoAllow: readonly string[] = ['file:///'];
+
 /** The API token of a dev data dir: TARMAC_API_TOKENS if set, else one made once and kept in `<dataDir>/api-token`. */
 export function devApiToken(config: Config): string {
   if (config.apiTokens[0]) return config.apiTokens[0];
@@ -46,8 +49,12 @@ export async function runDev(config: Config, logger: Logger): Promise<number> {
   const token = devApiToken(config);
   // The worker serves its Prometheus metrics on loopback; the API's /metrics includes them.
   const metricsPort = config.workerMetricsPort || (await freePort());
+  // On one machine, for its own user, every local repository is fair game; a remote one
+  // (https://, ssh://) only when the operator lists it. `tarmac api` alone has no default.
+  const repoAllow = config.repoAllow.length > 0 ? config.repoAllow : devRepoAllow;
   const env = {
     ...process.env,
+    TARMAC_REPO_ALLOW: repoAllow.join(','),
     TARMAC_DATA_DIR: config.dataDir,
     TARMAC_TEMPORAL_ADDRESS: server.address,
     TARMAC_API_TOKENS: token,
@@ -73,6 +80,7 @@ export async function runDev(config: Config, logger: Logger): Promise<number> {
       `  Temporal UI    ${server.uiUrl ?? '(headless)'}`,
       `  Metrics        ${apiUrl}/metrics   (worker: http://127.0.0.1:${metricsPort}/metrics)`,
       `  Data dir       ${config.dataDir}`,
+      `  Repositories   ${repoAllow.join(', ')}${config.repoAllow.length > 0 ? ' (from TARMAC_REPO_ALLOW)' : '   (set TARMAC_REPO_ALLOW to allow remote ones)'}`,
       'Press Ctrl-C to stop.',
       '',
     ].join('\n'),

@@ -1,4 +1,4 @@
-import { isAbsolute, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
@@ -9,12 +9,13 @@ import { ApiErrorCode } from '../../core/errors';
 import { landingId } from '../../core/landing-id';
 import { loadRecipes } from '../../core/recipes';
 import { branchNameProblem } from '../../core/refs';
+import { isLocalPathText, parseRepoLocation } from '../../core/repo-location';
 import { filterValueProblem, runListQuery } from '../../core/visibility-query';
 import type { LandingOutcome, LandingRequest, LandingStatusView } from '../../core/types';
 import { answerUpdate, landingStatusQuery } from '../../workflows/messages';
 import { landingRecord, searchAttributes } from '../../workflows/search-attributes';
 import { ApiError, assertKnownHarnessModels, invalid } from '../errors';
-import { isGitUrl, normaliseRepo, resolveHeads } from '../repo';
+import { normaliseRepo, resolveHeads } from '../repo';
 import { ErrorSchema, LandingCreatedSchema, LandingCreateSchema, LandingIdParams, LandingListQuery, LandingListSchema, LandingViewSchema } from '../schemas';
 
 export interface LandingRouteOptions {
@@ -88,8 +89,15 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
         const problem = typeof value === 'string' ? filterValueProblem(value) : undefined;
         if (problem) throw invalid(field, problem);
       }
-      // The run records the normalised location; a relative path is taken from the API's directory.
-      const filter = { kind: 'landing', ...rest, ...(repo === undefined ? {} : { repo: isGitUrl(repo) || isAbsolute(repo) ? repo : resolve(repo) }) };
+      // The run records the canonical location, so the filter is read the same way (a relative
+      // path is taken from the API's directory, as before; no allow-list: a filter starts nothing).
+      let canonicalRepo: string | undefined;
+      if (repo !== undefined) {
+        const parsed = parseRepoLocation(isLocalPathText(repo) ? resolve(repo) : repo);
+        if (!parsed.ok) throw invalid('repo', parsed.problem);
+        canonicalRepo = parsed.canonical;
+      }
+      const filter = { kind: 'landing', ...rest, ...(canonicalRepo === undefined ? {} : { repo: canonicalRepo }) };
       const landings = [];
       for await (const execution of client.workflow.list({ query: runListQuery(filter) })) {
         const attributes = execution.typedSearchAttributes;
@@ -164,7 +172,7 @@ export const landingControlRoutes: FastifyPluginAsyncTypebox<{ client: Client }>
     '/landings/:id/answers',
     {
       schema: {
-        summary: "Answer the landing's pending question (an empty text stops it with needs-decision)",
+        summary: "Answer the landing's pending question (only approve, approved or yes approve a gate-file change; an empty or any other text stops it with needs-decision)",
         params: LandingIdParams,
         body: Type.Object({ text: Type.String({ maxLength: 10_000 }), questionId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) }, { additionalProperties: false }),
         response: { 200: Type.Object({ accepted: Type.Boolean(), questionId: Type.String() }), 409: ErrorSchema, ...errors },

@@ -1,12 +1,18 @@
 import { resolve } from 'node:path';
-import { isGitUrl } from '../../api/repo';
+import { isLocalPathText, parseRepoLocation } from '../../core/repo-location';
 import { ExitCode, UsageError } from '../errors';
 import { parseCommand, positionals, writeLines, type CliContext } from '../context';
 import { watchLanding } from './watch';
 
-/** A local path means a path on this machine: the API gets it absolute (it may run in another directory). */
+/**
+ * A local path means a path on this machine: the API gets it absolute (it may run in another
+ * directory). Then the API's own rules (core/repo-location.ts), so a refused location (a URL
+ * with credentials above all) is refused here and never sent.
+ */
 export function repoArgument(repo: string, cwd: string): string {
-  return isGitUrl(repo) ? repo : resolve(cwd, repo);
+  const parsed = parseRepoLocation(isLocalPathText(repo) ? resolve(cwd, repo) : repo);
+  if (!parsed.ok) throw new UsageError(`repo ${parsed.problem}`);
+  return parsed.canonical;
 }
 
 /** `tarmac land <repo> <branch...> --onto <target> [--watch]` */

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { startStack, testToken, type Stack } from '../helpers/stack';
@@ -27,7 +29,7 @@ describe('API input validation: 400 naming the field, nothing started', () => {
     { name: 'branch -x', body: () => ({ repo: repoUrl, branches: ['-x'], target: 'main' }), field: 'branches[0]', message: /-/ },
     { name: 'branch a..b', body: () => ({ repo: repoUrl, branches: ['feature/ok', 'a..b'], target: 'main' }), field: 'branches[1]' },
     { name: 'target with a space', body: () => ({ repo: repoUrl, branches: ['feature/ok'], target: 'ma in' }), field: 'target' },
-    { name: 'repo path that does not exist', body: () => ({ repo: '/nonexistent/tarmac/repo', branches: ['feature/ok'], target: 'main' }), field: 'repo', message: /does not exist/ },
+    { name: 'repo path that does not exist', body: () => ({ repo: join(tmpdir(), 'tarmac-nonexistent', 'repo'), branches: ['feature/ok'], target: 'main' }), field: 'repo', message: /does not exist/ },
     { name: 'repo that is not a git repository', body: () => ({ repo: '/tmp', branches: ['feature/ok'], target: 'main' }), field: 'repo', message: /git repository/ },
     { name: 'branch that does not exist', body: () => ({ repo: repoUrl, branches: ['feature/missing'], target: 'main' }), field: 'branches[0]', message: /does not exist/ },
     { name: 'target that does not exist', body: () => ({ repo: repoUrl, branches: ['feature/ok'], target: 'develop' }), field: 'target', message: /does not exist/ },

@@ -35,6 +35,11 @@ export interface Stack {
 export interface StackOptions {
   /** Serve the Temporal Web UI on a free loopback port (`server.uiUrl`); default false (headless). */
   webUi?: boolean;
+  /**
+   * `TARMAC_REPO_ALLOW` of the stack; default the OS temp dir (`file://<tmpdir>`), where
+   * fixture repositories (infra/fixture-repo.ts) and demo repositories of the tests are made.
+   */
+  repoAllow?: string;
 }
 
 /**
@@ -58,6 +63,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     TARMAC_DATA_DIR: dataDir,
     TARMAC_TEMPORAL_ADDRESS: server.address,
     TARMAC_API_TOKENS: testToken,
+    TARMAC_REPO_ALLOW: options.repoAllow ?? `file://${tmpdir()}`,
     TARMAC_HOST_ID: 'test-host',
     TARMAC_WORKER_METRICS_PORT: String(metricsPort),
     TARMAC_WORKER_METRICS_URL: `http://127.0.0.1:${metricsPort}/metrics`,

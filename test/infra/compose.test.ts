@@ -15,7 +15,7 @@ function compose(args: string[], env: NodeJS.ProcessEnv) {
 }
 
 describe('docker-compose.yml (validated by the compose tool)', () => {
-  const env = { TARMAC_API_TOKENS: 'compose-test-token-0123456789' };
+  const env = { TARMAC_API_TOKENS: 'compose-test-token-0123456789', TARMAC_REPO_ALLOW: 'https://git.example.com/acme' };
 
   it('is a valid compose file with the distributed services', () => {
     const checked = compose(['config', '-q'], env);
@@ -35,9 +35,15 @@ describe('docker-compose.yml (validated by the compose tool)', () => {
   });
 
   it('refuses to render without API tokens, naming the variable', () => {
-    const refused = compose(['config', '-q'], { TARMAC_API_TOKENS: '' });
+    const refused = compose(['config', '-q'], { ...env, TARMAC_API_TOKENS: '' });
     assert.notEqual(refused.status, 0);
     assert.match(refused.stderr, /TARMAC_API_TOKENS/);
+  });
+
+  it('refuses to render without a repository allow-list, naming the variable', () => {
+    const refused = compose(['config', '-q'], { ...env, TARMAC_REPO_ALLOW: '' });
+    assert.notEqual(refused.status, 0);
+    assert.match(refused.stderr, /TARMAC_REPO_ALLOW/);
   });
 
   it('registers every search attribute the workflows declare, with the same type', () => {

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { NightlyOutcome } from '../../core/nightly-types';
 import { nightlyScheduleId } from '../../core/schedule-id';
@@ -65,7 +67,7 @@ describe('nightly schedules', () => {
       { name: 'an unknown time zone', body: () => ({ repo: repo.url, target: 'main', timezone: 'Mars/Olympus_Mons' }), field: 'timezone', message: /not a known IANA time zone/ },
       { name: 'an invalid target name', body: () => ({ repo: repo.url, target: 'a..b' }), field: 'target', message: /\.\./ },
       { name: 'a target that does not exist', body: () => ({ repo: repo.url, target: 'develop' }), field: 'target', message: /does not exist/ },
-      { name: 'a repo that does not exist', body: () => ({ repo: '/nonexistent/tarmac/repo', target: 'main' }), field: 'repo', message: /does not exist/ },
+      { name: 'a repo that does not exist', body: () => ({ repo: join(tmpdir(), 'tarmac-nonexistent', 'repo'), target: 'main' }), field: 'repo', message: /does not exist/ },
       { name: 'a missing repo', body: () => ({ target: 'main' }), field: 'repo', message: /required/ },
       { name: 'paused as a string', body: () => ({ repo: repo.url, target: 'main', paused: 'yes' }), field: 'paused' },
       { name: 'an unknown field', body: () => ({ repo: repo.url, target: 'main', every: 'night' }), field: 'every', message: /not a known field/ },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -50,7 +50,7 @@ describe('security: the host never runs git in a repository an agent could write
     rmSync(markers, { recursive: true, force: true });
   });
 
-  const markerFiles = () => readdirSync(markers);
+  const markerFiles = () => readdirSync(markers).filter((name) => name !== 'host-secret.json');
 
   it('the payload is real: applied to a host clone, the next git command runs it', () => {
     // The control: the same payload in a repository the host does open writes the marker.
@@ -115,5 +115,18 @@ describe('security: the host never runs git in a repository an agent could write
     const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 240_000, 'the landing');
     assert.equal(view.body.outcome.status, 'gate-failed', view.body.outcome.summary);
     assert.notEqual(git(repo.path, 'rev-parse', 'main'), git(repo.path, 'rev-parse', 'feature/hide'), 'not merged');
+  });
+
+  it('an agent whose result.json is a link to a host file delivers nothing, and the host file is never read', async () => {
+    // A host file that would be a valid result: if the link were followed, its summary would be delivered.
+    const secret = join(markers, 'host-secret.json');
+    writeFileSync(secret, JSON.stringify({ status: 'ok', summary: 'HOST-SECRET-7f3a' }));
+    const outcome = await runFix(
+      { Makefile: 'test:\n\ttest -f fixed\n', '.attack/payload.sh': `ln -sf ${secret} /tarmac/out/result.json\n` },
+      { request: 'make test fails', reproCommand: 'make test', maxRepairs: 0, agents: { implementer: 'script#attacker-result', ladder: ['script#attacker-result'] } },
+    );
+    assert.notEqual(outcome.outcome, 'fixed');
+    assert.ok(outcome.sessions.length > 0 && outcome.sessions.every((session) => session.status !== 'delivered'), JSON.stringify(outcome.sessions));
+    assert.doesNotMatch(JSON.stringify(outcome), /HOST-SECRET-7f3a/, 'the host file’s content is nowhere in the outcome');
   });
 });

@@ -27,6 +27,22 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads TARMAC_REPO_ALLOW in canonical form, and refuses a bad entry without printing its credentials', () => {
+    assert.deepEqual([...loadConfig({ TARMAC_REPO_ALLOW: ' file:///srv/repos/ , HTTPS://Git.Example.com:443/acme/' }).repoAllow], ['file:///srv/repos', 'https://git.example.com/acme']);
+    assert.deepEqual([...loadConfig({}).repoAllow], [], 'unset: nothing is allowed');
+    assert.throws(
+      () => loadConfig({ TARMAC_REPO_ALLOW: '/srv/repos/../etc,https://user:hunter2-secret@git.example.com/acme' }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.equal(error.problems.length, 2);
+        assert.match(error.problems[0]!, /^TARMAC_REPO_ALLOW: "\/srv\/repos\/\.\.\/etc" must not contain "\.\." segments/);
+        assert.match(error.problems[1]!, /^TARMAC_REPO_ALLOW: .*credentials/);
+        assert.doesNotMatch(error.message, /hunter2/);
+        return true;
+      },
+    );
+  });
+
   it('never serialises the API tokens', () => {
     const secret = 'super-secret-token-value-123';
     const config = loadConfig({ TARMAC_API_TOKENS: `${secret},another-secret-token-456` });

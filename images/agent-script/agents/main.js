@@ -248,6 +248,10 @@ async function main() {
     case 'attacker-resolver':
       runPayload();
       return deliver(resolve(task, false));
+    case 'attacker-result':
+      // The payload leaves whatever it likes as the result (a link, a fifo, a huge file).
+      runPayload();
+      return;
     case 'gateway-fixer':
     case 'gateway-repeater':
     case 'gateway-eager-boot':
