@@ -6,6 +6,7 @@
 #   4. images: tarmac/runner and tarmac/agent-script, rebuilt only when their inputs change
 #   5. Debian's chromium for the Web UI browser test (apt, only when /usr/bin/chromium is missing)
 #   6. schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
+#   7. the agent CLIs (scripts/fetch-agent-clis.sh: pinned npm platform packages into the cache)
 # Environment: TARMAC_BASE_IMAGE (use this base instead of the offline debootstrap one),
 # TARMAC_SKIP_IMAGES=1, TARMAC_CACHE_DIR (default ~/.cache/tarmac).
 set -euo pipefail
@@ -92,4 +93,9 @@ if [ "$("$schemathesis_venv/bin/schemathesis" --version 2>/dev/null)" != "schema
   { python3 -m venv "$schemathesis_venv" >&2 && "$schemathesis_venv/bin/pip" install -q "schemathesis==$schemathesis_version" >&2; } \
     || say "warning: could not install schemathesis (needs python3 with venv, and PyPI); the OpenAPI fuzz test will fail"
 fi
+
+# 7. Agent CLIs --------------------------------------------------------------------
+# The real harness CLIs (Claude Code, Codex) at the versions pinned in infra/agent-clis.json, packed
+# from the npm registry into the cache (no install scripts run); the real-agent tests drive them.
+bash "$root/scripts/fetch-agent-clis.sh" || say "warning: could not fetch the agent CLIs; the real-agent tests will skip"
 say "ready"

@@ -1,0 +1,62 @@
+import { spawn } from 'node:child_process';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs an agent CLI with the prompt on stdin (never as one argv string: large prompts hit E2BIG); SIGKILL after `timeoutMs`. */
+export function runWithStdin(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; stdin: string; timeoutMs: number }): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.stdin);
+  });
+}
+
+/**
+ * Writes a stdio MCP server named like the tool gateway's tools (`read_file`, `write_file`) into `dir`;
+ * each call is logged as "<tool> <path>" to `callLog`. For checking that a real CLI reaches MCP tools
+ * by the names a script uses; the gateway itself has its own tests.
+ */
+export function writeMcpFixtureServer(dir: string): { command: string; args: string[]; callLog: string; calls(): string[] } {
+  const sdk = (path: string) => JSON.stringify(require.resolve(`@modelcontextprotocol/sdk/${path}`));
+  const callLog = join(dir, 'mcp-calls.log');
+  const file = join(dir, 'mcp-server.cjs');
+  writeFileSync(
+    file,
+    `
+const { Server } = require(${sdk('server/index.js')});
+const { StdioServerTransport } = require(${sdk('server/stdio.js')});
+const { CallToolRequestSchema, ListToolsRequestSchema } = require(${sdk('types.js')});
+const fs = require('node:fs');
+const server = new Server({ name: 'tarmac', version: '0.0.0' }, { capabilities: { tools: {} } });
+const path = { type: 'string' };
+server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [
+  { name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { path }, required: ['path'] } },
+  { name: 'write_file', description: 'Write a file', inputSchema: { type: 'object', properties: { path, content: { type: 'string' } }, required: ['path', 'content'] } },
+] }));
+server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
+  fs.appendFileSync(${JSON.stringify(callLog)}, params.name + ' ' + params.arguments.path + '\\n');
+  if (params.name === 'read_file') return { content: [{ type: 'text', text: fs.readFileSync(params.arguments.path, 'utf8') }] };
+  fs.writeFileSync(params.arguments.path, params.arguments.content);
+  return { content: [{ type: 'text', text: 'written' }] };
+});
+server.connect(new StdioServerTransport());
+`,
+  );
+  appendFileSync(callLog, '');
+  return { command: process.execPath, args: [file], callLog, calls: () => readFileSync(callLog, 'utf8').split('\n').filter(Boolean) };
+}
