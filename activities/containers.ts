@@ -1,10 +1,9 @@
-import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
+import { checkNetwork, containerName } from '../core/container-rules';
 import { FailureType } from '../core/errors';
+import { copyCappedLog, defaultMaxLogBytes, readCappedStdout } from './container-logs';
 
 /** Label keys that mark a container as Tarmac's. Removal is only ever by these labels. */
 export const labelKeys = {
@@ -18,6 +17,8 @@ export interface ContainerSpec {
   /** Labels identifying the container; `tarmac.run` and `tarmac.step` together are unique per step. */
   labels: Record<string, string> & { 'tarmac.run': string; 'tarmac.step': string };
   image: string;
+  /** Overrides the image's entrypoint (default: the image's own). */
+  entrypoint?: string[];
   cmd: string[];
   user: string;
   env: string[];
@@ -25,12 +26,21 @@ export interface ContainerSpec {
   workingDir: string;
   timeoutMs: number;
   logFile: string;
+  /**
+   * Most bytes kept of the container's log: the copy in `logFile` (which then ends with
+   * a `[tarmac] log truncated after N bytes` line) and Docker's own json-file log.
+   * Default 16 MiB.
+   */
+  maxLogBytes?: number;
   /** Resource limits; defaults suit a gate suite on a small machine. */
   memoryBytes?: number;
   nanoCpus?: number;
   pidsLimit?: number;
-  /** `none` unless the step is explicitly granted a network. */
-  networkMode?: 'none' | 'host';
+  /**
+   * Default and only accepted value `none`: agent and gate containers run untrusted code,
+   * and anything else is refused before a container is made (see core/container-rules).
+   */
+  networkMode?: string;
   /** Called with the container id as soon as it is known (new or reattached), before it runs. */
   onContainer?: (containerId: string) => void;
   /** Called once the container runs (started now, or found from an earlier attempt). */
@@ -70,68 +80,113 @@ async function ensureImage(docker: Docker, image: string): Promise<void> {
   }
 }
 
-/** Copies the container's whole log (with timestamps) to a file, following it while it runs. */
-async function streamLogs(container: Docker.Container, logFile: string, onFirstOutput?: () => void): Promise<void> {
-  await mkdir(dirname(logFile), { recursive: true });
+/** Follows the container's log (with timestamps) into a file, capped (see copyCappedLog). */
+async function streamLogs(container: Docker.Container, logFile: string, maxBytes: number, onFirstOutput?: () => void): Promise<void> {
   const stream = (await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true })) as unknown as Readable;
-  if (onFirstOutput) stream.once('data', () => onFirstOutput());
-  const out = createWriteStream(logFile, { flags: 'w' });
-  // Both streams go to one file, in order, with docker's timestamps.
-  const modem = container.modem as { demuxStream(stream: Readable, stdout: Writable, stderr: Writable): void };
-  modem.demuxStream(stream, out, out);
-  await new Promise<void>((resolve) => {
-    stream.on('end', resolve);
-    stream.on('error', () => resolve());
+  await copyCappedLog(stream, logFile, maxBytes, onFirstOutput);
+}
+
+function statusCode(error: unknown): number | undefined {
+  return (error as { statusCode?: number } | undefined)?.statusCode;
+}
+
+/** Creates the step's container under its deterministic name, sandboxed per the container contract. */
+async function createStepContainer(docker: Docker, spec: ContainerSpec, name: string, maxLogBytes: number): Promise<Docker.Container> {
+  return await docker.createContainer({
+    name,
+    Image: spec.image,
+    ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
+    Cmd: spec.cmd,
+    User: spec.user,
+    Env: spec.env,
+    WorkingDir: spec.workingDir,
+    Labels: spec.labels,
+    HostConfig: {
+      Binds: spec.binds,
+      NetworkMode: 'none',
+      ReadonlyRootfs: true,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      Tmpfs: { '/tmp': 'rw,exec,nosuid,size=1g' },
+      Memory: spec.memoryBytes ?? 2 * 1024 ** 3,
+      // No swap beyond the memory limit: over the limit means OOM, not a slow crawl.
+      MemorySwap: spec.memoryBytes ?? 2 * 1024 ** 3,
+      NanoCpus: spec.nanoCpus ?? 2e9,
+      PidsLimit: spec.pidsLimit ?? 512,
+      // Docker's own copy of the output is capped too (two files of at most the cap each),
+      // whatever the daemon's default log driver is: the logs API reads json-file.
+      LogConfig: { Type: 'json-file', Config: { 'max-size': String(maxLogBytes), 'max-file': '2' } },
+    },
   });
-  await new Promise<void>((resolve) => out.end(resolve));
+}
+
+/**
+ * The container a racing attempt is creating under the step's name. Docker reserves the
+ * name before the container can be inspected, so it is looked up by name a few times
+ * (up to 10 s). A container with our name but not our labels is not ours to use: that
+ * fails loudly instead of reattaching to it.
+ */
+async function racingContainer(docker: Docker, name: string, labels: Record<string, string>): Promise<Docker.ContainerInfo> {
+  for (let tries = 1; ; tries += 1) {
+    let inspected: Docker.ContainerInspectInfo;
+    try {
+      inspected = await docker.getContainer(name).inspect();
+    } catch (error) {
+      if (statusCode(error) !== 404 || tries >= 100) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      continue;
+    }
+    const ours = Object.entries(labels).every(([key, value]) => inspected.Config.Labels?.[key] === value);
+    if (!ours) throw new Error(`container name ${name} is taken by a container that is not this step's (labels differ)`);
+    return { Id: inspected.Id } as Docker.ContainerInfo;
+  }
 }
 
 /**
  * Runs one step's container to completion, or reattaches to it. The step's labels
  * identify it, so a retried activity (after a worker crash) finds the container the
- * earlier attempt started and waits on it instead of starting a second one.
+ * earlier attempt started and waits on it instead of starting a second one. The
+ * container's name is derived from the same labels: when two attempts race past the
+ * label lookup, Docker refuses the second create (409 Conflict) and that attempt
+ * reattaches to the first one's container, so a step never has two.
  */
 export async function runStepContainer(docker: Docker, spec: ContainerSpec): Promise<ContainerResult> {
   const context = Context.current();
-  const existing = await findByLabels(docker, { [labelKeys.run]: spec.labels['tarmac.run'], [labelKeys.step]: spec.labels['tarmac.step'] });
+  const network = checkNetwork(spec.labels[labelKeys.role], spec.networkMode);
+  if (!network.ok) throw ApplicationFailure.create({ type: FailureType.invalidRequest, message: network.message, nonRetryable: true });
+  const stepLabels = { [labelKeys.run]: spec.labels['tarmac.run'], [labelKeys.step]: spec.labels['tarmac.step'] };
+  const maxLogBytes = spec.maxLogBytes ?? defaultMaxLogBytes;
+  let existing = await findByLabels(docker, stepLabels);
   let container: Docker.Container;
   if (existing) {
     container = docker.getContainer(existing.Id);
   } else {
     await ensureImage(docker, spec.image);
-    container = await docker.createContainer({
-      Image: spec.image,
-      Cmd: spec.cmd,
-      User: spec.user,
-      Env: spec.env,
-      WorkingDir: spec.workingDir,
-      Labels: spec.labels,
-      HostConfig: {
-        Binds: spec.binds,
-        NetworkMode: spec.networkMode ?? 'none',
-        ReadonlyRootfs: true,
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
-        Tmpfs: { '/tmp': 'rw,exec,nosuid,size=1g' },
-        Memory: spec.memoryBytes ?? 2 * 1024 ** 3,
-        // No swap beyond the memory limit: over the limit means OOM, not a slow crawl.
-        MemorySwap: spec.memoryBytes ?? 2 * 1024 ** 3,
-        NanoCpus: spec.nanoCpus ?? 2e9,
-        PidsLimit: spec.pidsLimit ?? 512,
-      },
-    });
+    const name = containerName(spec.labels['tarmac.run'], spec.labels['tarmac.step']);
+    try {
+      container = await createStepContainer(docker, spec, name, maxLogBytes);
+    } catch (error) {
+      if (statusCode(error) !== 409) throw error;
+      existing = await racingContainer(docker, name, stepLabels);
+      container = docker.getContainer(existing.Id);
+    }
   }
   context.heartbeat({ containerId: container.id });
   spec.onContainer?.(container.id);
   let state = (await container.inspect()).State;
   const foundFinished = Boolean(existing) && state.Status === 'exited';
   if (state.Status === 'created') {
-    await container.start();
+    try {
+      await container.start();
+    } catch (error) {
+      // 304: a racing attempt started it a moment ago; waiting on it is all that is left.
+      if (statusCode(error) !== 304) throw error;
+    }
     state = (await container.inspect()).State;
   }
   const startedAt = Date.parse(state.StartedAt);
   spec.onRunning?.({ containerId: container.id, reattached: Boolean(existing) });
-  const logs = streamLogs(container, spec.logFile, spec.onFirstOutput).catch(() => undefined);
+  const logs = streamLogs(container, spec.logFile, maxLogBytes, spec.onFirstOutput).catch(() => undefined);
 
   let timedOut = false;
   const beat = setInterval(() => context.heartbeat({ containerId: container.id }), heartbeatEveryMs);
@@ -191,8 +246,7 @@ export function demuxDockerLog(buffer: Buffer): { stdout: string; stderr: string
   return { stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
-/** The whole stdout of a finished container (up to 32 MiB), without timestamps. */
-export async function containerStdout(docker: Docker, containerId: string): Promise<string> {
-  const raw = await docker.getContainer(containerId).logs({ stdout: true, stderr: false, follow: false });
-  return demuxDockerLog(raw.subarray(0, 32 * 1024 * 1024)).stdout;
+/** The stdout of a finished container, without timestamps: its first `maxBytes` (default 16 MiB). */
+export async function containerStdout(docker: Docker, containerId: string, maxBytes: number = defaultMaxLogBytes): Promise<string> {
+  return (await readCappedStdout(docker, containerId, maxBytes)).text;
 }

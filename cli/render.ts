@@ -89,6 +89,8 @@ export function eventLine(event: WatchEvent, state: WatchState, options: LineOpt
         : `${at} budget ${event.state}: ${event.reason}`;
     case 'outcome':
       return `${at} outcome ${event.status}: ${event.summary}`;
+    case 'trimmed':
+      return `${at} journal trimmed: ${event.reason}`;
     case 'log':
       return options.logs ? `log ${event.file}: ${event.line}` : undefined;
     case 'meters':

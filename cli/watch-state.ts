@@ -72,6 +72,7 @@ const requiredStrings: Record<RunEvent['kind'], string[]> = {
   question: ['id', 'question'],
   budget: ['state', 'reason'],
   outcome: ['status', 'summary'],
+  trimmed: ['reason'],
 };
 
 /**
@@ -161,6 +162,7 @@ export function applyEvent(state: WatchState, event: WatchEvent): WatchState {
       break;
     }
     case 'budget':
+    case 'trimmed':
       // Shown as a line; the display's state needs nothing more.
       break;
     case 'outcome':

@@ -23,6 +23,7 @@ export const RunEventKind = {
   question: 'question',
   budget: 'budget',
   outcome: 'outcome',
+  trimmed: 'trimmed',
 } as const;
 export type RunEventKind = (typeof RunEventKind)[keyof typeof RunEventKind];
 
@@ -58,7 +59,12 @@ export type RunEventBody =
   | { kind: 'meters'; meters: Meters }
   | { kind: 'question'; id: string; question: string; answer?: string }
   | { kind: 'budget'; state: 'paused' | 'extended' | 'stopped'; reason: string }
-  | { kind: 'outcome'; status: string; summary: string };
+  | { kind: 'outcome'; status: string; summary: string }
+  /**
+   * The journal is bounded: `dropped` older events, up to number `throughSeq`, are no longer
+   * kept (this event takes the last one's number). Phases and the outcome are never dropped.
+   */
+  | { kind: 'trimmed'; dropped: number; throughSeq: number; reason: string };
 
 /** One journal event: its number in the run, when it was recorded, and what happened. */
 export type RunEvent = RunEventBody & { seq: number; at: string };

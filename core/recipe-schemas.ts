@@ -36,7 +36,10 @@ export const SessionLimitsSchema = Type.Object(
     memoryMb: Type.Integer({ minimum: 16, maximum: 65536 }),
     cpus: Type.Number({ exclusiveMinimum: 0, maximum: 64 }),
     pids: Type.Integer({ minimum: 16, maximum: 65536 }),
-    network: Type.Union([Type.Literal('none'), Type.Literal('host')]),
+    // Only `none`: the host network reaches the Temporal frontend and the API on loopback
+    // (an agent could answer its own approval question). A session that needs to reach
+    // anything gets a unix socket served by the worker, never a route.
+    network: Type.Literal('none', { description: 'always "none": sessions never get a network' }),
     maxRespawns: Type.Integer({ minimum: 0, maximum: 10, description: 'respawns of one harness#model before escalating' }),
     maxAttempts: Type.Integer({ minimum: 1, maximum: 50, description: 'containers per session in all' }),
     hostLostAfter: Type.Optional(

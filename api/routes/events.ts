@@ -12,6 +12,7 @@ import { runPaths } from '../../activities/run-store';
 import { ApiError } from '../errors';
 import { readNewLogLines } from '../run-logs';
 import { ErrorSchema, LandingIdParams } from '../schemas';
+import { StreamSlots } from '../stream-slots';
 
 /**
  * One Server-Sent Event as a client parses it: before OpenAPI 3.2 the `schema` of a
@@ -42,6 +43,8 @@ export interface EventRouteOptions {
 export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, { client, config, pollMs = 500, keepAliveMs = 15_000 }) => {
   /** Open streams, so that closing the app ends them instead of waiting for clients to leave. */
   const streams = new Set<() => void>();
+  /** Streams open per bearer token, across both paths: at most `config.apiMaxStreamsPerToken`. */
+  const slots = new StreamSlots(config.apiMaxStreamsPerToken);
   // preClose runs before the server stops accepting and waits for connections: end ours first.
   app.addHook('preClose', async () => {
     for (const end of [...streams]) end();
@@ -58,7 +61,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
           summary: `Live events of ${what} (Server-Sent Events), resumable with Last-Event-ID`,
           description:
             'Events: phase, step, gate, session, cache, meters, question, outcome (journal events, JSON in `data`), `log` ({file, line, at}) and a final `end` ({workflowStatus, outcome}). ' +
-            'Each event id is a cursor; reconnect with the header Last-Event-ID (or the query parameter `after`) set to the last id received to continue with no gap and no repeat.',
+            'Each event id is a cursor; reconnect with the header Last-Event-ID (or the query parameter `after`) set to the last id received to continue with no gap and no repeat. ' +
+            'The journal is bounded: past its cap, older step, meters, session and cache events are replaced by one `trimmed` event ({dropped, throughSeq, reason}); numbers still only rise. ' +
+            'One bearer token may hold at most TARMAC_API_MAX_STREAMS_PER_TOKEN (default 8) streams open at once; one more is refused with 429 TARMAC_RATE_LIMITED.',
           params: LandingIdParams,
           querystring: Type.Object({
             after: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'Resume after this event id (same as Last-Event-ID; the header wins).' })),
@@ -71,6 +76,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
             400: ErrorSchema,
             401: ErrorSchema,
             404: ErrorSchema,
+            // Too many streams open with this token right now.
+            429: ErrorSchema,
             // A long Last-Event-ID together with a long `after` can exceed Node's 16 KiB request head.
             431: ErrorSchema,
             500: ErrorSchema,
@@ -78,6 +85,15 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
         },
       },
       async (request, reply) => {
+        const release = slots.take(StreamSlots.keyOf(request.headers.authorization));
+        if (!release) {
+          throw new ApiError(429, ApiErrorCode.rateLimited, `too many open event streams for this token: at most ${slots.maxPerToken} at once; close one and retry`, {
+            maxStreamsPerToken: slots.maxPerToken,
+          });
+        }
+        // The slot is held until the response is over: the stream ended (either side), or an
+        // error was answered before it opened. A response emits 'close' once, in every case.
+        reply.raw.once('close', release);
         const resumeFrom = request.headers['last-event-id'] ?? request.query.after;
         let cursor: EventCursor = startCursor();
         if (resumeFrom !== undefined) {
@@ -204,7 +220,8 @@ type RunOutcome = Record<string, unknown>;
 async function readJournal(handle: WorkflowHandle, after: number): Promise<JournalState> {
   try {
     const page = await handle.query(eventsQuery, { after });
-    const more = page.lastSeq > after + page.events.length;
+    // Numbers have gaps where the journal was trimmed: more is waiting if the page stops short of the last.
+    const more = page.events.length > 0 && page.events.at(-1)!.seq < page.lastSeq;
     if (!page.finished || more) return { events: page.events, more, closed: false, workflowStatus: 'RUNNING' };
     // The journal is complete when the outcome is recorded; the workflow closes a moment later.
     const workflowStatus = (await handle.describe()).status.name;

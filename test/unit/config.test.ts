@@ -43,6 +43,17 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads TARMAC_API_MAX_STREAMS_PER_TOKEN (default 8) and refuses a value that is not a positive whole number', () => {
+    assert.equal(loadConfig({}).apiMaxStreamsPerToken, 8);
+    assert.equal(loadConfig({ TARMAC_API_MAX_STREAMS_PER_TOKEN: '3' }).apiMaxStreamsPerToken, 3);
+    for (const bad of ['0', '-1', '2.5', 'many']) {
+      assert.throws(
+        () => loadConfig({ TARMAC_API_MAX_STREAMS_PER_TOKEN: bad }),
+        (error: unknown) => error instanceof ConfigError && /^TARMAC_API_MAX_STREAMS_PER_TOKEN: /.test(error.problems[0] ?? ''),
+      );
+    }
+  });
+
   it('never serialises the API tokens', () => {
     const secret = 'super-secret-token-value-123';
     const config = loadConfig({ TARMAC_API_TOKENS: `${secret},another-secret-token-456` });

@@ -50,6 +50,7 @@ describe('recipes', () => {
     { name: 'harness with an unknown adapter', texts: { ...valid, harnesses: valid.harnesses.replace('"adapter":"script"', '"adapter":"cursor"') }, message: /^recipes\/harnesses\.json: harnesses\.script\.adapter/ },
     { name: 'limits with a bad timeout', texts: { ...valid, limits: valid.limits.replace('"1m"', '"a minute"') }, message: /^recipes\/limits\.json: session\.timeout/ },
     { name: 'not JSON', texts: { ...valid, ladder: '{' }, message: /^recipes\/ladder\.json: \(root\) is not valid JSON/ },
+    { name: 'a session on the host network', texts: { ...valid, limits: valid.limits.replace('"network":"none"', '"network":"host"') }, message: /^recipes\/limits\.json: session\.network expected 'none'/ },
   ];
   it('a valid set parses', () => assert.deepEqual(parseRecipes(valid).ladder, ['script#reviewer']));
   for (const { name, texts, message } of broken) {
