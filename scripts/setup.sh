@@ -54,7 +54,7 @@ if ! docker_ok; then
   fi
   if ! docker_ok; then
     say "starting dockerd in the background (log: $cache/dockerd.log)"
-    # No bridge, no iptables: containers get network 'none' (or 'host' where a test needs loopback).
+    # No bridge, no iptables: containers get network 'none' (Tarmac never gives a container another one).
     as_root setsid nohup dockerd --bridge=none --iptables=false --ip-masq=false >"$cache/dockerd.log" 2>&1 < /dev/null &
     for _ in $(seq 1 60); do docker_ok && break; sleep 1; done
     docker_ok || die "dockerd did not come up within 60 s; see $cache/dockerd.log"
