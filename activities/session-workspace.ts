@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { containerPaths } from '../core/harnesses/types';
@@ -105,8 +105,15 @@ export interface ExportInput {
 
 /** Runs the export container (or reattaches to it) over the attempt's copy. */
 export async function runExport(input: ExportInput): Promise<{ exitCode: number | null }> {
-  await mkdir(input.paths.exportDir, { recursive: true });
-  await handToContainerUser(input.paths.exportDir);
+  // Made and handed over once; a retry finds what the export container left and touches none of it.
+  // (Made under a temporary name and renamed, so a crash in between cannot leave it unhanded.)
+  if (!existsSync(input.paths.exportDir)) {
+    const fresh = `${input.paths.exportDir}.${process.pid}.tmp`;
+    await rm(fresh, { recursive: true, force: true });
+    await mkdir(fresh, { recursive: true });
+    await handToContainerUser(fresh);
+    await rename(fresh, input.paths.exportDir);
+  }
   const result = await runStepContainer(input.docker, {
     labels: { [labelKeys.run]: input.runId, [labelKeys.step]: `${input.step}-export`, [labelKeys.role]: 'export' },
     image: input.image,
