@@ -31,9 +31,18 @@ export function automationGit(baseDir: string): SimpleGit {
   return simpleGit({ baseDir, config: automationSettings, unsafe: { allowUnsafeHooksPath: true, allowUnsafeFsMonitor: true, allowUnsafeProtocolOverride: true } });
 }
 
-/** The worker's environment without git's own variables (simple-git refuses unknown `GIT_*`). */
-const environmentWithoutGit = (): Record<string, string> =>
-  Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => !/^GIT_/i.test(entry[0]) && entry[1] !== undefined));
+/**
+ * The worker's environment for git that talks to an origin: without the variables that make git
+ * run another program (editor, pager, askpass, ssh, config paths) — simple-git refuses them, a
+ * fetch or push needs none, and npm sets EDITOR for its scripts — and without `GIT_*` but the
+ * certificate settings an operator may need for https.
+ */
+const programVariables = /^(editor|visual|pager|prefix|ssh_askpass|git_.*)$/i;
+const certificateVariables = ['GIT_SSL_CAINFO', 'GIT_SSL_CAPATH'] as const;
+const environmentForGit = (): Record<string, string> => ({
+  ...Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => !programVariables.test(entry[0]) && entry[1] !== undefined)),
+  ...Object.fromEntries(certificateVariables.flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : []))),
+});
 
 /**
  * Git for a command that talks to a run's origin (fetch, ls-remote, push): it speaks only the
@@ -49,9 +58,9 @@ export function originGit(baseDir: string, repo: string): SimpleGit {
   return simpleGit({
     baseDir,
     config: [...automationSettings, ...gitTransportSettings, ...gitProtocolSettings(protocols)],
-    allowEnvironment: ['GIT_TERMINAL_PROMPT', 'GIT_SSH_COMMAND'],
+    allowEnvironment: ['GIT_TERMINAL_PROMPT', 'GIT_SSH_COMMAND', ...certificateVariables],
     unsafe: { allowUnsafeHooksPath: true, allowUnsafeFsMonitor: true, allowUnsafeProtocolOverride: true, allowUnsafeSshCommand: true },
-  }).env({ ...environmentWithoutGit(), GIT_TERMINAL_PROMPT, GIT_SSH_COMMAND });
+  }).env({ ...environmentForGit(), GIT_TERMINAL_PROMPT, GIT_SSH_COMMAND });
 }
 
 /** The uid:gid agents and gate suites run as when the worker is root (the images' `tarmac` user). */
