@@ -41,7 +41,7 @@ const programVariables = /^(editor|visual|pager|prefix|ssh_askpass|git_.*)$/i;
 const certificateVariables = ['GIT_SSL_CAINFO', 'GIT_SSL_CAPATH'] as const;
 const environmentForGit = (): Record<string, string> => ({
   ...Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => !programVariables.test(entry[0]) && entry[1] !== undefined)),
-  ...Object.fromEntries(certificateVariables.flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : []))),
+  ...Object.fromEntries(certificateVariables.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : []))),
 });
 
 /**
