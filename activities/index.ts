@@ -22,6 +22,8 @@ export interface ActivityDeps {
   recipesDir?: string;
   /** Shared task queue (target queues are started on it); default `tarmac`. */
   taskQueue?: string;
+  /** Where the model gateway forwards (config `modelUpstreams`); default the providers' public APIs. */
+  modelUpstreams?: { anthropic: string; openai: string };
 }
 
 /**

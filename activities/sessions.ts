@@ -20,6 +20,9 @@ import { containerStdout, labelKeys, runStepContainer } from './containers';
 import { runEventSignal } from '../workflows/messages';
 import { loadPlaybooks } from './fix';
 import { startGateway } from './gateway';
+import { startModelGateway, type ModelGatewayHandle } from './model-gateway';
+import { loadPricing, type ModelProvider } from '../core/model-pricing';
+import type { ModelBudgetLeft } from '../workflows/policies/model-budget';
 import { containerUser, handToContainerUser } from './git';
 import { advanceWorkspace, attemptWorkspace, commitsOver, importExport, prepareAttemptCopy, rebaseStopped, runExport, type AttemptExport, type AttemptWorkspace } from './session-workspace';
 import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
@@ -30,8 +33,34 @@ export interface SessionActivityDeps {
   docker: Docker;
   /** Where the recipes live; default the repository's `recipes/`. */
   recipesDir?: string;
-  /** Where harness secrets come from (model API keys); default the worker's environment. */
+  /** Where harness secrets come from (model API keys); default the worker's environment. They stay in the worker: the model gateway adds them. */
   secrets?: NodeJS.ProcessEnv;
+  /** Where the model gateway forwards, per protocol (config `modelUpstreams`); default the providers' public APIs. */
+  modelUpstreams?: { anthropic: string; openai: string };
+}
+
+/** The model gateway's defaults: the providers' public APIs. */
+export const defaultModelUpstreams = { anthropic: 'https://api.anthropic.com', openai: 'https://api.openai.com' } as const;
+
+/** The worker's variable holding each provider's key. */
+const providerKeys: Record<ModelProvider, string> = { anthropic: 'ANTHROPIC_API_KEY', openai: 'OPENAI_API_KEY' };
+
+/**
+ * Which provider protocol a CLI harness speaks for a model (its model gateway's provider);
+ * undefined for the script harness, which calls no model.
+ */
+export function modelProviderOf(adapter: Harness['adapter'], model: string): ModelProvider | undefined {
+  switch (adapter) {
+    case 'script':
+      return undefined;
+    case 'claude-code':
+      return 'anthropic';
+    case 'codex':
+      return 'openai';
+    default:
+      // opencode names the provider in the model ("anthropic/claude-…"); aider's Claude aliases are Anthropic.
+      return /^(anthropic\/|claude|sonnet|opus|haiku)/.test(model) ? 'anthropic' : 'openai';
+  }
 }
 
 export interface ValidateDispatchInput {
@@ -66,6 +95,11 @@ export interface RunSessionInput {
   baseSha: string;
   /** Workflow id whose event journal hears `spawned` / `reattached` / `first-turn` as they happen. */
   reportTo?: string;
+  /**
+   * What this attempt may still spend on model requests (the run budget minus the meters so
+   * far); the model gateway refuses a request once it is spent. Default: unlimited.
+   */
+  modelBudget?: ModelBudgetLeft;
 }
 
 /**
@@ -85,6 +119,9 @@ function eventReporter(reportTo: string | undefined, session: { sessionId: strin
   };
 }
 
+/** The container's loopback port of the model forwarder (images/shared/tarmac-forward). */
+const modelPort = 8417;
+
 /** A result file larger than this is not a result. */
 const maxResultBytes = 1024 * 1024;
 
@@ -95,7 +132,7 @@ function invalidRequest(message: string): ApplicationFailure {
   return ApplicationFailure.create({ type: FailureType.invalidRequest, message, nonRetryable: true });
 }
 
-export function createSessionActivities({ dataDir, hostId, docker, recipesDir, secrets = process.env }: SessionActivityDeps) {
+export function createSessionActivities({ dataDir, hostId, docker, recipesDir, secrets = process.env, modelUpstreams = defaultModelUpstreams }: SessionActivityDeps) {
   /**
    * Brings an attempt's commits into the worker-owned run workspace: the export
    * container bundles them, the worker fetches the bundle, and a head that builds on the
@@ -183,8 +220,9 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       const user = containerUser();
       // The session's tool gateway: started before the container, so its socket is there when the agent starts.
       let containerId: string | undefined;
+      const gatewayDir = join(paths.runDir, 'sessions', sessionId, 'gateway');
       const gateway = await startGateway({
-        dir: join(paths.runDir, 'sessions', sessionId, 'gateway'),
+        dir: gatewayDir,
         workspace: workspace.copy,
         docker,
         containerId: () => containerId,
@@ -192,7 +230,26 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         rules: loadPlaybooks(recipesDir).grounding,
         maxToolCalls: loadPlaybooks(recipesDir).limits.maxToolIterations,
       });
-      const secretEnv = harness.secrets.filter((name) => secrets[name]).map((name) => `${name}=${secrets[name]}`);
+      // A CLI agent's only way to a model: its model gateway, per attempt, whose socket sits next to the
+      // tool gateway's in the one mounted directory. The key stays here; the container gets a placeholder.
+      const provider = modelProviderOf(harness.adapter, model);
+      let modelGateway: ModelGatewayHandle | undefined;
+      if (provider) {
+        try {
+          modelGateway = await startModelGateway({
+            dir: join(dir, 'model-gateway'),
+            socketKey: gatewayDir,
+            provider,
+            upstream: modelUpstreams[provider],
+            apiKey: secrets[providerKeys[provider]] || undefined,
+            budget: { left: input.modelBudget ?? { tokens: Number.MAX_SAFE_INTEGER, costUsd: Number.MAX_SAFE_INTEGER } },
+            pricing: loadPricing(recipesDir),
+          });
+        } catch (error) {
+          await gateway.close();
+          throw error;
+        }
+      }
       const report = eventReporter(input.reportTo, { sessionId, role, attempt, harnessModel });
       // The copy reads the mirror's objects through alternates; agents can read them, not write them.
       const objectDirs = [join(mirror, 'objects')];
@@ -224,7 +281,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
           'GIT_AUTHOR_EMAIL=agent@tarmac.invalid',
           'GIT_COMMITTER_NAME=tarmac-agent',
           'GIT_COMMITTER_EMAIL=agent@tarmac.invalid',
-          ...secretEnv,
+          // Keys never enter the container: only where the model gateway is and a placeholder key.
+          ...(modelGateway ? [`TARMAC_MODEL_PORT=${modelPort}`, ...(adapter.modelEnv?.(`http://127.0.0.1:${modelPort}`) ?? [])] : []),
         ],
         binds: [
           // Reviewers read; everyone else writes their own copy.
@@ -242,8 +300,9 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         nanoCpus: Math.round(limits.cpus * 1e9),
         pidsLimit: limits.pids,
         networkMode: limits.network,
-      }).finally(() => gateway.close());
+      }).finally(() => Promise.all([gateway.close(), modelGateway?.close()]));
       const tools = gateway.state();
+      const modelUsage = modelGateway?.usage();
 
       const stdout = await containerStdout(docker, result.containerId);
       const sawFirstTurn = harness.adapter === 'script' ? stdout.includes(firstTurnMarker) : stdout.trim().length > 0;
@@ -296,6 +355,18 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         headSha,
         logRef: dataRef(dataDir, join(paths.logs, `${step}.log`)),
         hostId,
+        ...(modelUsage
+          ? {
+              modelUsage: {
+                inputTokens: modelUsage.inputTokens,
+                outputTokens: modelUsage.outputTokens,
+                costUsd: modelUsage.costUsd,
+                requests: modelUsage.requests,
+                budgetRefusals: modelUsage.budgetRefusals,
+                ...(modelUsage.lastBudgetRefusal ? { lastBudgetRefusal: modelUsage.lastBudgetRefusal.reason } : {}),
+              },
+            }
+          : {}),
         gateway: {
           toolCalls: tools.toolCalls,
           commandFailures: Object.entries(tools.totalFailures).map(([command, count]) => ({ command, count })),

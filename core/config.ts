@@ -51,6 +51,13 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** `TARMAC_TEMPORAL_BIN`: path of the `temporal` CLI for `tarmac dev`; default found by setup. */
   temporalBin?: string;
+  /**
+   * Where the model gateway forwards agents' requests, per provider protocol:
+   * `TARMAC_MODEL_UPSTREAM_ANTHROPIC` (default `https://api.anthropic.com`) and
+   * `TARMAC_MODEL_UPSTREAM_OPENAI` (default `https://api.openai.com`); http or https, no
+   * credentials in the URL (keys stay in `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`).
+   */
+  modelUpstreams: { anthropic: string; openai: string };
 }
 
 export class ConfigError extends Error {
@@ -131,6 +138,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(`TARMAC_WORKER_METRICS_URL: "${workerMetricsUrl}" must be an http:// URL (e.g. http://127.0.0.1:9464/metrics)`);
   }
 
+  const upstream = (name: string, fallback: string): string => {
+    const value = text(name, fallback);
+    let url: URL | undefined;
+    try {
+      url = new URL(value);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash) {
+      problems.push(`${name}: "${redactCredentials(value)}" must be an http:// or https:// URL without credentials, query or fragment (e.g. ${fallback})`);
+      return fallback;
+    }
+    return value.replace(/\/+$/, '');
+  };
+  const modelUpstreams = {
+    anthropic: upstream('TARMAC_MODEL_UPSTREAM_ANTHROPIC', 'https://api.anthropic.com'),
+    openai: upstream('TARMAC_MODEL_UPSTREAM_OPENAI', 'https://api.openai.com'),
+  };
+
   const config: Config = {
     dataDir: resolve(text('TARMAC_DATA_DIR', './.tarmac')),
     temporalAddress,
@@ -151,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dockerSocket: text('TARMAC_DOCKER_SOCKET', '/var/run/docker.sock'),
     logLevel: logLevel as Config['logLevel'],
     ...(temporalBin ? { temporalBin } : {}),
+    modelUpstreams,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return redactSecrets(config);

@@ -74,6 +74,11 @@ export interface SessionAttemptReport {
   logRef: string;
   /** The host the attempt ran on (its queue is `tarmac.host.<hostId>`). */
   hostId?: string;
+  /**
+   * What the attempt spent through its model gateway, metered from the provider's responses
+   * (CLI harnesses). When present it is the attempt's usage: it wins over the CLI's own report.
+   */
+  modelUsage?: { inputTokens: number; outputTokens: number; costUsd: number; requests: number; budgetRefusals: number; lastBudgetRefusal?: string };
   /** What the tool gateway saw in this attempt (state is per session: it carries across attempts and restarts). */
   gateway?: { toolCalls: number; commandFailures: { command: string; count: number }[]; circuitBreakerTriggered: boolean; refusals: { tool: string; reason: string }[] };
 }

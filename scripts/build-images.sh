@@ -43,14 +43,37 @@ if [ "$base" = "$offline_base" ] && ! docker image inspect "$base" >/dev/null 2>
 fi
 base_id=$(docker image inspect --format '{{.Id}}' "$base" 2>/dev/null) || die "base image $base is not available (pull or build it)"
 
-build() { # name dir
-  local name=$1 dir=$2 inputs current
-  inputs=$( (echo "$base_id"; cd "$dir" && find . -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16)
+build() { # name dir [extra input text]
+  local name=$1 dir=$2 extra=${3:-} inputs current
+  inputs=$( (echo "$base_id"; [ -z "$extra" ] || echo "$extra"; cd "$dir" && find . -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16)
   current=$(docker image inspect --format '{{index .Config.Labels "tarmac.inputs"}}' "$name" 2>/dev/null || true)
   if [ "$current" = "$inputs" ]; then say "$name is current ($inputs)"; return; fi
   say "building $name ($inputs)"
   docker build -q --build-arg "BASE_IMAGE=$base" --label "tarmac.inputs=$inputs" -t "$name" "$dir" >/dev/null \
     || die "docker build of $name failed"
 }
-build tarmac/runner:bookworm images/runner
-build tarmac/agent-script:bookworm images/agent-script
+# Arguments: image directories to build (runner, agent-script, agent-claude-code); default all.
+wanted() { [ "${#only[@]}" -eq 0 ] || [[ " ${only[*]} " =~ " $1 " ]]; }
+only=("$@")
+wanted runner && build tarmac/runner:bookworm images/runner
+wanted agent-script && build tarmac/agent-script:bookworm images/agent-script
+
+# Claude Code: the pinned binary from the cache (scripts/fetch-agent-clis.sh), images/shared/ and
+# the Dockerfile, in a build context assembled here. The tag is the pinned version
+# (recipes/harnesses.json names it); the input hash covers the binary and its version.
+if wanted agent-claude-code; then
+  claude_version=$(node -p 'require("./infra/agent-clis.json")["claude-code"].version')
+  case "$(uname -m)" in x86_64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) arch=$(uname -m) ;; esac
+  claude_bin="$cache/pkgs/claude-code-$claude_version-linux-$arch/claude"
+  if [ ! -x "$claude_bin" ]; then
+    say "warning: Claude Code $claude_version is not in the cache ($claude_bin); tarmac/agent-claude-code:$claude_version not built (run scripts/fetch-agent-clis.sh)"
+  else
+    context=$(mktemp -d "${TMPDIR:-/tmp}/tarmac-image-claude.XXXXXX")
+    trap 'rm -rf "$context"' EXIT
+    cp images/agent-claude-code/Dockerfile "$context/Dockerfile"
+    cp -R images/shared "$context/shared"
+    cp "$claude_bin" "$context/claude"
+    build "tarmac/agent-claude-code:$claude_version" "$context" "claude-code $claude_version"
+    rm -rf "$context"; trap - EXIT
+  fi
+fi

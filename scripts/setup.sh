@@ -3,10 +3,11 @@
 #   1. node dependencies (npm ci when the lockfile changed)
 #   2. the temporal CLI (PATH, else ~/.cache/tarmac/bin, else go install from the module proxy)
 #   3. a Docker engine (a running one, else docker.io from apt and dockerd in the background)
-#   4. images: tarmac/runner and tarmac/agent-script, rebuilt only when their inputs change
-#   5. Debian's chromium for the Web UI browser test (apt, only when /usr/bin/chromium is missing)
-#   6. schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
-#   7. the agent CLIs (scripts/fetch-agent-clis.sh: pinned npm platform packages into the cache)
+#   4. the agent CLIs (scripts/fetch-agent-clis.sh: pinned npm platform packages into the cache)
+#   5. images: tarmac/runner, tarmac/agent-script and (from the cached CLI) tarmac/agent-claude-code,
+#      rebuilt only when their inputs change
+#   6. Debian's chromium for the Web UI browser test (apt, only when /usr/bin/chromium is missing)
+#   7. schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
 # Environment: TARMAC_BASE_IMAGE (use this base instead of the offline debootstrap one),
 # TARMAC_SKIP_IMAGES=1, TARMAC_CACHE_DIR (default ~/.cache/tarmac).
 set -euo pipefail
@@ -69,12 +70,18 @@ if ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null
     || say "warning: could not install docker-compose; the compose test will fail"
 fi
 
-# 4. Images ------------------------------------------------------------------------
+# 4. Agent CLIs --------------------------------------------------------------------
+# The real harness CLIs (Claude Code, Codex) at the versions pinned in infra/agent-clis.json, packed
+# from the npm registry into the cache (no install scripts run); the real-agent tests drive them, and
+# the agent images (next step) are built from them, so they are fetched first.
+bash "$root/scripts/fetch-agent-clis.sh" || say "warning: could not fetch the agent CLIs; the real-agent tests will skip"
+
+# 5. Images ------------------------------------------------------------------------
 if [ "${TARMAC_SKIP_IMAGES:-0}" != 1 ]; then
   bash "$root/scripts/build-images.sh"
 fi
 
-# 5. Chromium ----------------------------------------------------------------------
+# 6. Chromium ----------------------------------------------------------------------
 # test/e2e/web-ui.test.ts drives Debian's chromium through playwright-core (no browser download).
 if [ ! -x /usr/bin/chromium ] && [ -f /etc/debian_version ]; then
   say "installing chromium from apt (the Web UI browser test)"
@@ -83,7 +90,7 @@ if [ ! -x /usr/bin/chromium ] && [ -f /etc/debian_version ]; then
     || say "warning: could not install chromium; the Web UI browser test will fail"
 fi
 
-# 6. Schemathesis ------------------------------------------------------------------
+# 7. Schemathesis ------------------------------------------------------------------
 # test/infra/openapi-fuzz.test.ts fuzzes the OpenAPI document through scripts/fuzz-api.sh,
 # whose command line and config are written for this version (the v3 CLI differs).
 schemathesis_version=4.32.5
@@ -94,8 +101,4 @@ if [ "$("$schemathesis_venv/bin/schemathesis" --version 2>/dev/null)" != "schema
     || say "warning: could not install schemathesis (needs python3 with venv, and PyPI); the OpenAPI fuzz test will fail"
 fi
 
-# 7. Agent CLIs --------------------------------------------------------------------
-# The real harness CLIs (Claude Code, Codex) at the versions pinned in infra/agent-clis.json, packed
-# from the npm registry into the cache (no install scripts run); the real-agent tests drive them.
-bash "$root/scripts/fetch-agent-clis.sh" || say "warning: could not fetch the agent CLIs; the real-agent tests will skip"
 say "ready"

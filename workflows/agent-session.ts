@@ -18,7 +18,7 @@ import {
 import { capsule, sessionRun } from './activity-options';
 import { budgetUpdate, runEventSignal, sessionStatusQuery } from './messages';
 import { metrics } from './metrics';
-import { budgetCommandProblem, budgetExhausted, extendBudget, type BudgetLimits } from './policies/budget';
+import { budgetCommandProblem, budgetExhausted, budgetLeft, extendBudget, type BudgetLimits } from './policies/budget';
 import { classifySession } from './policies/session-classifier';
 import { decideNext, type AttemptClass } from './policies/session-policy';
 import { searchAttributes } from './search-attributes';
@@ -239,6 +239,8 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
           repo,
           baseSha,
           ...(request.reportTo ? { reportTo: request.reportTo } : {}),
+          // What the attempt's model gateway lets through: what is left of the run budget.
+          modelBudget: (({ tokens, costUsd }) => ({ tokens, costUsd }))(budgetLeft(meters, budget!)),
         }).catch((error: unknown) => {
           // No worker of the host picked the attempt up in time: the host is lost (an answer, not an error).
           if (scheduleToStartTimedOut(error)) return undefined;
@@ -247,10 +249,12 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
         const hostLost = report === undefined;
         const seen: SessionAttemptReport = report ?? lostHostReport(attempts.length + 1, harnessModel, hostId, Date.now() - attemptStarted);
         if (seen.reattached) meters.reattachments += 1;
-        if (seen.result) {
-          meters.inputTokens += seen.result.usage.inputTokens;
-          meters.outputTokens += seen.result.usage.outputTokens;
-          meters.costUsd += seen.result.usage.costUsd;
+        // Usage metered by the model gateway wins over what the CLI reports of itself.
+        const usage = seen.modelUsage ?? seen.result?.usage;
+        if (usage) {
+          meters.inputTokens += usage.inputTokens;
+          meters.outputTokens += usage.outputTokens;
+          meters.costUsd += usage.costUsd;
         }
         let attemptClass: AttemptClass = classifySession({
           exitCode: seen.exitCode,
@@ -271,7 +275,7 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
         if (attemptClass === 'delivered' && rolesThatMustCommit.includes(request.role) && (seen.commitsAdded < 1 || seen.workspaceState === 'rebasing')) attemptClass = 'no-evidence';
         attempts.push({ ...seen, class: attemptClass });
         metrics.sessionAttempt(attemptClass, request.role);
-        if (seen.result) metrics.tokens(request.role, seen.result.usage.inputTokens, seen.result.usage.outputTokens);
+        if (usage) metrics.tokens(request.role, usage.inputTokens, usage.outputTokens);
         await reportEvent({ type: 'classified', attempt: seen.attempt, harnessModel, class: attemptClass });
 
         const decision = decideNext({

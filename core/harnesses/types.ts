@@ -17,6 +17,11 @@ export interface HarnessAdapter {
    * themselves; the others print to stdout and `parse` turns that into a result.
    */
   output: 'result-file' | 'stdout';
+  /**
+   * Environment that points the CLI at the model gateway's forwarder (`baseUrl`, on the
+   * container's loopback) with a placeholder key: the gateway puts the worker's key in its place.
+   */
+  modelEnv?(baseUrl: string): string[];
   /** Parses the CLI's stdout into a result; a `problem` means the session did not deliver. */
   parse(stdout: string): { ok: true; result: SessionResult } | { ok: false; problem: string };
 }

@@ -40,6 +40,8 @@ export interface StackOptions {
    * fixture repositories (infra/fixture-repo.ts) and demo repositories of the tests are made.
    */
   repoAllow?: string;
+  /** Extra environment of the worker processes only (model upstreams, provider keys). */
+  workerEnv?: Record<string, string>;
 }
 
 /**
@@ -86,7 +88,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const spawnWorker = async (overrides: Record<string, string> = {}): Promise<ChildProcess> => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bin/tarmac.ts'), 'worker'], {
       cwd: root,
-      env: { ...env, ...overrides },
+      env: { ...env, ...(options.workerEnv ?? {}), ...overrides },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

@@ -79,15 +79,18 @@ describe('harness adapters: output parsing from recorded samples', () => {
 
 describe('harness adapters: command construction', () => {
   const cases = [
-    { adapter: 'claude-code' as const, expects: [/^claude -p "\$\(cat \/tarmac\/prompt\.md\)"/, /--model "\$1"/, /--output-format json/] },
+    { adapter: 'claude-code' as const, launcher: '/opt/tarmac/shared/tarmac-run', expects: [/^claude -p /, /--model "\$1"/, /--output-format json/, /--allowedTools Bash,Read,Edit,Write/, /< \/tarmac\/prompt\.md$/] },
     { adapter: 'opencode' as const, expects: [/^opencode run/, /--model "\$1"/, /--format json/] },
     { adapter: 'codex' as const, expects: [/^codex exec --json/, /--model "\$1"/, /--skip-git-repo-check/, /--cd \/workspace/] },
     { adapter: 'aider' as const, expects: [/^aider --model "\$1"/, /--message-file \/tarmac\/prompt\.md/, /--yes-always/, /--no-stream/] },
   ];
-  for (const { adapter, expects } of cases) {
+  for (const { adapter, expects, ...rest } of cases) {
     it(`${adapter} passes the model as an argument, never through the shell`, () => {
       const model = 'evil"; rm -rf / #';
-      const argv = adapters[adapter].command(model);
+      const launched = adapters[adapter].command(model);
+      const launcher = 'launcher' in rest ? rest.launcher : undefined;
+      if (launcher) assert.equal(launched[0], launcher, 'the command runs under the model forwarder');
+      const argv = launcher ? launched.slice(1) : launched;
       assert.equal(argv[0], 'sh');
       assert.equal(argv[1], '-c');
       const script = argv[2]!.replace(/^exec /, '');
@@ -96,6 +99,16 @@ describe('harness adapters: command construction', () => {
       assert.equal(argv[argv.length - 1], model, 'the model is the positional argument $1');
     });
   }
+  it('claude-code reads its prompt from stdin and reaches the model only through the forwarder, with a placeholder key', () => {
+    const script = adapters['claude-code'].command('claude-sonnet-4-5')[3]!;
+    assert.ok(!script.includes('$(cat'), 'the prompt is never one argv string');
+    assert.deepEqual(adapters['claude-code'].modelEnv?.('http://127.0.0.1:8417'), [
+      'ANTHROPIC_BASE_URL=http://127.0.0.1:8417',
+      'ANTHROPIC_API_KEY=tarmac-model-gateway',
+      'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1',
+      'ENABLE_TOOL_SEARCH=false',
+    ]);
+  });
   it('script passes the behaviour as the only argument', () => {
     assert.deepEqual(adapters.script.command('fixer'), ['fixer']);
   });

@@ -1,0 +1,170 @@
+/**
+ * Real agents, end to end (issue 12): a conflicting landing resolved by the real Claude Code CLI in
+ * its real image (tarmac/agent-claude-code, built offline by scripts/build-images.sh), in a
+ * network-none session container that reaches a model only through the worker's model gateway,
+ * whose upstream is the scripted endpoint (TARMAC_MODEL_UPSTREAM_ANTHROPIC). The worker holds a fake
+ * key: the endpoint sees it (the gateway added it), nothing the agent or the records show does.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Docker from 'dockerode';
+import { loadRecipes } from '../../core/recipes';
+import { branchHead, createFixtureRepo, gateFile, type FixtureBranch } from '../../infra/fixture-repo';
+import type { Script } from '../../infra/scripted-model/script';
+import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
+import { startStack, waitFor, type Stack } from '../helpers/stack';
+
+const image = loadRecipes().harnesses['claude-code']!.image;
+const secret = 'sk-test-secret-xyz';
+const model = 'claude-sonnet-4-5';
+
+function imagePresent(): boolean {
+  try {
+    execFileSync('docker', ['image', 'inspect', image], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+const skip = imagePresent() ? false : `${image} is not built; run \`bash scripts/fetch-agent-clis.sh && bash scripts/build-images.sh agent-claude-code\``;
+
+const git = (dir: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
+const show = (repoPath: string, ref: string, file: string) => git(repoPath, 'show', `${ref}:${file}`);
+
+/** Every file under `dir` (text), for searching a value in what a run wrote. */
+function everythingUnder(dir: string): string {
+  let text = '';
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    const stat = statSync(path, { throwIfNoEntry: false });
+    if (!stat) continue;
+    if (stat.isDirectory()) text += everythingUnder(path);
+    else if (stat.isFile() && stat.size < 50 * 1024 * 1024) text += readFileSync(path, 'latin1');
+  }
+  return text;
+}
+
+describe('real agents: Claude Code resolves a conflict through the model gateway', { skip, timeout: 600_000 }, () => {
+  let stack: Stack;
+  let endpoint: ScriptedModel;
+  const resolveCommand = "cd /workspace && printf 'target\\none\\n' > shared.txt && git add shared.txt && GIT_EDITOR=true git rebase --continue";
+  const script: Script = {
+    version: 1,
+    conversations: [
+      {
+        name: 'resolver',
+        turns: [
+          { text: 'Resolving the conflict in shared.txt.', toolCalls: [{ name: 'Bash', input: { command: resolveCommand, description: 'Resolve shared.txt and continue the rebase' } }], usage: { inputTokens: 1500, outputTokens: 90 } },
+          { text: 'Resolved shared.txt (kept both sides) and continued the rebase.', usage: { inputTokens: 1800, outputTokens: 30 } },
+        ],
+      },
+    ],
+  };
+
+  before(async () => {
+    endpoint = await startScriptedModel({ script, port: 0 });
+    stack = await startStack({ workerEnv: { TARMAC_MODEL_UPSTREAM_ANTHROPIC: endpoint.url!, ANTHROPIC_API_KEY: secret } });
+  });
+  after(async () => {
+    await stack?.stop();
+    await endpoint?.close();
+  });
+
+  it('lands: every original patch present, meters = the scripted usage, the key nowhere but at the endpoint', async () => {
+    const gate = gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 0 } });
+    const commits: FixtureBranch['commits'] = [
+      { message: 'one: change shared', files: { 'shared.txt': 'one\n' } },
+      { message: 'one: add notes', files: { 'notes.txt': 'notes\n' } },
+    ];
+    const repo = createFixtureRepo({ base: { 'shared.txt': 'base\n', 'check.sh': 'test -f shared.txt\n', '.config/tarmac/land-gate.json': gate }, branches: [{ name: 'feature/one', commits }] });
+    repo.git('checkout', '-q', 'main');
+    execFileSync('sh', ['-c', `printf 'target\\n' > ${join(repo.clone, 'shared.txt')}`]);
+    repo.git('-c', 'user.name=t', '-c', 'user.email=t@t.invalid', 'commit', '-q', '-am', 'target changes shared');
+    repo.git('push', '-q', 'origin', 'main');
+
+    const agent = `claude-code#${model}`;
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: agent, ladder: [agent] } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+
+    // The session container, inspected while it exists (the landing's cleanup removes it).
+    const inspected = new Map<string, string>();
+    const docker = new Docker({ socketPath: stack.config.dockerSocket });
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: ['tarmac.harness=claude-code'] }) }).catch(() => []);
+        for (const info of found) {
+          if (!inspected.has(info.Id)) {
+            const details = await docker.getContainer(info.Id).inspect().catch(() => undefined);
+            if (details) inspected.set(info.Id, JSON.stringify(details));
+          }
+        }
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+    })();
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      420_000,
+      `landing ${id} to finish`,
+    ).finally(() => (watching = false));
+    await watcher;
+    const outcome = view.body.outcome;
+    const turns = endpoint.requests.map((request) => [request.path, request.outcome, request.turn, request.message ?? '']);
+    assert.equal(outcome.status, 'landed', `${outcome.summary}\nendpoint: ${JSON.stringify(turns)}\nsessions: ${JSON.stringify(outcome.sessions)}`);
+
+    // The real CLI resolved the conflict with its Bash tool; every original commit's patch is present.
+    assert.equal(show(repo.path, 'main', 'shared.txt'), 'target\none', 'both sides kept by the resolver');
+    assert.equal(show(repo.path, 'main', 'notes.txt'), 'notes');
+    assert.equal(branchHead(repo.path, 'main'), outcome.mergedSha);
+    const how = outcome.provenance.map((entry: { subject: string; how: string; rebased: string | null }) => [entry.subject, entry.how, Boolean(entry.rebased)]);
+    assert.deepEqual(how, [
+      ['one: change shared', 'resolved', true],
+      ['one: add notes', 'identical', true],
+    ]);
+    assert.deepEqual(
+      outcome.sessions.map((s: { role: string; harnessModel: string; status: string; attempts: number }) => [s.role, s.harnessModel, s.status, s.attempts]),
+      [['resolver', agent, 'delivered', 1]],
+    );
+
+    // The endpoint saw exactly the scripted turns, each with the worker's key (added by the gateway).
+    assert.deepEqual(
+      endpoint.requests.map((request) => [request.method, request.path, request.outcome, request.turn]),
+      [
+        ['POST', '/v1/messages', 'turn', 0],
+        ['POST', '/v1/messages', 'turn', 1],
+      ],
+      JSON.stringify(turns),
+    );
+    for (const request of endpoint.requests) assert.equal(request.headers['x-api-key'], secret, 'the gateway put the worker key in place of the placeholder');
+
+    // Meters: exactly the scripted usage, metered by the gateway (claude-sonnet-4-5: $3 in, $15 out per million).
+    const input = 1500 + 1800;
+    const output = 90 + 30;
+    assert.deepEqual([outcome.meters.inputTokens, outcome.meters.outputTokens], [input, output], JSON.stringify(outcome.meters));
+    assert.ok(Math.abs(outcome.meters.costUsd - (input * 3 + output * 15) / 1e6) < 1e-9, `cost ${outcome.meters.costUsd}`);
+    const sessionId = outcome.sessions[0].sessionId as string;
+    const session = await stack.client.workflow.getHandle(`${outcome.runId}.${sessionId}`).result();
+    assert.deepEqual(session.attempts[0].modelUsage, { inputTokens: input, outputTokens: output, costUsd: (input * 3 + output * 15) / 1e6, requests: 2, budgetRefusals: 0 });
+    assert.deepEqual([session.meters.inputTokens, session.meters.outputTokens], [input, output]);
+
+    // The key: never in the container (docker inspect), the outcome, the histories, or the run's files.
+    assert.ok(inspected.size >= 1, 'the session container was seen');
+    for (const [containerId, text] of inspected) {
+      assert.ok(!text.includes(secret), `not in docker inspect of ${containerId}`);
+      const details = JSON.parse(text) as { Config: { Env: string[] }; HostConfig: { NetworkMode: string } };
+      assert.equal(details.HostConfig.NetworkMode, 'none');
+      assert.ok(details.Config.Env.includes('ANTHROPIC_API_KEY=tarmac-model-gateway'), 'the container has the placeholder only');
+    }
+    assert.ok(!JSON.stringify(view.body).includes(secret), 'not in the landing view or outcome');
+    for (const workflowId of [id, `${outcome.runId}.${sessionId}`]) {
+      const history = await stack.client.workflow.getHandle(workflowId).fetchHistory();
+      assert.ok(!JSON.stringify(history).includes(secret), `not in the history of ${workflowId}`);
+    }
+    assert.ok(!everythingUnder(join(stack.dataDir, 'runs')).includes(secret), 'not in the run dirs (transcript, usage, logs)');
+  });
+});
