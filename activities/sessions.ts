@@ -8,7 +8,7 @@ import type { ReportedRunEvent, SessionEventType } from '../core/events';
 import { fieldName } from '../core/gate-file';
 import { parseDuration } from '../core/duration';
 import { checkHarnessModel, splitHarnessModel } from '../core/harness-models';
-import { adapters } from '../core/harnesses';
+import { adapters, modelProviderOf } from '../core/harnesses';
 import { containerPaths } from '../core/harnesses/types';
 import { BudgetSchema, SessionLimitsSchema, type Budget, type Harness, type SessionLimits } from '../core/recipe-schemas';
 import { loadRecipes } from '../core/recipes';
@@ -44,24 +44,6 @@ export const defaultModelUpstreams = { anthropic: 'https://api.anthropic.com', o
 
 /** The worker's variable holding each provider's key. */
 const providerKeys: Record<ModelProvider, string> = { anthropic: 'ANTHROPIC_API_KEY', openai: 'OPENAI_API_KEY' };
-
-/**
- * Which provider protocol a CLI harness speaks for a model (its model gateway's provider);
- * undefined for the script harness, which calls no model.
- */
-export function modelProviderOf(adapter: Harness['adapter'], model: string): ModelProvider | undefined {
-  switch (adapter) {
-    case 'script':
-      return undefined;
-    case 'claude-code':
-      return 'anthropic';
-    case 'codex':
-      return 'openai';
-    default:
-      // opencode names the provider in the model ("anthropic/claude-…"); aider's Claude aliases are Anthropic.
-      return /^(anthropic\/|claude|sonnet|opus|haiku)/.test(model) ? 'anthropic' : 'openai';
-  }
-}
 
 export interface ValidateDispatchInput {
   /** harness#model of the first attempt; empty → the ladder's first rung. */
@@ -305,7 +287,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       const modelUsage = modelGateway?.usage();
 
       const stdout = await containerStdout(docker, result.containerId);
-      const sawFirstTurn = harness.adapter === 'script' ? stdout.includes(firstTurnMarker) : stdout.trim().length > 0;
+      // A CLI that asked its model gateway anything had its first turn, whatever it printed.
+      const sawFirstTurn = harness.adapter === 'script' ? stdout.includes(firstTurnMarker) : stdout.trim().length > 0 || (modelUsage?.requests ?? 0) > 0;
       let delivered: SessionResult | undefined;
       let resultProblem: string | undefined;
       if (adapter.output === 'result-file') {

@@ -27,6 +27,26 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads the model upstreams: the providers by default, http(s) without credentials, query or fragment', () => {
+    assert.deepEqual(loadConfig({}).modelUpstreams, { anthropic: 'https://api.anthropic.com', openai: 'https://api.openai.com' });
+    assert.deepEqual(loadConfig({ TARMAC_MODEL_UPSTREAM_ANTHROPIC: 'http://127.0.0.1:8788/', TARMAC_MODEL_UPSTREAM_OPENAI: 'https://proxy.example.com/openai' }).modelUpstreams, {
+      anthropic: 'http://127.0.0.1:8788',
+      openai: 'https://proxy.example.com/openai',
+    });
+    for (const bad of ['ftp://example.com', 'not a url', 'https://user:sk-secret-123@proxy.example.com', 'https://proxy.example.com/?key=1']) {
+      assert.throws(
+        () => loadConfig({ TARMAC_MODEL_UPSTREAM_ANTHROPIC: bad }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError);
+          assert.match(error.problems.join('\n'), /TARMAC_MODEL_UPSTREAM_ANTHROPIC/);
+          assert.doesNotMatch(error.message, /sk-secret-123/, 'credentials are not printed');
+          return true;
+        },
+        bad,
+      );
+    }
+  });
+
   it('reads TARMAC_REPO_ALLOW in canonical form, and refuses a bad entry without printing its credentials', () => {
     assert.deepEqual([...loadConfig({ TARMAC_REPO_ALLOW: ' file:///srv/repos/ , HTTPS://Git.Example.com:443/acme/' }).repoAllow], ['file:///srv/repos', 'https://git.example.com/acme']);
     assert.deepEqual([...loadConfig({}).repoAllow], [], 'unset: nothing is allowed');

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { adapters } from '../../core/harnesses';
+import { adapters, modelProviderOf } from '../../core/harnesses';
+import type { AdapterName } from '../../core/recipe-schemas';
 
 const sample = (name: string) => readFileSync(join(__dirname, 'fixtures', 'harness-output', name), 'utf8');
 
@@ -108,6 +109,14 @@ describe('harness adapters: command construction', () => {
       'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1',
       'ENABLE_TOOL_SEARCH=false',
     ]);
+  });
+  it('each CLI harness reaches the model gateway of its protocol; the script harness none', () => {
+    assert.deepEqual(
+      [['script', 'fixer'], ['claude-code', 'claude-sonnet-4-5'], ['codex', 'gpt-5'], ['opencode', 'anthropic/claude-sonnet-4-5'], ['opencode', 'openai/gpt-5'], ['aider', 'sonnet'], ['aider', 'gpt-4o']].map(([adapter, model]) =>
+        modelProviderOf(adapter as AdapterName, model!),
+      ),
+      [undefined, 'anthropic', 'openai', 'anthropic', 'openai', 'anthropic', 'openai'],
+    );
   });
   it('script passes the behaviour as the only argument', () => {
     assert.deepEqual(adapters.script.command('fixer'), ['fixer']);
