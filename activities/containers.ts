@@ -61,6 +61,8 @@ export interface ContainerResult {
 }
 
 const heartbeatEveryMs = 2_000;
+/** How long the log copy may take to finish once the container has exited. */
+const logDrainMs = 15_000;
 
 async function findByLabels(docker: Docker, labels: Record<string, string>): Promise<Docker.ContainerInfo | undefined> {
   const filters = { label: Object.entries(labels).map(([key, value]) => `${key}=${value}`) };
@@ -209,7 +211,8 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     clearTimeout(deadline);
     context.cancellationSignal.removeEventListener('abort', onCancel);
   }
-  await logs;
+  // The log copy ends with the container; a log stream Docker never ends must not hold the step.
+  await Promise.race([logs, new Promise((resolve) => setTimeout(resolve, logDrainMs).unref())]);
   const final = (await container.inspect()).State;
   context.heartbeat({ containerId: container.id });
   return {
