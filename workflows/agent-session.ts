@@ -265,7 +265,8 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
           result: seen.result ? 'valid' : seen.resultProblem === 'result.json is missing' ? 'missing' : 'invalid',
           // The activity read the result, so it is collected even when the container had finished unseen.
           collected: true,
-          budgetExceeded: false,
+          // The model gateway refused a request: the run's budget, not the agent, ended the attempt.
+          budgetExceeded: (seen.modelUsage?.budgetRefusals ?? 0) > 0,
         });
         if (seen.foundFinished) {
           decisions.push({ afterAttempt: seen.attempt, action: 'collect', reason: 'found the session finished (done-undelivered) and collected its result' });
@@ -309,6 +310,10 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
             await reportEvent({ type: 'escalated', attempt: seen.attempt + 1, harnessModel });
             break;
           case 'give-up':
+            if (attemptClass === 'budget-exhausted') {
+              const why = seen.modelUsage?.lastBudgetRefusal ?? 'the run budget is exhausted';
+              return finish('budget-exhausted', `stopped: ${why} (the model gateway refused the next request)`, { recipeVersion: plan.recipeVersion });
+            }
             return finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, { recipeVersion: plan.recipeVersion });
           case 'wait':
           case 'collect':

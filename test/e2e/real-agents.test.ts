@@ -73,7 +73,8 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     await endpoint?.close();
   });
 
-  it('lands: every original patch present, meters = the scripted usage, the key nowhere but at the endpoint', async () => {
+  /** A target and a branch that conflict in shared.txt. */
+  function conflictRepo() {
     const gate = gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 0 } });
     const commits: FixtureBranch['commits'] = [
       { message: 'one: change shared', files: { 'shared.txt': 'one\n' } },
@@ -84,6 +85,11 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     execFileSync('sh', ['-c', `printf 'target\\n' > ${join(repo.clone, 'shared.txt')}`]);
     repo.git('-c', 'user.name=t', '-c', 'user.email=t@t.invalid', 'commit', '-q', '-am', 'target changes shared');
     repo.git('push', '-q', 'origin', 'main');
+    return repo;
+  }
+
+  it('lands: every original patch present, meters = the scripted usage, the key nowhere but at the endpoint', async () => {
+    const repo = conflictRepo();
 
     const agent = `claude-code#${model}`;
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: agent, ladder: [agent] } });
@@ -166,5 +172,25 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
       assert.ok(!JSON.stringify(history).includes(secret), `not in the history of ${workflowId}`);
     }
     assert.ok(!everythingUnder(join(stack.dataDir, 'runs')).includes(secret), 'not in the run dirs (transcript, usage, logs)');
+  });
+
+  it('a budget crossed mid-session: the gateway refuses the next model request, the session and the landing end budget-exhausted, nothing merged', async () => {
+    const repo = conflictRepo();
+    const before = endpoint.requests.length;
+    const mainBefore = branchHead(repo.path, 'main');
+    const agent = `claude-code#${model}`;
+    // The first turn alone (1590 tokens) spends more than the budget: the second request is refused.
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: agent, ladder: [agent] }, budget: { tokens: 1000, onExhausted: 'stop' } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 300_000, 'the landing');
+    const outcome = view.body.outcome;
+    assert.equal(outcome.status, 'budget-exhausted', outcome.summary);
+    assert.equal(branchHead(repo.path, 'main'), mainBefore, 'nothing merged');
+    assert.equal(outcome.sessions.length, 1, 'no second resolver was started on a spent budget');
+    assert.equal(outcome.sessions[0].status, 'budget-exhausted');
+    const seen = endpoint.requests.slice(before).filter((request) => request.outcome !== 'side');
+    assert.equal(seen.length, 1, 'only the first turn reached the model; the refused ones never left the gateway');
+    assert.equal(outcome.meters.inputTokens, 1500);
+    assert.equal(outcome.meters.outputTokens, 90);
   });
 });

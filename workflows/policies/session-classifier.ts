@@ -28,7 +28,7 @@ export interface SessionEndFacts {
   result: 'valid' | 'invalid' | 'missing';
   /** The workflow has the result (false when a finished container was found but not yet read). */
   collected: boolean;
-  /** The run's budget was exhausted by this session's usage. */
+  /** The run's budget was exhausted by this session's usage (its model gateway refused a request). */
   budgetExceeded: boolean;
 }
 
@@ -36,9 +36,11 @@ export function classifySession(facts: SessionEndFacts): SessionClass {
   if (facts.hostLost) return SessionClass.lostHost;
   if (facts.oomKilled) return SessionClass.oom;
   if (facts.timedOut) return SessionClass.timeout;
+  // A model gateway that refused a request for the budget ended the session, whatever the CLI made of it.
+  if (facts.budgetExceeded) return SessionClass.budgetExhausted;
   if (facts.result === 'valid') {
     if (!facts.collected) return SessionClass.doneUndelivered;
-    return facts.budgetExceeded ? SessionClass.budgetExhausted : SessionClass.delivered;
+    return SessionClass.delivered;
   }
   if (!facts.sawFirstTurn) return SessionClass.diedBeforeFirstTurn;
   return SessionClass.crashed;
