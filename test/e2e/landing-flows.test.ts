@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { mirrorPath } from '../../activities/run-store';
 import { landingId } from '../../core/landing-id';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch, type Files } from '../../infra/fixture-repo';
-import { runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
+import { landingFinished, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
 
 const git = (dir: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
@@ -29,15 +29,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     assert.ok(created.status === 201, JSON.stringify(created.body));
     return created.body.id as string;
   }
-  async function finished(id: string) {
-    const view = await waitFor(
-      () => stack.api('GET', `/v1/landings/${id}`),
-      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
-      240_000,
-      `landing ${id} to finish`,
-    );
-    return view.body;
-  }
+  const finished = (id: string) => landingFinished(stack, id);
 
   const gate = (extra: Record<string, unknown> = {}) => gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], extra);
   function conflictRepo(branchCommits: FixtureBranch['commits'], base: Files = {}) {

@@ -191,3 +191,14 @@ export async function runningContainer(docker: Docker, labels: string[], what: s
   );
   return info!;
 }
+
+/** A landing's view once its workflow is no longer running (its outcome is in `outcome`). */
+export async function landingFinished(stack: Pick<Stack, 'api'>, id: string, timeoutMs = 240_000): Promise<any> {
+  const view = await waitFor(
+    () => stack.api('GET', `/v1/landings/${id}`),
+    (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+    timeoutMs,
+    `landing ${id} to finish`,
+  );
+  return view.body;
+}

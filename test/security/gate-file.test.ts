@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gateFilePath } from '../../core/gate-file';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
-import { runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
+import { landingFinished, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
 
 /**
  * The gate file decides what every later landing must pass. A landing (its branch, its
@@ -29,15 +29,7 @@ describe('security: the gate file does not change without an explicit approval',
     assert.ok(created.status === 201, JSON.stringify(created.body));
     return created.body.id as string;
   }
-  async function finished(id: string) {
-    const view = await waitFor(
-      () => stack.api('GET', `/v1/landings/${id}`),
-      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
-      240_000,
-      `landing ${id} to finish`,
-    );
-    return view.body;
-  }
+  const finished = (id: string) => landingFinished(stack, id);
   /** Waits for the landing's one pending question (or its end: a landing that never asks fails here). */
   async function question(id: string) {
     const view = await waitFor(
