@@ -41,6 +41,8 @@ export interface GatewayOptions {
   commandTimeoutMs?: number;
   /** Tool calls the session may make in all (default unlimited); beyond it every call is refused. */
   maxToolCalls?: number;
+  /** A reviewer's gateway: the file tools write nothing (its container sees the workspace read-only too). */
+  readOnly?: boolean;
 }
 
 export interface GatewayState extends BreakerState {
@@ -189,6 +191,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
       case 'edit_file':
       case 'write_file': {
         const path = workspacePath(str(args.path));
+        if (options.readOnly) return await refuse(name, `${name}: this session reviews; its workspace is read-only`, { path });
         const kind = await lstatNoFollow(workspace, path);
         if (kind !== undefined && kind !== 'file') return await refuse(name, `${name}: ${path} is ${kind === 'link' ? 'a symbolic link; file tools do not follow links' : `not a regular file (${kind})`}`, { path });
         const refusal = editGroundingRefusal(state.filesRead, path, kind === 'file');

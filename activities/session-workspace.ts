@@ -63,6 +63,27 @@ export async function prepareAttemptCopy(runWorkspace: string, attemptDir: strin
   return paths;
 }
 
+/**
+ * The attempt's conversation directory (the CLI's own state, mounted at /tarmac/conversation),
+ * once: empty, or a `cp -a` copy of the conversation an earlier attempt left (a follow-up
+ * resumes it). The earlier one is agent-written: it is copied as it is (links as links) and
+ * never read by the worker; the copy is the agents' uid's. Made-ness is recorded beside it.
+ */
+export async function prepareConversation(attemptDir: string, continuesAttemptDir?: string): Promise<string> {
+  const dir = join(attemptDir, 'conversation');
+  const marker = join(attemptDir, 'conversation.ready');
+  if (existsSync(marker)) return dir;
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(attemptDir, { recursive: true });
+  const earlier = continuesAttemptDir ? join(continuesAttemptDir, 'conversation') : undefined;
+  if (earlier && existsSync(earlier)) await run('cp', ['-a', '--', earlier, dir]);
+  else await mkdir(dir);
+  await handToContainerUser(dir);
+  await writeFile(marker, `${new Date().toISOString()}
+`);
+  return dir;
+}
+
 /** What the export container reports, checked as untrusted data. */
 export interface AttemptExport {
   /** The copy's HEAD, or null when the export produced nothing usable. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -14,7 +15,7 @@ import { BudgetSchema, SessionLimitsSchema, type Budget, type Harness, type Sess
 import { loadRecipes } from '../core/recipes';
 import { checkSessionResult, type SessionResult } from '../core/session-result';
 import type { ResolvedPanel } from '../core/review-types';
-import type { SessionAttemptReport, SessionRole, SessionTask } from '../core/session-types';
+import type { ConversationRef, SessionAttemptReport, SessionRole, SessionTask } from '../core/session-types';
 import { ConfinedPathError, readFileNoFollow } from './confined-fs';
 import { containerStdout, labelKeys, runStepContainer } from './containers';
 import { runEventSignal } from '../workflows/messages';
@@ -24,7 +25,7 @@ import { startModelGateway, type ModelGatewayHandle } from './model-gateway';
 import { loadPricing, type ModelProvider } from '../core/model-pricing';
 import type { ModelBudgetLeft } from '../workflows/policies/model-budget';
 import { containerUser, handToContainerUser } from './git';
-import { advanceWorkspace, attemptWorkspace, commitsOver, importExport, prepareAttemptCopy, rebaseStopped, runExport, type AttemptExport, type AttemptWorkspace } from './session-workspace';
+import { advanceWorkspace, attemptWorkspace, commitsOver, importExport, prepareAttemptCopy, prepareConversation, rebaseStopped, runExport, type AttemptExport, type AttemptWorkspace } from './session-workspace';
 import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
 
 export interface SessionActivityDeps {
@@ -82,6 +83,14 @@ export interface RunSessionInput {
    * far); the model gateway refuses a request once it is spent. Default: unlimited.
    */
   modelBudget?: ModelBudgetLeft;
+  /** The earlier session this one follows up (SessionRequest.continues). */
+  continues?: ConversationRef;
+}
+
+/** A conversation's UUID, the same on every retry of the attempt (Claude Code's --session-id). */
+export function conversationUuid(runId: string, sessionId: string, attempt: number): string {
+  const hex = createHash('sha256').update(`${runId}/${sessionId}/a${attempt}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 /**
@@ -199,6 +208,13 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       }
       // The agent works in a copy of the run workspace of its own; the workspace stays the worker's.
       const workspace = await prepareAttemptCopy(paths.worktree, dir);
+      // The CLI's own state, per attempt; a follow-up on the same harness starts from a copy of the
+      // conversation it continues (the earlier one stays as it was), and resumes it.
+      const resumes = input.continues && adapter.resumable && splitHarnessModel(input.continues.harnessModel)?.harness === harnessName ? input.continues : undefined;
+      const conversation = await prepareConversation(dir, resumes ? join(paths.runDir, 'sessions', resumes.sessionId, `a${resumes.attempt}`) : undefined);
+      const conversationRef = resumes
+        ? { id: conversationUuid(runId, resumes.sessionId, resumes.attempt), resume: true }
+        : { id: conversationUuid(runId, sessionId, attempt), resume: false };
       const user = containerUser();
       // The session's tool gateway: started before the container, so its socket is there when the agent starts.
       let containerId: string | undefined;
@@ -211,6 +227,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         user: `${user.uid}:${user.gid}`,
         rules: loadPlaybooks(recipesDir).grounding,
         maxToolCalls: loadPlaybooks(recipesDir).limits.maxToolIterations,
+        readOnly: role === 'reviewer',
       });
       // A CLI agent's only way to a model: its model gateway, per attempt, whose socket sits next to the
       // tool gateway's in the one mounted directory. The key stays here; the container gets a placeholder.
@@ -251,7 +268,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
           'tarmac.attempt': String(attempt),
         },
         image: harness.image,
-        cmd: adapter.command(model),
+        cmd: adapter.command(model, conversationRef),
         user: `${user.uid}:${user.gid}`,
         env: [
           'HOME=/tmp',
@@ -273,6 +290,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
           `${join(dir, 'prompt.md')}:${containerPaths.prompt}:ro`,
           `${outDir}:${containerPaths.out}:rw`,
           `${gateway.socketDir}:/tarmac/gateway:rw`,
+          `${conversation}:${containerPaths.conversation}:rw`,
           ...objectDirs.map((objects) => `${objects}:${objects}:ro`),
         ],
         workingDir: containerPaths.workspace,
@@ -338,6 +356,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         headSha,
         logRef: dataRef(dataDir, join(paths.logs, `${step}.log`)),
         hostId,
+        ...(resumes ? { continued: resumes } : {}),
         ...(modelUsage
           ? {
               modelUsage: {

@@ -46,6 +46,19 @@ export interface SessionRequest {
   budget?: Partial<Budget>;
   /** Workflow id whose event journal hears this session's lifecycle (the landing it works for). */
   reportTo?: string;
+  /**
+   * Reuse first: this session is a follow-up of an earlier one of the run (its prompt is the next
+   * message). When the attempt runs the same harness and the harness can resume, the CLI continues
+   * that conversation, so the model sees the earlier turns; otherwise it starts a fresh one.
+   */
+  continues?: ConversationRef;
+}
+
+/** A session attempt's conversation, as a follow-up names it. */
+export interface ConversationRef {
+  sessionId: string;
+  attempt: number;
+  harnessModel: string;
 }
 
 /** Everything the session activity observed about one container. */
@@ -79,6 +92,8 @@ export interface SessionAttemptReport {
    * (CLI harnesses). When present it is the attempt's usage: it wins over the CLI's own report.
    */
   modelUsage?: { inputTokens: number; outputTokens: number; costUsd: number; requests: number; budgetRefusals: number; lastBudgetRefusal?: string };
+  /** The conversation the attempt continued (a follow-up that resumed it), if any. */
+  continued?: ConversationRef;
   /** What the tool gateway saw in this attempt (state is per session: it carries across attempts and restarts). */
   gateway?: { toolCalls: number; commandFailures: { command: string; count: number }[]; circuitBreakerTriggered: boolean; refusals: { tool: string; reason: string }[] };
 }

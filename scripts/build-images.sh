@@ -52,28 +52,43 @@ build() { # name dir [extra input text]
   docker build -q --build-arg "BASE_IMAGE=$base" --label "tarmac.inputs=$inputs" -t "$name" "$dir" >/dev/null \
     || die "docker build of $name failed"
 }
-# Arguments: image directories to build (runner, agent-script, agent-claude-code); default all.
+# An agent image's build context, assembled in a temporary directory: its image directory, images/shared/
+# as shared/ (the model forwarder, tarmac-run, the MCP shim) and, for a real CLI, the pinned binary from
+# the cache (scripts/fetch-agent-clis.sh) as cli/. The input hash covers all of it.
+agent_image() { # name dir [cli-binary]
+  local name=$1 dir=$2 bin=${3:-} context
+  context=$(mktemp -d "${TMPDIR:-/tmp}/tarmac-image.XXXXXX")
+  cp -R "$dir/." "$context/"
+  cp -R images/shared "$context/shared"
+  if [ -n "$bin" ]; then mkdir "$context/cli"; cp "$bin" "$context/cli/"; fi
+  build "$name" "$context" || { rm -rf "$context"; exit 1; }
+  rm -rf "$context"
+}
+# A pinned CLI's cached binary (infra/agent-clis.json), or empty with a warning when it is not fetched.
+cli_binary() { # harness
+  local harness=$1 version bin arch triple
+  version=$(node -p "require('./infra/agent-clis.json')['$harness'].version")
+  case "$(uname -m)" in x86_64) arch=x64 triple=x86_64 ;; aarch64 | arm64) arch=arm64 triple=aarch64 ;; *) arch=$(uname -m) triple=$(uname -m) ;; esac
+  bin=$(node -p "require('./infra/agent-clis.json')['$harness'].bin" | sed "s/{arch}/$arch/g; s/{triple}/$triple/g")
+  bin="$cache/pkgs/$harness-$version-linux-$arch/$bin"
+  if [ ! -x "$bin" ]; then
+    say "warning: $harness $version is not in the cache ($bin); its image is not built (run scripts/fetch-agent-clis.sh)"
+    return 0
+  fi
+  echo "$bin"
+}
+
+# Arguments: image directories to build (runner, agent-script, agent-claude-code, agent-codex); default all.
 wanted() { [ "${#only[@]}" -eq 0 ] || [[ " ${only[*]} " =~ " $1 " ]]; }
 only=("$@")
 wanted runner && build tarmac/runner:bookworm images/runner
-wanted agent-script && build tarmac/agent-script:bookworm images/agent-script
+wanted agent-script && agent_image tarmac/agent-script:bookworm images/agent-script
 
-# Claude Code: the pinned binary from the cache (scripts/fetch-agent-clis.sh), images/shared/ and
-# the Dockerfile, in a build context assembled here. The tag is the pinned version
-# (recipes/harnesses.json names it); the input hash covers the binary and its version.
-if wanted agent-claude-code; then
-  claude_version=$(node -p 'require("./infra/agent-clis.json")["claude-code"].version')
-  case "$(uname -m)" in x86_64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) arch=$(uname -m) ;; esac
-  claude_bin="$cache/pkgs/claude-code-$claude_version-linux-$arch/claude"
-  if [ ! -x "$claude_bin" ]; then
-    say "warning: Claude Code $claude_version is not in the cache ($claude_bin); tarmac/agent-claude-code:$claude_version not built (run scripts/fetch-agent-clis.sh)"
-  else
-    context=$(mktemp -d "${TMPDIR:-/tmp}/tarmac-image-claude.XXXXXX")
-    trap 'rm -rf "$context"' EXIT
-    cp images/agent-claude-code/Dockerfile "$context/Dockerfile"
-    cp -R images/shared "$context/shared"
-    cp "$claude_bin" "$context/claude"
-    build "tarmac/agent-claude-code:$claude_version" "$context" "claude-code $claude_version"
-    rm -rf "$context"; trap - EXIT
-  fi
-fi
+# Real CLIs: tagged with the pinned version (recipes/harnesses.json names it).
+for harness in claude-code codex; do
+  wanted "agent-$harness" || continue
+  bin=$(cli_binary "$harness")
+  [ -n "$bin" ] || continue
+  version=$(node -p "require('./infra/agent-clis.json')['$harness'].version")
+  agent_image "tarmac/agent-$harness:$version" "images/agent-$harness" "$bin"
+done

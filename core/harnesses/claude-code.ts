@@ -1,10 +1,14 @@
-import { containerPaths, jsonLines, num, text, withPrompt, type HarnessAdapter } from './types';
+import { containerPaths, conversationId, jsonLines, num, tarmacRun, text, withPrompt, type HarnessAdapter } from './types';
 
-/** Where the agent images carry the model forwarder and its launcher (images/shared/). */
-export const tarmacRun = '/opt/tarmac/shared/tarmac-run';
-
-/** Claude Code's tools a session may use without asking (in `-p` mode anything else is denied). */
-export const claudeCodeAllowedTools = 'Bash,Read,Edit,Write,Glob,Grep';
+/**
+ * Claude Code's tool surface in a session: no built-in tool at all (`--tools ""`), only the tool
+ * gateway's MCP server (`--strict-mcp-config`, images/shared/mcp.json), every tool of it allowed.
+ * So every read, edit and command goes through the gateway: grounding, the circuit breaker and the
+ * telemetry apply. `--setting-sources user` keeps the workspace's `.claude/` settings (branch
+ * content) from adding tools, hooks or permissions; the user settings live in the session's own
+ * conversation directory.
+ */
+export const claudeCodeToolFlags = `--tools "" --strict-mcp-config --mcp-config /opt/tarmac/shared/mcp.json --allowedTools mcp__tarmac --setting-sources user`;
 
 /**
  * Claude Code: `claude -p --output-format json` with the prompt on stdin prints one result
@@ -13,15 +17,23 @@ export const claudeCodeAllowedTools = 'Bash,Read,Edit,Write,Glob,Grep';
  *
  * It runs under `tarmac-run`, which first puts the model gateway on the container's loopback;
  * `modelEnv` points the CLI there. The prompt comes from the file on stdin (never one argv
- * string: large prompts hit E2BIG), the model is `$1` (never interpreted by the shell).
+ * string: large prompts hit E2BIG), the model is `$1` (never interpreted by the shell). A session
+ * starts the conversation named by its id; a follow-up resumes it (`--resume`): the model sees the
+ * earlier turns.
  */
 export const claudeCode: HarnessAdapter = {
   output: 'stdout',
-  command: (model) => [
+  resumable: true,
+  command: (model, conversation) => [
     tarmacRun,
-    ...withPrompt(`claude -p --model "$1" --output-format json --allowedTools ${claudeCodeAllowedTools} < ${containerPaths.prompt}`, model),
+    ...withPrompt(
+      `claude -p --model "$1" --output-format json ${conversation.resume ? '--resume' : '--session-id'} ${conversationId(conversation)} ${claudeCodeToolFlags} < ${containerPaths.prompt}`,
+      model,
+    ),
   ],
   modelEnv: (baseUrl) => [
+    // Its sessions (the conversation a follow-up resumes) and settings, kept per session by the worker.
+    `CLAUDE_CONFIG_DIR=${containerPaths.conversation}/claude`,
     `ANTHROPIC_BASE_URL=${baseUrl}`,
     // A placeholder: the model gateway replaces it with the worker's key (or sends none).
     'ANTHROPIC_API_KEY=tarmac-model-gateway',

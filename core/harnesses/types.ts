@@ -7,11 +7,26 @@ export const containerPaths = {
   prompt: '/tarmac/prompt.md',
   out: '/tarmac/out',
   result: '/tarmac/out/result.json',
+  /** The CLI's own state (its conversation), kept per session so a follow-up can resume it. */
+  conversation: '/tarmac/conversation',
 } as const;
+
+/** The conversation an attempt belongs to (one per session; a follow-up session continues it). */
+export interface Conversation {
+  /** A UUID naming it (Claude Code's --session-id / --resume). */
+  id: string;
+  /** true: the attempt is a follow-up, a new message in the existing conversation (the CLI's resume). */
+  resume: boolean;
+}
 
 export interface HarnessAdapter {
   /** argv of the session container for a model; the prompt is read from `/tarmac/prompt.md`. */
-  command(model: string): string[];
+  command(model: string, conversation: Conversation): string[];
+  /**
+   * The CLI keeps its conversation under `/tarmac/conversation` and can continue it with a new
+   * message (reuse first); a harness without it gets a fresh conversation for every session.
+   */
+  resumable?: boolean;
   /**
    * How a result is obtained: `result-file` harnesses write `/tarmac/out/result.json`
    * themselves; the others print to stdout and `parse` turns that into a result.
@@ -24,6 +39,17 @@ export interface HarnessAdapter {
   modelEnv?(baseUrl: string): string[];
   /** Parses the CLI's stdout into a result; a `problem` means the session did not deliver. */
   parse(stdout: string): { ok: true; result: SessionResult } | { ok: false; problem: string };
+}
+
+/** Where the agent images carry the model forwarder and its launcher (images/shared/). */
+export const tarmacRun = '/opt/tarmac/shared/tarmac-run';
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The conversation's id, checked to be a UUID before it goes into a command line. */
+export function conversationId(conversation: Conversation): string {
+  if (!uuid.test(conversation.id)) throw new Error(`conversation id ${JSON.stringify(conversation.id)} is not a UUID`);
+  return conversation.id;
 }
 
 /**

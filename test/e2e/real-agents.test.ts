@@ -50,15 +50,23 @@ function everythingUnder(dir: string): string {
 describe('real agents: Claude Code resolves a conflict through the model gateway', { skip, timeout: 600_000 }, () => {
   let stack: Stack;
   let endpoint: ScriptedModel;
-  const resolveCommand = "cd /workspace && printf 'target\\none\\n' > shared.txt && git add shared.txt && GIT_EDITOR=true git rebase --continue";
+  // The resolver has no built-in tool: it reads, writes and runs git only through the tool gateway (MCP).
+  const usage = [
+    { inputTokens: 1500, outputTokens: 90 },
+    { inputTokens: 1700, outputTokens: 60 },
+    { inputTokens: 1800, outputTokens: 40 },
+    { inputTokens: 1900, outputTokens: 30 },
+  ];
   const script: Script = {
     version: 1,
     conversations: [
       {
         name: 'resolver',
         turns: [
-          { text: 'Resolving the conflict in shared.txt.', toolCalls: [{ name: 'Bash', input: { command: resolveCommand, description: 'Resolve shared.txt and continue the rebase' } }], usage: { inputTokens: 1500, outputTokens: 90 } },
-          { text: 'Resolved shared.txt (kept both sides) and continued the rebase.', usage: { inputTokens: 1800, outputTokens: 30 } },
+          { text: 'Reading the conflict in shared.txt.', toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'shared.txt' } }], usage: usage[0]! },
+          { toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: '/workspace/shared.txt', content: 'target\none\n' } }], usage: usage[1]! },
+          { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'git add shared.txt && GIT_EDITOR=true git rebase --continue' } }], usage: usage[2]! },
+          { text: 'Resolved shared.txt (kept both sides) and continued the rebase.', usage: usage[3]! },
         ],
       },
     ],
@@ -123,7 +131,7 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     const turns = endpoint.requests.map((request) => [request.path, request.outcome, request.turn, request.message ?? '']);
     assert.equal(outcome.status, 'landed', `${outcome.summary}\nendpoint: ${JSON.stringify(turns)}\nsessions: ${JSON.stringify(outcome.sessions)}`);
 
-    // The real CLI resolved the conflict with its Bash tool; every original commit's patch is present.
+    // The real CLI resolved the conflict through the gateway's tools; every original commit's patch is present.
     assert.equal(show(repo.path, 'main', 'shared.txt'), 'target\none', 'both sides kept by the resolver');
     assert.equal(show(repo.path, 'main', 'notes.txt'), 'notes');
     assert.equal(branchHead(repo.path, 'main'), outcome.mergedSha);
@@ -140,22 +148,29 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     // The endpoint saw exactly the scripted turns, each with the worker's key (added by the gateway).
     assert.deepEqual(
       endpoint.requests.map((request) => [request.method, request.path, request.outcome, request.turn]),
-      [
-        ['POST', '/v1/messages', 'turn', 0],
-        ['POST', '/v1/messages', 'turn', 1],
-      ],
+      usage.map((_, turn) => ['POST', '/v1/messages', 'turn', turn]),
       JSON.stringify(turns),
+    );
+    // The CLI was offered the gateway's tools and none of its own.
+    const offered = ((endpoint.requests[0]!.body as { tools?: { name: string }[] }).tools ?? []).map((tool) => tool.name).sort();
+    assert.deepEqual(offered, ['mcp__tarmac__edit_file', 'mcp__tarmac__list_files', 'mcp__tarmac__read_file', 'mcp__tarmac__run_command', 'mcp__tarmac__search', 'mcp__tarmac__write_file']);
+    // The tool gateway saw (and recorded) every call.
+    const sessionDir = join(stack.dataDir, 'runs', outcome.runId, 'sessions', outcome.sessions[0].sessionId);
+    const telemetry = readFileSync(join(sessionDir, 'gateway', 'telemetry.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    assert.deepEqual(
+      telemetry.map((entry: { tool: string; path?: string; exitCode?: number }) => [entry.tool, entry.path ?? entry.exitCode]),
+      [['read_file', 'shared.txt'], ['write_file', 'shared.txt'], ['run_command', 0]],
     );
     for (const request of endpoint.requests) assert.equal(request.headers['x-api-key'], secret, 'the gateway put the worker key in place of the placeholder');
 
     // Meters: exactly the scripted usage, metered by the gateway (claude-sonnet-4-5: $3 in, $15 out per million).
-    const input = 1500 + 1800;
-    const output = 90 + 30;
+    const input = usage.reduce((sum, turn) => sum + turn.inputTokens, 0);
+    const output = usage.reduce((sum, turn) => sum + turn.outputTokens, 0);
     assert.deepEqual([outcome.meters.inputTokens, outcome.meters.outputTokens], [input, output], JSON.stringify(outcome.meters));
     assert.ok(Math.abs(outcome.meters.costUsd - (input * 3 + output * 15) / 1e6) < 1e-9, `cost ${outcome.meters.costUsd}`);
     const sessionId = outcome.sessions[0].sessionId as string;
     const session = await stack.client.workflow.getHandle(`${outcome.runId}.${sessionId}`).result();
-    assert.deepEqual(session.attempts[0].modelUsage, { inputTokens: input, outputTokens: output, costUsd: (input * 3 + output * 15) / 1e6, requests: 2, budgetRefusals: 0 });
+    assert.deepEqual(session.attempts[0].modelUsage, { inputTokens: input, outputTokens: output, costUsd: (input * 3 + output * 15) / 1e6, requests: usage.length, budgetRefusals: 0 });
     assert.deepEqual([session.meters.inputTokens, session.meters.outputTokens], [input, output]);
 
     // The key: never in the container (docker inspect), the outcome, the histories, or the run's files.

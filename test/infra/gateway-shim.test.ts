@@ -8,7 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import Docker from 'dockerode';
 import { startGateway, type GatewayHandle } from '../../activities/gateway';
 
-const shim = resolve(__dirname, '../../images/agent-script/agents/mcp-shim.js');
+const shim = resolve(__dirname, '../../images/shared/tarmac-mcp');
 
 /** The tool gateway reached the way a harness CLI reaches it: an MCP client over the stdio shim. */
 describe('tool gateway through the stdio MCP shim', { timeout: 60_000 }, () => {

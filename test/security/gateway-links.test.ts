@@ -105,7 +105,7 @@ describe('security: the tool gateway never leaves the workspace', { timeout: 300
     });
     await container.start();
     client = new Client({ name: 'agent', version: '1' });
-    await client.connect(new StdioClientTransport({ command: 'docker', args: ['exec', '-i', container.id, 'node', '/opt/tarmac/agents/mcp-shim.js'] }));
+    await client.connect(new StdioClientTransport({ command: 'docker', args: ['exec', '-i', container.id, 'node', '/opt/tarmac/shared/tarmac-mcp'] }));
   });
   after(async () => {
     await client?.close().catch(() => undefined);

@@ -79,8 +79,9 @@ describe('harness adapters: output parsing from recorded samples', () => {
 });
 
 describe('harness adapters: command construction', () => {
+  const fresh = { id: '1b4e28ba-2fa1-41d2-883f-0016d3cca427', resume: false };
   const cases = [
-    { adapter: 'claude-code' as const, launcher: '/opt/tarmac/shared/tarmac-run', expects: [/^claude -p /, /--model "\$1"/, /--output-format json/, /--allowedTools Bash,Read,Edit,Write/, /< \/tarmac\/prompt\.md$/] },
+    { adapter: 'claude-code' as const, launcher: '/opt/tarmac/shared/tarmac-run', expects: [/^claude -p /, /--model "\$1"/, /--output-format json/, /--tools "" --strict-mcp-config --mcp-config \/opt\/tarmac\/shared\/mcp\.json --allowedTools mcp__tarmac --setting-sources user/, /< \/tarmac\/prompt\.md$/] },
     { adapter: 'opencode' as const, expects: [/^opencode run/, /--model "\$1"/, /--format json/] },
     { adapter: 'codex' as const, expects: [/^codex exec --json/, /--model "\$1"/, /--skip-git-repo-check/, /--cd \/workspace/] },
     { adapter: 'aider' as const, expects: [/^aider --model "\$1"/, /--message-file \/tarmac\/prompt\.md/, /--yes-always/, /--no-stream/] },
@@ -88,7 +89,7 @@ describe('harness adapters: command construction', () => {
   for (const { adapter, expects, ...rest } of cases) {
     it(`${adapter} passes the model as an argument, never through the shell`, () => {
       const model = 'evil"; rm -rf / #';
-      const launched = adapters[adapter].command(model);
+      const launched = adapters[adapter].command(model, fresh);
       const launcher = 'launcher' in rest ? rest.launcher : undefined;
       if (launcher) assert.equal(launched[0], launcher, 'the command runs under the model forwarder');
       const argv = launcher ? launched.slice(1) : launched;
@@ -101,9 +102,10 @@ describe('harness adapters: command construction', () => {
     });
   }
   it('claude-code reads its prompt from stdin and reaches the model only through the forwarder, with a placeholder key', () => {
-    const script = adapters['claude-code'].command('claude-sonnet-4-5')[3]!;
+    const script = adapters['claude-code'].command('claude-sonnet-4-5', fresh)[3]!;
     assert.ok(!script.includes('$(cat'), 'the prompt is never one argv string');
     assert.deepEqual(adapters['claude-code'].modelEnv?.('http://127.0.0.1:8417'), [
+      'CLAUDE_CONFIG_DIR=/tarmac/conversation/claude',
       'ANTHROPIC_BASE_URL=http://127.0.0.1:8417',
       'ANTHROPIC_API_KEY=tarmac-model-gateway',
       'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1',
@@ -118,7 +120,12 @@ describe('harness adapters: command construction', () => {
       [undefined, 'anthropic', 'openai', 'anthropic', 'openai', 'anthropic', 'openai'],
     );
   });
+  it('claude-code starts the conversation by its id, and a follow-up resumes it', () => {
+    assert.match(adapters['claude-code'].command('m', fresh)[3]!, / --session-id 1b4e28ba-2fa1-41d2-883f-0016d3cca427 /);
+    assert.match(adapters['claude-code'].command('m', { ...fresh, resume: true })[3]!, / --resume 1b4e28ba-2fa1-41d2-883f-0016d3cca427 /);
+    assert.throws(() => adapters['claude-code'].command('m', { id: 'x; rm -rf /', resume: true }), /is not a UUID/);
+  });
   it('script passes the behaviour as the only argument', () => {
-    assert.deepEqual(adapters.script.command('fixer'), ['fixer']);
+    assert.deepEqual(adapters.script.command('fixer', fresh), ['fixer']);
   });
 });
