@@ -239,6 +239,7 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
           repo,
           baseSha,
           ...(request.reportTo ? { reportTo: request.reportTo } : {}),
+          ...(request.continues ? { continues: request.continues } : {}),
           // What the attempt's model gateway lets through: what is left of the run budget.
           modelBudget: (({ tokens, costUsd }) => ({ tokens, costUsd }))(budgetLeft(meters, budget!)),
         }).catch((error: unknown) => {

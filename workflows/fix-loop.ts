@@ -3,7 +3,7 @@ import type { Activities } from '../activities';
 import type { FixOutcome, FixRequest } from '../core/fix-types';
 import { parseDuration } from '../core/duration';
 import { hostQueue } from '../core/queues';
-import type { SessionOutcome, SessionRequest } from '../core/session-types';
+import type { ConversationRef, SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule, gateSuite } from './activity-options';
 import { eventsQuery, fixLoopStatusQuery, runEventSignal } from './messages';
 import { budgetExhausted, budgetLeft, type BudgetLimits } from './policies/budget';
@@ -118,7 +118,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     return { budget: { ...budgetLeft(loopSpend(), whole.limits), onExhausted: whole.onExhausted } };
   }
 
-  async function agent(prompt: string, name: string): Promise<SessionOutcome> {
+  async function agent(prompt: string, name: string, continues?: ConversationRef): Promise<SessionOutcome> {
     const sessionId = label ? `${label}-${name}` : name;
     const harnessModel = (routedTo === 'architect' ? request.agents?.architect : request.agents?.implementer) ?? '';
     const result = (await executeChild('agentSession', {
@@ -143,6 +143,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
           ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
           reportTo: request.reportTo ?? workflowInfo().workflowId,
           ...sessionBudget(),
+          ...(continues ? { continues } : {}),
         } satisfies SessionRequest,
       ],
     })) as SessionOutcome;
@@ -189,6 +190,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
 
     const maxRepairs = request.maxRepairs ?? limits.maxRepairs;
     let idleRounds = 0;
+    let previous: SessionOutcome | undefined;
     for (let attempt = 0; attempt <= maxRepairs; attempt += 1) {
       enter(attempt === 0 ? 'edit' : 'repair');
       if (attempt > 0) state.repairAttempts += 1;
@@ -198,10 +200,14 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
       if (spent) return finish('exhausted', `the budget is spent (${spent}) after ${attempt} agent round(s); \`${reproCommand}\` still exits ${failure.exitCode}`, 'budget-exhausted');
       const tail = await host['fix.logTail']({ logRef: failure.logRef });
       const before = await host['capsule.workspaceHead']({ runId: request.runId, since: baseSha });
-      await agent(
-        [`Request: ${request.request}`, `The command \`${reproCommand}\` fails (exit ${failure.exitCode}). Its output ends with:`, '```', tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n'),
-        `${routedTo}-${attempt + 1}`,
-      );
+      // Reuse first: a repair is a follow-up message to the agent of the round before (when it
+      // delivered), in its conversation; the first round, or one after a dead session, starts afresh.
+      const earlier = previous?.status === 'delivered' ? previous.attempts.at(-1) : undefined;
+      const continues = earlier ? { sessionId: previous!.sessionId, attempt: earlier.attempt, harnessModel: earlier.harnessModel } : undefined;
+      const prompt = continues
+        ? [`Your change did not fix it: \`${reproCommand}\` still fails (exit ${failure.exitCode}). Its output ends with:`, '```', tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n')
+        : [`Request: ${request.request}`, `The command \`${reproCommand}\` fails (exit ${failure.exitCode}). Its output ends with:`, '```', tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n');
+      previous = await agent(prompt, `${routedTo}-${attempt + 1}`, continues);
       const after = await host['capsule.workspaceHead']({ runId: request.runId, since: before.headSha });
       // A round that changed nothing on disk is thrashing; two of them end the loop.
       if (after.commitsSince === 0) {

@@ -50,6 +50,28 @@ function everythingUnder(dir: string): string {
 describe('real agents: Claude Code resolves a conflict through the model gateway', { skip, timeout: 600_000 }, () => {
   let stack: Stack;
   let endpoint: ScriptedModel;
+  // The fixer: runs the failing check twice, is refused the third time (circuit breaker), reads, makes a
+  // wrong fix and commits; the fix loop's re-run still fails, so the repair is a follow-up message in the
+  // same conversation (the CLI resumes it): it reads again (a new session's gateway), fixes, commits.
+  const fixerUsage = Array.from({ length: 11 }, (_, turn) => ({ inputTokens: 1000 + 100 * turn, outputTokens: 20 + turn }));
+  const fixerConversation: Script['conversations'][number] = {
+    name: 'fixer',
+    match: 'want value=2',
+    turns: [
+      { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'sh check.sh' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'sh check.sh' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'sh  check.sh' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'value.txt' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__edit_file', input: { path: 'value.txt', find: 'value=0', replace: 'value=1' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: "git commit -qam 'value: 1'" } }] },
+      { text: 'Set value to 1.' },
+      { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'value.txt' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__edit_file', input: { path: 'value.txt', find: 'value=1', replace: 'value=2' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: "sh check.sh && git commit -qam 'value: 2'" } }] },
+      { text: 'Set value to 2; check.sh passes.' },
+    ].map((turn, index) => ({ ...turn, usage: fixerUsage[index]! })),
+  };
+
   // The resolver has no built-in tool: it reads, writes and runs git only through the tool gateway (MCP).
   const usage = [
     { inputTokens: 1500, outputTokens: 90 },
@@ -62,6 +84,7 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     conversations: [
       {
         name: 'resolver',
+        match: 'shared.txt',
         turns: [
           { text: 'Reading the conflict in shared.txt.', toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'shared.txt' } }], usage: usage[0]! },
           { toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: '/workspace/shared.txt', content: 'target\none\n' } }], usage: usage[1]! },
@@ -69,6 +92,7 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
           { text: 'Resolved shared.txt (kept both sides) and continued the rebase.', usage: usage[3]! },
         ],
       },
+      fixerConversation,
     ],
   };
 
@@ -207,5 +231,51 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     assert.equal(seen.length, 1, 'only the first turn reached the model; the refused ones never left the gateway');
     assert.equal(outcome.meters.inputTokens, 1500);
     assert.equal(outcome.meters.outputTokens, 90);
+  });
+
+  it('red gate → fix loop → the real CLI edits through the gateway (a third failing run refused) → a follow-up in the same conversation → green → landed', async () => {
+    const check = 'grep -qx value=2 value.txt || { echo "value.txt says $(cat value.txt), want value=2"; exit 1; }\n';
+    const gate = gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 1 } });
+    const repo = createFixtureRepo({
+      base: { 'check.sh': check, 'value.txt': 'value=2\n', '.config/tarmac/land-gate.json': gate },
+      branches: [{ name: 'feature/value', commits: [{ message: 'value: 0, and a feature', files: { 'value.txt': 'value=0\n', 'feature.txt': 'feature\n' } }] }],
+    });
+    const before = endpoint.requests.length;
+    const agent = `claude-code#${model}`;
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/value'], target: 'main', agents: { fixer: agent, ladder: [agent] } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 420_000, 'the landing');
+    const outcome = view.body.outcome;
+    const seen = endpoint.requests.slice(before);
+    assert.equal(outcome.status, 'landed', `${outcome.summary}\n${JSON.stringify(seen.map((r) => [r.outcome, r.turn, r.message ?? '']))}`);
+    assert.equal(show(repo.path, 'main', 'value.txt'), 'value=2');
+    assert.equal(show(repo.path, 'main', 'feature.txt'), 'feature');
+
+    // Two fixer sessions; the second continued the first's conversation: the endpoint saw every turn in order.
+    assert.deepEqual(seen.filter((r) => r.outcome !== 'side').map((r) => r.turn), fixerUsage.map((_, turn) => turn));
+    const followUp = JSON.stringify((seen.find((r) => r.turn === 7)!.body as { messages: unknown[] }).messages);
+    assert.match(followUp, /Set value to 1\./, 'the follow-up request carries the earlier turns');
+    assert.match(followUp, /Your change did not fix it/, 'and the follow-up message');
+    const loop = await stack.client.workflow.getHandle(`${created.body.id}.fixup-1`).result();
+    assert.deepEqual([loop.outcome, loop.repairAttempts, loop.circuitBreakerTriggered], ['fixed', 1, true]);
+    assert.equal(loop.sessions.length, 2);
+    const second = await stack.client.workflow.getHandle(`${outcome.runId}.${loop.sessions[1].sessionId}`).result();
+    assert.deepEqual(second.attempts[0].continued, { sessionId: loop.sessions[0].sessionId, attempt: 1, harnessModel: agent });
+
+    // The gateway's telemetry: every tool call of the first session, the third run refused by the breaker.
+    const telemetry = readFileSync(join(stack.dataDir, 'runs', outcome.runId, 'sessions', loop.sessions[0].sessionId, 'gateway', 'telemetry.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { tool: string; exitCode?: number; refused?: string });
+    assert.deepEqual(
+      telemetry.map((entry) => [entry.tool, entry.refused ? 'refused' : (entry.exitCode ?? 'ok')]),
+      [['run_command', 1], ['run_command', 1], ['run_command', 'refused'], ['read_file', 'ok'], ['edit_file', 'ok'], ['run_command', 0]],
+    );
+    assert.match(telemetry[2]!.refused!, /circuit breaker/);
+
+    // Meters: exactly the scripted usage of the eleven turns.
+    const input = fixerUsage.reduce((sum, turn) => sum + turn.inputTokens, 0);
+    const output = fixerUsage.reduce((sum, turn) => sum + turn.outputTokens, 0);
+    assert.deepEqual([outcome.meters.inputTokens, outcome.meters.outputTokens], [input, output], JSON.stringify(outcome.meters));
   });
 });

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { conversationUuid } from '../../activities/sessions';
+import { conversationId } from '../../core/harnesses/types';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -124,6 +126,12 @@ describe('harness adapters: command construction', () => {
     assert.match(adapters['claude-code'].command('m', fresh)[3]!, / --session-id 1b4e28ba-2fa1-41d2-883f-0016d3cca427 /);
     assert.match(adapters['claude-code'].command('m', { ...fresh, resume: true })[3]!, / --resume 1b4e28ba-2fa1-41d2-883f-0016d3cca427 /);
     assert.throws(() => adapters['claude-code'].command('m', { id: 'x; rm -rf /', resume: true }), /is not a UUID/);
+  });
+  it('a conversation id is a UUID, the same for the same attempt and different for another', () => {
+    const id = conversationUuid('run-1', 'fixer-1', 1);
+    assert.equal(conversationId({ id, resume: false }), id);
+    assert.equal(conversationUuid('run-1', 'fixer-1', 1), id);
+    assert.notEqual(conversationUuid('run-1', 'fixer-1', 2), id);
   });
   it('script passes the behaviour as the only argument', () => {
     assert.deepEqual(adapters.script.command('fixer', fresh), ['fixer']);
