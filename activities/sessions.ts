@@ -22,7 +22,10 @@ import { runEventSignal } from '../workflows/messages';
 import { loadPlaybooks } from './fix';
 import { startGateway } from './gateway';
 import { startModelGateway, type ModelGatewayHandle } from './model-gateway';
-import { loadPricing, type ModelProvider } from '../core/model-pricing';
+import { defaultModelUpstreams } from './model-protocol';
+import { availabilityFacts } from './agent-availability';
+import { agentAvailability, providerKeys, runnableLadder } from '../core/agent-availability';
+import { loadPricing } from '../core/model-pricing';
 import type { ModelBudgetLeft } from '../workflows/policies/model-budget';
 import { containerUser, handToContainerUser } from './git';
 import { advanceWorkspace, attemptWorkspace, commitsOver, importExport, prepareAttemptCopy, prepareConversation, rebaseStopped, runExport, type AttemptExport, type AttemptWorkspace } from './session-workspace';
@@ -40,11 +43,6 @@ export interface SessionActivityDeps {
   modelUpstreams?: { anthropic: string; openai: string };
 }
 
-/** The model gateway's defaults: the providers' public APIs. */
-export const defaultModelUpstreams = { anthropic: 'https://api.anthropic.com', openai: 'https://api.openai.com' } as const;
-
-/** The worker's variable holding each provider's key. */
-const providerKeys: Record<ModelProvider, string> = { anthropic: 'ANTHROPIC_API_KEY', openai: 'OPENAI_API_KEY' };
 
 export interface ValidateDispatchInput {
   /** harness#model of the first attempt; empty → the ladder's first rung. */
@@ -63,6 +61,11 @@ export interface DispatchPlan {
   budget: Budget;
   /** Only the harnesses this session may use (first model and ladder), without secrets. */
   harnesses: Record<string, Pick<Harness, 'image' | 'adapter' | 'secrets'>>;
+  /**
+   * Set when the request left the agent to the defaults and no rung of the recipe ladder can run
+   * on this worker (the ladder is then empty): what each rung lacks, the missing image or key named.
+   */
+  unavailable?: string;
 }
 
 export interface RunSessionInput {
@@ -91,6 +94,28 @@ export interface RunSessionInput {
 export function conversationUuid(runId: string, sessionId: string, attempt: number): string {
   const hex = createHash('sha256').update(`${runId}/${sessionId}/a${attempt}`).digest('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** The report of an attempt that started nothing: this worker cannot run its agent. */
+function unavailableReport(input: RunSessionInput, hostId: string, reason: string): SessionAttemptReport {
+  return {
+    attempt: input.attempt,
+    harnessModel: input.harnessModel,
+    containerId: '',
+    exitCode: null,
+    oomKilled: false,
+    timedOut: false,
+    reattached: false,
+    foundFinished: false,
+    durationMs: 0,
+    sawFirstTurn: false,
+    resultProblem: reason,
+    commitsAdded: 0,
+    headSha: input.baseSha,
+    logRef: '',
+    hostId,
+    unavailable: reason,
+  };
 }
 
 /**
@@ -148,9 +173,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
      */
     validateDispatch: async (input: ValidateDispatchInput): Promise<DispatchPlan> => {
       const recipes = loadRecipes(recipesDir);
-      const ladder = input.ladder ?? recipes.ladder;
-      const harnessModel = input.harnessModel || ladder[0]!;
-      const names = [{ field: 'harnessModel', spec: harnessModel }, ...ladder.map((spec, index) => ({ field: `ladder[${index}]`, spec }))];
+      const names = [...(input.harnessModel ? [{ field: 'harnessModel', spec: input.harnessModel }] : []), ...(input.ladder ?? recipes.ladder).map((spec, index) => ({ field: `ladder[${index}]`, spec }))];
       for (const { field, spec } of names) {
         const check = checkHarnessModel(spec, recipes.harnesses);
         if (!check.ok) {
@@ -163,13 +186,22 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       const budget = { ...recipes.limits.budget, ...(input.budget ?? {}) };
       const budgetError = Value.Errors(BudgetSchema, budget).First();
       if (budgetError) throw invalidRequest(`budget.${fieldName(budgetError.path)} ${budgetError.message.toLowerCase()}`);
+      // The default ladder of this install is the recipe's rungs this worker can run (image built,
+      // key set); a ladder the request names is taken as it is (the API refused what no worker can run).
+      let ladder = input.ladder ?? recipes.ladder;
+      let unavailable: string | undefined;
+      if (!input.ladder) {
+        const facts = await availabilityFacts({ docker, secrets, modelUpstreams }, recipes.harnesses);
+        ({ ladder, reason: unavailable } = runnableLadder(ladder, (spec) => agentAvailability(spec, recipes.harnesses, facts)));
+      }
+      const harnessModel = input.harnessModel || ladder[0] || '';
       const harnesses: DispatchPlan['harnesses'] = {};
-      for (const { spec } of names) {
+      for (const spec of [harnessModel, ...ladder].filter(Boolean)) {
         const name = splitHarnessModel(spec)!.harness;
         const { image, adapter, secrets: secretNames } = recipes.harnesses[name]!;
         harnesses[name] = { image, adapter, secrets: secretNames };
       }
-      return { recipeVersion: recipes.version, harnessModel, ladder, limits, budget, harnesses };
+      return { recipeVersion: recipes.version, harnessModel, ladder, limits, budget, harnesses, ...(harnessModel ? {} : { unavailable: unavailable ?? 'no agent is configured' }) };
     },
 
     /** A recipe panel by name, its reviewers checked against the registry. */
@@ -199,6 +231,12 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       const outDir = join(dir, 'out');
       const mirror = mirrorPath(dataDir, repo);
       const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${labelKeys.run}=${runId}`, `${labelKeys.step}=${step}`] }) });
+      if (found.length === 0) {
+        // An agent this worker cannot run is said so at once, with what is missing; nothing is started.
+        const facts = await availabilityFacts({ docker, secrets, modelUpstreams }, { [harnessName]: harness });
+        const availability = agentAvailability(harnessModel, { [harnessName]: harness }, facts);
+        if (!availability.ok) return unavailableReport(input, hostId, availability.reason);
+      }
       if (found.length === 0) {
         await recordInManifest(paths.manifest, { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [attemptWorkspace(dir).copy, attemptWorkspace(dir).exportDir] });
         await mkdir(outDir, { recursive: true });
@@ -305,8 +343,9 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       const modelUsage = modelGateway?.usage();
 
       const stdout = await containerStdout(docker, result.containerId);
-      // A CLI that asked its model gateway anything had its first turn, whatever it printed.
-      const sawFirstTurn = harness.adapter === 'script' ? stdout.includes(firstTurnMarker) : stdout.trim().length > 0 || (modelUsage?.requests ?? 0) > 0;
+      // A CLI had its first turn when it asked its model gateway anything (CLIs print before they ask:
+      // Codex's thread.started, warnings), so output alone is not a turn.
+      const sawFirstTurn = harness.adapter === 'script' ? stdout.includes(firstTurnMarker) : (modelUsage?.requests ?? 0) > 0;
       let delivered: SessionResult | undefined;
       let resultProblem: string | undefined;
       if (adapter.output === 'result-file') {

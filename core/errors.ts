@@ -18,6 +18,8 @@ export const FailureType = {
   notFastForward: 'TARMAC_NOT_FAST_FORWARD',
   /** A harness#model is not in the registry (the message names the nearest known ones). */
   unknownModel: 'TARMAC_UNKNOWN_MODEL',
+  /** A harness#model no worker can run: its image is not built or its provider's key is not set (named). */
+  agentUnavailable: 'TARMAC_AGENT_UNAVAILABLE',
   /** A request (session, limits, budget) is invalid; the message names the field. */
   invalidRequest: 'TARMAC_INVALID_REQUEST',
   /** The run's manifest is missing or unreadable. */
@@ -36,6 +38,7 @@ export function isFailureType(value: unknown): value is FailureType {
 export const ApiErrorCode = {
   validation: 'TARMAC_VALIDATION',
   unknownModel: 'TARMAC_UNKNOWN_MODEL',
+  agentUnavailable: 'TARMAC_AGENT_UNAVAILABLE',
   unauthorized: 'TARMAC_UNAUTHORIZED',
   notFound: 'TARMAC_NOT_FOUND',
   methodNotAllowed: 'TARMAC_METHOD_NOT_ALLOWED',

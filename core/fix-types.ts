@@ -47,7 +47,8 @@ export interface FixRequest {
 }
 
 export interface FixOutcome {
-  outcome: 'fixed' | 'nothing-to-fix' | 'answered' | 'exhausted' | 'thrashing' | 'failed' | 'cancelled';
+  /** `agent-unavailable`: the loop needed an agent and none could start (the missing image or key named); never `thrashing`. */
+  outcome: 'fixed' | 'nothing-to-fix' | 'answered' | 'exhausted' | 'thrashing' | 'agent-unavailable' | 'failed' | 'cancelled';
   summary: string;
   runId: string;
   intent: Intent;

@@ -92,6 +92,8 @@ export interface SessionAttemptReport {
    * (CLI harnesses). When present it is the attempt's usage: it wins over the CLI's own report.
    */
   modelUsage?: { inputTokens: number; outputTokens: number; costUsd: number; requests: number; budgetRefusals: number; lastBudgetRefusal?: string };
+  /** Set when nothing was started: this worker cannot run the agent (the missing image or key named). */
+  unavailable?: string;
   /** The conversation the attempt continued (a follow-up that resumed it), if any. */
   continued?: ConversationRef;
   /** What the tool gateway saw in this attempt (state is per session: it carries across attempts and restarts). */
@@ -119,7 +121,8 @@ export interface SessionDecisionRecord {
 }
 
 export interface SessionOutcome {
-  status: 'delivered' | 'failed' | 'invalid-request' | 'budget-exhausted' | 'cancelled';
+  /** `agent-unavailable`: no agent of the session could run on its worker (image or key missing); nothing was started. */
+  status: 'delivered' | 'failed' | 'invalid-request' | 'budget-exhausted' | 'agent-unavailable' | 'cancelled';
   summary: string;
   runId: string;
   sessionId: string;

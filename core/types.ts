@@ -75,6 +75,7 @@ export const LandingStatus = {
   targetMoved: 'target-moved',
   verifyFailed: 'verify-failed',
   budgetExhausted: 'budget-exhausted',
+  agentUnavailable: 'agent-unavailable',
   failed: 'failed',
   cancelled: 'cancelled',
 } as const;
@@ -106,7 +107,8 @@ export interface Meters {
 
 export interface StepRecord {
   name: string;
-  status: 'running' | 'done' | 'failed' | 'skipped';
+  /** `agent-unavailable`: an agent step whose worker could not start any agent (the missing image or key in `detail`). */
+  status: 'running' | 'done' | 'failed' | 'skipped' | 'agent-unavailable';
   startedAt: string;
   endedAt?: string;
   detail?: string;

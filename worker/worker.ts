@@ -1,9 +1,29 @@
 import Docker from 'dockerode';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities } from '../activities';
 import type { Config } from '../core/config';
 import { hostQueue } from '../core/queues';
+import { loadRecipes } from '../core/recipes';
+import { workerAgents } from '../activities/agent-availability';
+import { agentsReportEveryMs, type HostAgents } from '../core/agent-availability';
+import { agentRegistryId, agentsReportSignal, type agentRegistry } from '../workflows/agent-registry';
+
+/**
+ * Tells the namespace's agent registry which harness#model this host can run and what the
+ * others lack (an image, a key). Key values never leave: only whether the key is set.
+ */
+async function reportAgents(client: Client, config: Config, docker: Docker): Promise<void> {
+  const agents = await workerAgents({ docker, secrets: process.env, modelUpstreams: config.modelUpstreams }, loadRecipes().harnesses);
+  await client.workflow.signalWithStart<typeof agentRegistry, [HostAgents]>('agentRegistry', {
+    workflowId: agentRegistryId,
+    taskQueue: config.taskQueue,
+    args: [[]],
+    signal: agentsReportSignal,
+    signalArgs: [{ hostId: config.hostId, at: new Date().toISOString(), agents }],
+  });
+}
 
 export interface WorkerHandle {
   /** Resolves when both workers have stopped. */
@@ -50,11 +70,20 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
     taskQueue: hostQueue(config.hostId),
     activities,
   });
+  // The registry hears this host before it takes work, so the API knows at once what it can run.
+  const clientConnection = await Connection.connect({ address: config.temporalAddress });
+  const client = new Client({ connection: clientConnection, namespace: config.namespace });
+  const report = () => reportAgents(client, config, docker).catch((error: unknown) => logger.warn({ err: error }, 'could not report the agents this worker can run'));
+  await report();
+  const reporting = setInterval(() => void report(), agentsReportEveryMs);
+  reporting.unref();
   logger.info(
     { taskQueue: config.taskQueue, hostQueue: hostQueue(config.hostId), ...(config.workerMetricsPort > 0 ? { metrics: `http://${config.workerMetricsHost}:${config.workerMetricsPort}/metrics` } : {}) },
     'worker started',
   );
   const done = Promise.all([shared.run(), host.run()]).then(async () => {
+    clearInterval(reporting);
+    await clientConnection.close();
     await connection.close();
     logger.info('worker stopped');
   });

@@ -3,6 +3,7 @@ import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation
 import type { Activities } from '../activities';
 import type { DispatchPlan } from '../activities/sessions';
 import { parseDuration } from '../core/duration';
+import { FailureType } from '../core/errors';
 import type { ReportedRunEvent } from '../core/events';
 import { hostQueue } from '../core/queues';
 import {
@@ -131,6 +132,12 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
     return finish('invalid-request', `not dispatched: ${failure.message}; no container was started`, { failure });
   }
   harnessModel = plan.harnessModel;
+  if (plan.unavailable !== undefined) {
+    return finish('agent-unavailable', `agent-unavailable: ${plan.unavailable}; no container was started`, {
+      failure: { type: FailureType.agentUnavailable, message: plan.unavailable },
+      recipeVersion: plan.recipeVersion,
+    });
+  }
   budget = {
     tokens: plan.budget.tokens,
     costUsd: plan.budget.costUsd,
@@ -248,6 +255,8 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
           throw error;
         });
         const hostLost = report === undefined;
+        // An attempt its worker could not start spawned nothing.
+        if (report?.unavailable !== undefined) meters.sessionsSpawned -= 1;
         const seen: SessionAttemptReport = report ?? lostHostReport(attempts.length + 1, harnessModel, hostId, Date.now() - attemptStarted);
         if (seen.reattached) meters.reattachments += 1;
         // Usage metered by the model gateway wins over what the CLI reports of itself.
@@ -268,6 +277,7 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
           collected: true,
           // The model gateway refused a request: the run's budget, not the agent, ended the attempt.
           budgetExceeded: (seen.modelUsage?.budgetRefusals ?? 0) > 0,
+          unavailable: seen.unavailable !== undefined,
         });
         if (seen.foundFinished) {
           decisions.push({ afterAttempt: seen.attempt, action: 'collect', reason: 'found the session finished (done-undelivered) and collected its result' });
@@ -314,6 +324,13 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
             if (attemptClass === 'budget-exhausted') {
               const why = seen.modelUsage?.lastBudgetRefusal ?? 'the run budget is exhausted';
               return finish('budget-exhausted', `stopped: ${why} (the model gateway refused the next request)`, { recipeVersion: plan.recipeVersion });
+            }
+            if (attemptClass === 'agent-unavailable') {
+              const reasons = attempts.flatMap((entry) => (entry.unavailable ? [entry.unavailable] : []));
+              return finish('agent-unavailable', `agent-unavailable: ${reasons.join('; ')}; no container was started for ${reasons.length === attempts.length ? 'any attempt' : 'these'}`, {
+                failure: { type: FailureType.agentUnavailable, message: reasons.join('; ') },
+                recipeVersion: plan.recipeVersion,
+              });
             }
             return finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, { recipeVersion: plan.recipeVersion });
           case 'wait':

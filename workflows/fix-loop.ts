@@ -170,6 +170,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     if (routedTo === 'architect') {
       enter('answer');
       const answer = await agent(request.request, 'architect-1');
+      if (answer.status === 'agent-unavailable') return finish('agent-unavailable', answer.summary, 'agent-unavailable');
       return finish(answer.status === 'delivered' ? 'answered' : 'failed', answer.result?.summary ?? answer.summary, answer.status === 'delivered' ? null : 'agent-failed');
     }
 
@@ -208,6 +209,8 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
         ? [`Your change did not fix it: \`${reproCommand}\` still fails (exit ${failure.exitCode}). Its output ends with:`, '```', tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n')
         : [`Request: ${request.request}`, `The command \`${reproCommand}\` fails (exit ${failure.exitCode}). Its output ends with:`, '```', tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n');
       previous = await agent(prompt, `${routedTo}-${attempt + 1}`, continues);
+      // No agent could start: that is the answer, not a round that "changed nothing" (never thrashing).
+      if (previous.status === 'agent-unavailable') return finish('agent-unavailable', `${previous.summary}; \`${reproCommand}\` still exits ${failure.exitCode}`, 'agent-unavailable');
       const after = await host['capsule.workspaceHead']({ runId: request.runId, since: before.headSha });
       // A round that changed nothing on disk is thrashing; two of them end the loop.
       if (after.commitsSince === 0) {

@@ -5,3 +5,4 @@ export { targetQueue } from './target-queue';
 export { reviewPanel } from './review-panel';
 export { fixLoop } from './fix-loop';
 export { nightly } from './nightly';
+export { agentRegistry } from './agent-registry';

@@ -82,7 +82,8 @@ export function landingSteps({ runId, taskQueue, request, tracker, budgetControl
           } satisfies SessionRequest,
         ],
       }) as Promise<SessionOutcome>,
-      (value) => `${value.status} after ${value.attempts.length} attempt(s) on ${value.harnessModel}`,
+      (value) => (value.status === 'agent-unavailable' ? value.summary : `${value.status} after ${value.attempts.length} attempt(s) on ${value.harnessModel}`),
+      (value) => (value.status === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
     );
     tracker.sessions.push({ sessionId, role, status: result.status, harnessModel: result.harnessModel, attempts: result.attempts.length });
     tracker.meters.agentSessions += result.meters.sessionsSpawned;
@@ -226,6 +227,7 @@ export function landingSteps({ runId, taskQueue, request, tracker, budgetControl
           ],
         }) as Promise<FixOutcome>,
       (value) => `${value.outcome}${value.playbookUsed ? ` (playbook ${value.playbookUsed})` : ''}: ${value.summary}`,
+      (value) => (value.outcome === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
     );
     tracker.fixLoops.push({ id: `${runId}.${label}`, outcome: result.outcome, summary: result.summary, playbookUsed: result.playbookUsed, repairAttempts: result.repairAttempts, filesChanged: result.filesChanged });
     for (const entry of result.sessions) {

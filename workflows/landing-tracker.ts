@@ -78,7 +78,7 @@ export class LandingTracker {
   }
 
   /** Runs one step, recording it in the step list and the meters. */
-  async step<T>(name: string, kind: 'capsule' | 'container' | 'session', run: () => Promise<T>, describe?: (value: T) => string): Promise<T> {
+  async step<T>(name: string, kind: 'capsule' | 'container' | 'session', run: () => Promise<T>, describe?: (value: T) => string, statusOf?: (value: T) => StepRecord['status']): Promise<T> {
     const record: StepRecord = { name, status: 'running', startedAt: new Date().toISOString() };
     this.steps.push(record);
     this.journal.record({ kind: 'step', name, status: 'started' });
@@ -86,7 +86,7 @@ export class LandingTracker {
     else if (kind === 'container') this.meters.containersRun += 1;
     try {
       const value = await run();
-      record.status = 'done';
+      record.status = statusOf?.(value) ?? 'done';
       if (describe) record.detail = describe(value);
       return value;
     } catch (error) {

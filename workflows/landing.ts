@@ -2,7 +2,8 @@ import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation
 import type { Activities } from '../activities';
 import { parseDuration } from '../core/duration';
 import { FailureType } from '../core/errors';
-import type { BudgetCommand } from '../core/session-types';
+import type { FixOutcome } from '../core/fix-types';
+import type { BudgetCommand, SessionOutcome } from '../core/session-types';
 import { hostQueue } from '../core/queues';
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { capsule } from './activity-options';
@@ -166,6 +167,13 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
         ].join('\n'),
         files: rebased.files,
       });
+      // No resolver can run here: say so now, naming what is missing, instead of trying again.
+      if (resolved.status === 'agent-unavailable') {
+        return tracker.finish('agent-unavailable', `rebase of ${rebased.branch} conflicts in ${rebased.files.join(', ')} and no resolver could start: ${resolved.summary}; nothing was merged`, {
+          type: FailureType.agentUnavailable,
+          message: resolved.failure?.message ?? resolved.summary,
+        });
+      }
       for (const drop of resolved.result?.droppedCommits ?? []) declaredDrops.set(drop.sha, drop.reason);
       resolvedHead = resolved.status === 'delivered' ? resolved.headSha : undefined;
     }
@@ -209,7 +217,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     let fixups = 0;
     for (;;) {
       let problem: string;
-      let repair: (round: number) => Promise<unknown>;
+      let repair: (round: number) => Promise<SessionOutcome | FixOutcome>;
       if (!verdict.green) {
         const red = redSummary(gate, head.treeSha, round);
         if (fixups >= maxRounds) {
@@ -247,7 +255,11 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       }
       tracker.enter('fixup');
       fixups += 1;
-      await repair(fixups);
+      const repaired = await repair(fixups);
+      const unavailable = 'outcome' in repaired ? (repaired.outcome === 'agent-unavailable' ? repaired.summary : undefined) : repaired.status === 'agent-unavailable' ? repaired.summary : undefined;
+      if (unavailable !== undefined) {
+        return tracker.finish('agent-unavailable', `${problem}; fixup round ${fixups} could not start an agent: ${unavailable}; nothing was merged`, { type: FailureType.agentUnavailable, message: unavailable });
+      }
       // The gate decides, not the fixer's exit code or summary: only new commits and a re-gate count.
       const after = await pinned['capsule.workspaceHead']({ runId, since: head.headSha });
       if (after.commitsSince < 1) {

@@ -8,7 +8,8 @@ import { branchNameProblem } from '../../core/refs';
 import { runId } from '../../core/run-id';
 import { searchAttributes } from '../../workflows/search-attributes';
 import { startRun } from '../start-run';
-import { assertKnownHarnessModels, invalid } from '../errors';
+import { assertAgentsRunnable } from '../agents';
+import { invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
 import { ErrorSchema } from '../schemas';
 
@@ -53,13 +54,14 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
       if (problem) throw invalid('branch', problem);
       const recipes = loadRecipes();
       if (body.agents) {
-        assertKnownHarnessModels(
+        await assertAgentsRunnable(
           [
             { field: 'agents.implementer', spec: body.agents.implementer },
             { field: 'agents.architect', spec: body.agents.architect },
             ...(body.agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
           ],
           recipes.harnesses,
+          client,
         );
       }
       const repo = await normaliseRepo(body.repo, config.repoAllow);

@@ -14,7 +14,8 @@ import { filterValueProblem, runListQuery } from '../../core/visibility-query';
 import type { LandingOutcome, LandingRequest, LandingStatusView } from '../../core/types';
 import { answerUpdate, landingStatusQuery } from '../../workflows/messages';
 import { landingRecord, searchAttributes } from '../../workflows/search-attributes';
-import { ApiError, assertKnownHarnessModels, invalid } from '../errors';
+import { assertAgentsRunnable } from '../agents';
+import { ApiError, invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
 import { ErrorSchema, LandingCreatedSchema, LandingCreateSchema, LandingIdParams, LandingListQuery, LandingListSchema, LandingViewSchema } from '../schemas';
 
@@ -48,13 +49,14 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       const agents = request.body.agents;
       const recipes = loadRecipes();
       if (agents) {
-        assertKnownHarnessModels(
+        await assertAgentsRunnable(
           [
             { field: 'agents.resolver', spec: agents.resolver },
             { field: 'agents.fixer', spec: agents.fixer },
             ...(agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
           ],
           recipes.harnesses,
+          client,
         );
       }
       const repo = await normaliseRepo(request.body.repo, config.repoAllow);

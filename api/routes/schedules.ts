@@ -9,7 +9,8 @@ import { loadRecipes } from '../../core/recipes';
 import { branchNameProblem } from '../../core/refs';
 import { nightlyScheduleId } from '../../core/schedule-id';
 import { searchAttributes } from '../../workflows/search-attributes';
-import { ApiError, assertKnownHarnessModels, invalid } from '../errors';
+import { assertAgentsRunnable } from '../agents';
+import { ApiError, invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
 import { ScheduleCreatedSchema, ScheduleCreateSchema, ScheduleIdParams, ScheduleListSchema, ScheduleViewSchema, type ScheduleDefinition } from '../schedule-schemas';
 import { ErrorSchema } from '../schemas';
@@ -71,9 +72,10 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
       if (timezoneIssue) throw invalid('timezone', timezoneIssue);
       const agents = body.agents;
       if (agents) {
-        assertKnownHarnessModels(
+        await assertAgentsRunnable(
           [{ field: 'agents.implementer', spec: agents.implementer }, ...(agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec }))],
           loadRecipes().harnesses,
+          client,
         );
       }
       const repo = await normaliseRepo(body.repo, config.repoAllow);

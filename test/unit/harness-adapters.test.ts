@@ -42,6 +42,18 @@ describe('harness adapters: output parsing from recorded samples', () => {
       expected: { status: 'ok', usage: { inputTokens: 26549, outputTokens: 1590, costUsd: 0 }, summary: /Renamed the target/ },
     },
     {
+      name: 'codex 0.171 in a session: MCP tool calls through the gateway (a warning line before the events)',
+      adapter: 'codex' as const,
+      stdout: sample('codex-mcp.jsonl'),
+      expected: { status: 'ok', usage: { inputTokens: 11200, outputTokens: 250, costUsd: 0 }, summary: /^Added NOTES\.md and committed it\.$/ },
+    },
+    {
+      name: 'codex reconnected twice, then completed: not an error',
+      adapter: 'codex' as const,
+      stdout: sample('codex-reconnected.jsonl'),
+      expected: { status: 'ok', usage: { inputTokens: 120, outputTokens: 12, costUsd: 0 }, summary: /^All done after a retry\.$/ },
+    },
+    {
       name: 'codex failed turn',
       adapter: 'codex' as const,
       stdout: sample('codex-failed.jsonl'),
@@ -85,7 +97,7 @@ describe('harness adapters: command construction', () => {
   const cases = [
     { adapter: 'claude-code' as const, launcher: '/opt/tarmac/shared/tarmac-run', expects: [/^claude -p /, /--model "\$1"/, /--output-format json/, /--tools "" --strict-mcp-config --mcp-config \/opt\/tarmac\/shared\/mcp\.json --allowedTools mcp__tarmac --setting-sources user/, /< \/tarmac\/prompt\.md$/] },
     { adapter: 'opencode' as const, expects: [/^opencode run/, /--model "\$1"/, /--format json/] },
-    { adapter: 'codex' as const, expects: [/^codex exec --json/, /--model "\$1"/, /--skip-git-repo-check/, /--cd \/workspace/] },
+    { adapter: 'codex' as const, launcher: '/opt/tarmac/shared/tarmac-run', expects: [/^set -eu\n/, /\nexec codex exec --json --skip-git-repo-check --strict-config /, /--model "\$1"/, /- < \/tarmac\/prompt\.md$/] },
     { adapter: 'aider' as const, expects: [/^aider --model "\$1"/, /--message-file \/tarmac\/prompt\.md/, /--yes-always/, /--no-stream/] },
   ];
   for (const { adapter, expects, ...rest } of cases) {
@@ -132,6 +144,32 @@ describe('harness adapters: command construction', () => {
     assert.equal(conversationId({ id, resume: false }), id);
     assert.equal(conversationUuid('run-1', 'fixer-1', 1), id);
     assert.notEqual(conversationUuid('run-1', 'fixer-1', 2), id);
+  });
+  it('codex reads its prompt from stdin and reaches the model only through the forwarder, with a placeholder key', () => {
+    const script = adapters.codex.command('gpt-5-codex', fresh)[3]!;
+    assert.ok(!script.includes('$(cat'), 'the prompt is never one argv string');
+    assert.ok(!script.includes('--dangerously-bypass'), "Codex's own sandbox stays on (read-only, from the image's config.toml)");
+    assert.match(script, / -c "model_providers\.tarmac\.base_url=\\"\$TARMAC_MODEL_BASE_URL\\"" /);
+    assert.deepEqual(adapters.codex.modelEnv?.('http://127.0.0.1:8417'), ['TARMAC_MODEL_BASE_URL=http://127.0.0.1:8417/v1', 'TARMAC_MODEL_GATEWAY_KEY=tarmac-model-gateway']);
+  });
+  it('codex sets up its home in the conversation directory at every start: only the recorded sessions carry over, the config is the image’s', () => {
+    const lines = adapters.codex.command('m', fresh)[3]!.split('\n');
+    assert.deepEqual(lines.slice(0, 5), [
+      'set -eu',
+      'export CODEX_HOME=/tarmac/conversation/codex',
+      'mkdir -p "$CODEX_HOME/sessions"',
+      'find "$CODEX_HOME" -mindepth 1 -maxdepth 1 ! -name sessions -exec rm -rf -- {} +',
+      'cp /opt/tarmac/codex/config.toml "$CODEX_HOME/config.toml"',
+    ]);
+  });
+  it('codex starts a thread, and a follow-up resumes the newest one of its copied conversation (codex exec resume --last)', () => {
+    assert.equal(adapters.codex.resumable, true);
+    const start = adapters.codex.command('m', fresh)[3]!;
+    const resumed = adapters.codex.command('m', { ...fresh, resume: true })[3]!;
+    assert.match(start, /\nexec codex exec --json /);
+    assert.ok(!start.includes('resume'));
+    assert.match(resumed, /\nexec codex exec resume --last --json --skip-git-repo-check --strict-config .* --model "\$1" - < \/tarmac\/prompt\.md$/);
+    assert.equal(resumed.replace('resume --last ', ''), start, 'the same session otherwise');
   });
   it('script passes the behaviour as the only argument', () => {
     assert.deepEqual(adapters.script.command('fixer', fresh), ['fixer']);

@@ -42,6 +42,15 @@ const table: { name: string; attempts: AttemptRecord[]; live?: boolean; maxRespa
   },
   { name: 'no evidence counts as a failure class', attempts: [attempt('a#1', 'no-evidence'), attempt('a#1', 'no-evidence')], expected: { action: 'escalate', harnessModel: 'b#2' } },
   { name: 'budget exhausted → give up (the run pauses or stops)', attempts: [attempt('a#1', 'budget-exhausted')], expected: { action: 'give-up' } },
+  { name: 'agent unavailable → the next rung at once, never the same one again', attempts: [attempt('a#1', 'agent-unavailable')], expected: { action: 'escalate', harnessModel: 'b#2', fromIndex: 0, toIndex: 1 } },
+  { name: 'agent unavailable off the ladder → the first rung', attempts: [attempt('x#9', 'agent-unavailable')], expected: { action: 'escalate', harnessModel: 'a#1', toIndex: 0 } },
+  {
+    name: 'agent unavailable: rungs already found unavailable are skipped',
+    attempts: [attempt('b#2', 'agent-unavailable'), attempt('a#1', 'agent-unavailable')],
+    expected: { action: 'escalate', harnessModel: 'c#3', toIndex: 2 },
+  },
+  { name: 'agent unavailable at the top → give up', attempts: [attempt('c#3', 'agent-unavailable')], expected: { action: 'give-up' } },
+  { name: 'agent unavailable does not wait for the attempt limit', attempts: [attempt('a#1', 'agent-unavailable')], maxAttempts: 1, expected: { action: 'escalate', harnessModel: 'b#2' } },
 ];
 
 describe('decideNext', () => {

@@ -12,6 +12,8 @@ export const SessionClass = {
   lostHost: 'lost-host',
   budgetExhausted: 'budget-exhausted',
   doneUndelivered: 'done-undelivered',
+  /** No container was started: this worker lacks the harness's image or its provider's key. */
+  agentUnavailable: 'agent-unavailable',
 } as const;
 export type SessionClass = (typeof SessionClass)[keyof typeof SessionClass];
 
@@ -30,9 +32,12 @@ export interface SessionEndFacts {
   collected: boolean;
   /** The run's budget was exhausted by this session's usage (its model gateway refused a request). */
   budgetExceeded: boolean;
+  /** The worker could not start the agent at all (its image or key is missing); nothing ran. */
+  unavailable?: boolean;
 }
 
 export function classifySession(facts: SessionEndFacts): SessionClass {
+  if (facts.unavailable) return SessionClass.agentUnavailable;
   if (facts.hostLost) return SessionClass.lostHost;
   if (facts.oomKilled) return SessionClass.oom;
   if (facts.timedOut) return SessionClass.timeout;

@@ -1,4 +1,4 @@
-import { nextRung } from './model-ladder';
+import { ladderIndex, nextRung } from './model-ladder';
 import type { SessionClass } from './session-classifier';
 
 /** A failure the evidence gate adds: the agent claimed success but the worktree gained no commit. */
@@ -42,6 +42,15 @@ export function decideNext(input: SessionPolicyInput): SessionDecision {
   if (last.class === 'done-undelivered') return { action: 'collect', reason: 'the session finished with a result that was not collected' };
   if (last.class === 'delivered') return { action: 'done' };
   if (last.class === 'budget-exhausted') return { action: 'give-up', reason: 'the run budget is exhausted' };
+  // Nothing ran, so nothing is learned by trying the same rung again: move to the next rung of the
+  // ladder (the first one when the model was not on it) that has not been found unavailable.
+  if (last.class === 'agent-unavailable') {
+    const unavailable = new Set(input.attempts.filter((attempt) => attempt.class === 'agent-unavailable').map((attempt) => attempt.harnessModel));
+    const from = ladderIndex(input.ladder, last.harnessModel);
+    const index = input.ladder.findIndex((spec, at) => at > from && !unavailable.has(spec));
+    if (index < 0) return { action: 'give-up', reason: `${last.harnessModel} cannot run on this worker and no rung of the ladder after it can be tried` };
+    return { action: 'escalate', harnessModel: input.ladder[index]!, fromIndex: from, toIndex: index, reason: `${last.harnessModel} cannot run on this worker` };
+  }
   if (input.attempts.length >= input.maxAttempts) {
     return { action: 'give-up', reason: `${input.attempts.length} attempts reached the limit of ${input.maxAttempts}` };
   }

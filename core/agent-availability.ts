@@ -1,0 +1,86 @@
+/**
+ * Which harness#model a worker can run, from what it has: the harness's image, and for a CLI
+ * harness a way to its provider's model (the worker's key for it, or an upstream of the
+ * operator's own that may need none). Pure: the facts are gathered by the worker
+ * (activities/agent-availability.ts); the API, the dispatch and the session decide from them.
+ */
+import type { Harness } from './recipe-schemas';
+import { modelProviderOf } from './harnesses';
+import type { ModelProvider } from './model-pricing';
+
+/** The worker's variable holding each provider's key. */
+export const providerKeys: Record<ModelProvider, string> = { anthropic: 'ANTHROPIC_API_KEY', openai: 'OPENAI_API_KEY' };
+
+export interface AvailabilityFacts {
+  /** Images present on the worker's Docker engine. */
+  images: ReadonlySet<string>;
+  /** Providers the worker's model gateway can reach: its key is set, or its upstream is the operator's own. */
+  providers: ReadonlySet<ModelProvider>;
+}
+
+export type Missing = { kind: 'image'; name: string } | { kind: 'key'; name: string };
+
+export type AgentAvailability = { ok: true } | { ok: false; missing: Missing[]; reason: string };
+
+const describeMissing = (missing: Missing): string => (missing.kind === 'image' ? `image ${missing.name} is not built` : `key ${missing.name} is not set`);
+
+/** Can this harness#model run here? A spec not in the registry is not this module's question (dispatch refuses it). */
+export function agentAvailability(harnessModel: string, harnesses: Record<string, Pick<Harness, 'image' | 'adapter'>>, facts: AvailabilityFacts): AgentAvailability {
+  const index = harnessModel.indexOf('#');
+  const harness = harnesses[harnessModel.slice(0, index)];
+  if (index <= 0 || !harness) return { ok: false, missing: [], reason: `${harnessModel} is not a known harness#model` };
+  const missing: Missing[] = [];
+  if (!facts.images.has(harness.image)) missing.push({ kind: 'image', name: harness.image });
+  const provider = modelProviderOf(harness.adapter, harnessModel.slice(index + 1));
+  if (provider && !facts.providers.has(provider)) missing.push({ kind: 'key', name: providerKeys[provider] });
+  if (missing.length === 0) return { ok: true };
+  return { ok: false, missing, reason: `${harnessModel} cannot run: ${missing.map(describeMissing).join(' and ')}` };
+}
+
+/** Every harness#model of the registry, with whether it can run here. */
+export function availabilityReport(harnesses: Record<string, Pick<Harness, 'image' | 'adapter' | 'models'>>, facts: AvailabilityFacts): Record<string, AgentAvailability> {
+  const report: Record<string, AgentAvailability> = {};
+  for (const [name, harness] of Object.entries(harnesses)) {
+    for (const model of harness.models) report[`${name}#${model}`] = agentAvailability(`${name}#${model}`, harnesses, facts);
+  }
+  return report;
+}
+
+/** How often a worker tells the registry which agents it can run (images come and go, keys change with a restart). */
+export const agentsReportEveryMs = 60_000;
+
+/** A worker's report, as the API keeps it. */
+export interface HostAgents {
+  hostId: string;
+  /** When the worker looked (ISO). */
+  at: string;
+  agents: Record<string, AgentAvailability>;
+}
+
+/**
+ * May a request name this harness#model? Yes when some host reported it runnable, or when no
+ * host reported recently (nothing is known: the session will find out and say so). No, with the
+ * reasons of every host, when every recent report says it cannot run.
+ */
+export function namedAgentAvailability(harnessModel: string, reports: readonly HostAgents[], now: number, freshMs: number): AgentAvailability {
+  const fresh = reports.filter((report) => now - Date.parse(report.at) <= freshMs);
+  if (fresh.length === 0) return { ok: true };
+  const answers = fresh.map((report) => ({ hostId: report.hostId, answer: report.agents[harnessModel] }));
+  if (answers.some(({ answer }) => answer?.ok)) return { ok: true };
+  const missing = answers.flatMap(({ answer }) => (answer && !answer.ok ? answer.missing : []));
+  const unique = missing.filter((entry, index) => missing.findIndex((other) => other.kind === entry.kind && other.name === entry.name) === index);
+  const hosts = answers.map(({ hostId }) => hostId).join(', ');
+  const reason = unique.length > 0 ? `${harnessModel} cannot run on any worker (${hosts}): ${unique.map(describeMissing).join(' and ')}` : `${harnessModel} is not offered by any worker (${hosts})`;
+  return { ok: false, missing: unique, reason };
+}
+
+/**
+ * The default ladder of this install: the recipe's rungs that can run here, in order. When none
+ * can, the reason names what each rung lacks (what to set or build).
+ */
+export function runnableLadder(ladder: readonly string[], availability: (spec: string) => AgentAvailability): { ladder: string[]; reason?: string } {
+  const runnable = ladder.filter((spec) => availability(spec).ok);
+  if (runnable.length > 0) return { ladder: runnable };
+  const reasons = ladder.map((spec) => availability(spec)).flatMap((answer) => (answer.ok ? [] : [answer.reason]));
+  return { ladder: [], reason: `no agent of the ladder can run on this worker: ${reasons.join('; ')}` };
+}

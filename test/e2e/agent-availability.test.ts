@@ -1,0 +1,95 @@
+/**
+ * Availability is known before work starts (issue 12): a fresh install with no provider key
+ * and the default upstreams. A request naming an agent no worker can run is refused at the
+ * door with what is missing; a request relying on the defaults starts, and its agent step ends
+ * at once `agent-unavailable` naming the missing key — one try, no container, never "thrashing".
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { loadRecipes } from '../../core/recipes';
+import { createFixtureRepo, gateFile, type FixtureBranch } from '../../infra/fixture-repo';
+import { startStack, waitFor, type Stack } from '../helpers/stack';
+
+describe('agent availability: no key at all, default upstreams', { timeout: 600_000 }, () => {
+  let stack: Stack;
+  const since = Math.floor(Date.now() / 1000);
+  before(async () => {
+    // Whatever the machine has, this worker has no provider key and talks to the public endpoints.
+    stack = await startStack({ workerEnv: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', TARMAC_MODEL_UPSTREAM_ANTHROPIC: '', TARMAC_MODEL_UPSTREAM_OPENAI: '' } });
+  });
+  after(async () => await stack?.stop());
+
+  /** Containers created for a run (Docker's event log: removed ones count too). */
+  function containersCreatedFor(runId: string): string[] {
+    const until = Math.floor(Date.now() / 1000) + 1;
+    const out = execFileSync('docker', ['events', '--since', String(since), '--until', String(until), '--filter', 'type=container', '--filter', 'event=create', '--filter', `label=tarmac.run=${runId}`, '--format', '{{index .Actor.Attributes "tarmac.role"}}'], { encoding: 'utf8' });
+    return out.split('\n').filter(Boolean);
+  }
+
+  function conflictRepo() {
+    const commits: FixtureBranch['commits'] = [{ message: 'one: change shared', files: { 'shared.txt': 'one\n' } }];
+    const repo = createFixtureRepo({ base: { 'shared.txt': 'base\n', 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]) }, branches: [{ name: 'feature/one', commits }] });
+    repo.git('checkout', '-q', 'main');
+    execFileSync('sh', ['-c', `printf 'target\\n' > ${join(repo.clone, 'shared.txt')}`]);
+    repo.git('-c', 'user.name=t', '-c', 'user.email=t@t.invalid', 'commit', '-q', '-am', 'target changes shared');
+    repo.git('push', '-q', 'origin', 'main');
+    return repo;
+  }
+
+  it('a request naming an agent with no key or no image → 400 TARMAC_AGENT_UNAVAILABLE naming it; nothing started', async () => {
+    const repo = conflictRepo();
+    const claude = loadRecipes().harnesses['claude-code']!;
+    const opencode = loadRecipes().harnesses.opencode!;
+    const before = await stack.api('GET', '/v1/landings');
+    const noKey = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: `claude-code#${claude.models[0]}` } });
+    assert.equal(noKey.status, 400, JSON.stringify(noKey.body));
+    assert.equal(noKey.body.error.code, 'TARMAC_AGENT_UNAVAILABLE');
+    assert.match(noKey.body.error.message, /^agents\.resolver claude-code#\S+ cannot run on any worker \(.+\): key ANTHROPIC_API_KEY is not set/);
+    assert.equal(noKey.body.error.details.field, 'agents.resolver');
+
+    const noImage = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { ladder: ['script#resolver', `opencode#${opencode.models[0]}`] } });
+    assert.equal(noImage.status, 400, JSON.stringify(noImage.body));
+    assert.equal(noImage.body.error.code, 'TARMAC_AGENT_UNAVAILABLE');
+    assert.match(noImage.body.error.message, new RegExp(`^agents\\.ladder\\[1\\] opencode#\\S+ cannot run on any worker \\(.+\\): image ${opencode.image.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is not built`));
+
+    const fix = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'feature/one', request: 'the tests fail', reproCommand: 'false', agents: { implementer: `claude-code#${claude.models[0]}` } });
+    assert.equal(fix.status, 400, JSON.stringify(fix.body));
+    assert.equal(fix.body.error.details.field, 'agents.implementer');
+
+    const afterList = await stack.api('GET', '/v1/landings');
+    assert.equal(afterList.body.landings.length, before.body.landings.length, 'no landing was started');
+    // An agent the worker can run is accepted as before.
+    const ok = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: 'script#resolver', ladder: ['script#resolver'] } });
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
+  });
+
+  it('defaults and no key: the conflicting landing ends with the resolver step agent-unavailable (the key named) after one try, 0 agent containers', async () => {
+    const repo = conflictRepo();
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 180_000, 'the landing');
+    const outcome = view.body.outcome;
+    assert.equal(outcome.status, 'agent-unavailable', outcome.summary);
+    assert.match(outcome.summary, /ANTHROPIC_API_KEY is not set/);
+    assert.equal(outcome.failure.type, 'TARMAC_AGENT_UNAVAILABLE');
+    const steps = view.body.steps.filter((step: { name: string }) => step.name.startsWith('session.'));
+    assert.deepEqual(steps.map((step: { name: string; status: string }) => [step.name, step.status]), [['session.resolver:resolver-1', 'agent-unavailable']]);
+    assert.match(steps[0].detail, /key ANTHROPIC_API_KEY is not set/);
+    assert.equal(outcome.sessions.length, 1, 'one try, not one per resolver round');
+    assert.equal(outcome.meters.agentSessions, 0);
+    assert.deepEqual(containersCreatedFor(outcome.runId).filter((role) => role !== 'gate' && role !== 'runner'), [], 'no agent container was created');
+  });
+
+  it('defaults and no key: a fix loop that needs an agent ends agent-unavailable, never thrashing', async () => {
+    const repo = createFixtureRepo({ base: { 'check.sh': 'echo broken; exit 1\n' }, branches: [] });
+    const created = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'main', request: 'the check fails', reproCommand: 'sh check.sh' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const done = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 180_000, 'the fix loop');
+    const outcome = done.body.result;
+    assert.equal(outcome.outcome, 'agent-unavailable', outcome.summary);
+    assert.match(outcome.summary, /is not set/);
+    assert.equal(outcome.meters.agentSessions, 0);
+  });
+});
