@@ -13,7 +13,8 @@ import { adapters, modelProviderOf } from '../core/harnesses';
 import { containerPaths } from '../core/harnesses/types';
 import { BudgetSchema, SessionLimitsSchema, type Budget, type Harness, type SessionLimits } from '../core/recipe-schemas';
 import { loadRecipes } from '../core/recipes';
-import { checkSessionResult, type SessionResult } from '../core/session-result';
+import { checkSessionResult, readResultBlock, resultFence, type SessionResult } from '../core/session-result';
+import { resultContract } from '../core/harnesses/result-contract';
 import type { ResolvedPanel } from '../core/review-types';
 import type { ConversationRef, SessionAttemptReport, SessionRole, SessionTask } from '../core/session-types';
 import { ConfinedPathError, readFileNoFollow } from './confined-fs';
@@ -241,7 +242,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         await recordInManifest(paths.manifest, { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [attemptWorkspace(dir).copy, attemptWorkspace(dir).exportDir] });
         await mkdir(outDir, { recursive: true });
         await writeFile(join(dir, 'task.json'), `${JSON.stringify({ role, model, harness: harnessName, attempt, ...task }, null, 2)}\n`);
-        await writeFile(join(dir, 'prompt.md'), `${task.prompt}\n`);
+        // CLI agents hand back findings, questions and drops in a fenced block of their last message.
+        await writeFile(join(dir, 'prompt.md'), `${task.prompt}\n${adapter.output === 'stdout' ? `${resultContract(role)}\n` : ''}`);
         await handToContainerUser(outDir);
       }
       // The agent works in a copy of the run workspace of its own; the workspace stays the worker's.
@@ -367,10 +369,14 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         }
       } else {
         const parsed = adapter.parse(stdout);
-        if (parsed.ok) {
-          delivered = parsed.result;
-          await writeFileAtomic(join(dir, 'result.json'), `${JSON.stringify(parsed.result, null, 2)}\n`);
-        } else resultProblem = parsed.problem;
+        const block = parsed.ok ? readResultBlock(parsed.result.summary) : undefined;
+        if (!parsed.ok) resultProblem = parsed.problem;
+        else if (!block!.ok) resultProblem = block!.problem;
+        else if (role === 'reviewer' && !block!.found && parsed.result.status === 'ok') resultProblem = `the reviewer's last message has no ${resultFence} block: its findings cannot be read`;
+        else {
+          delivered = { ...parsed.result, summary: block!.summary, ...block!.fields };
+          await writeFileAtomic(join(dir, 'result.json'), `${JSON.stringify(delivered, null, 2)}\n`);
+        }
       }
       // The agent's commits cross the boundary as a bundle (reviewers commit nothing).
       const crossed = role === 'reviewer' ? undefined : await collectCommits({ runId, step, image: harness.image, user: `${user.uid}:${user.gid}`, workspace, baseSha, objectDirs, attempt, sessionId, logFile: join(paths.logs, `${step}-export.log`) });

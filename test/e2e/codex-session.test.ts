@@ -75,7 +75,7 @@ const script: Script = {
       turns: [
         { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'README.md' } }], usage: usage.reviewRead },
         { toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: 'README.md', content: 'defaced\n' } }], usage: usage.reviewWrite },
-        { text: 'Reviewed README.md: no findings.', usage: usage.reviewAnswer },
+        { text: 'Reviewed README.md: one note.\n```tarmac-result\n{"findings": [{"file": "README.md", "line": 1, "severity": "minor", "message": "say what the fixture is for"}]}\n```', usage: usage.reviewAnswer },
       ],
     },
   ],
@@ -264,7 +264,8 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
       workspace: { kind: 'fresh', repo: repo.url, ref: 'main' },
     });
     assert.equal(outcome.status, 'delivered', outcome.summary);
-    assert.equal(outcome.result?.summary, 'Reviewed README.md: no findings.');
+    assert.equal(outcome.result?.summary, 'Reviewed README.md: one note.');
+    assert.deepEqual(outcome.result?.findings, [{ file: 'README.md', line: 1, severity: 'minor', message: 'say what the fixture is for' }], 'findings read from the tarmac-result block');
     assert.equal(outcome.attempts[0]!.commitsAdded, 0);
     const calls = telemetry(runId, 'reviewer-1');
     assert.deepEqual(calls.map((entry) => [entry.tool, entry.path ?? null, Boolean(entry.refused)]), [
