@@ -15,7 +15,8 @@ import { loadRecipes } from '../../core/recipes';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch } from '../../infra/fixture-repo';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
-import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { readEvents } from '../helpers/sse';
+import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 const image = loadRecipes().harnesses['claude-code']!.image;
 const secret = 'sk-test-secret-xyz';
@@ -211,6 +212,9 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
       assert.ok(!JSON.stringify(history).includes(secret), `not in the history of ${workflowId}`);
     }
     assert.ok(!everythingUnder(join(stack.dataDir, 'runs')).includes(secret), 'not in the run dirs (transcript, usage, logs)');
+    assert.ok(!readFileSync(stack.workerLog, 'utf8').includes(secret), "not in the worker's log");
+    const events = await readEvents(`${stack.apiUrl}/v1/landings/${id}/events`, testToken, { stop: (event) => event.event === 'end' });
+    assert.ok(events.length > 5 && !JSON.stringify(events).includes(secret), 'not in the events (with the log lines)');
   });
 
   it('a budget crossed mid-session: the gateway refuses the next model request, the session and the landing end budget-exhausted, nothing merged', async () => {

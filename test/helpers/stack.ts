@@ -23,6 +23,8 @@ export interface Stack {
   app: FastifyInstance;
   apiUrl: string;
   worker(): ChildProcess;
+  /** Where the worker processes' output goes (kept after the test). */
+  workerLog: string;
   startWorker(): Promise<void>;
   /** Another worker process, e.g. a second host (`TARMAC_HOST_ID`); stopped with the stack. */
   startExtraWorker(overrides: Record<string, string>): Promise<ChildProcess>;
@@ -136,6 +138,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     app,
     apiUrl,
     worker: () => worker!,
+    workerLog,
     startWorker,
     async startExtraWorker(overrides: Record<string, string>) {
       const child = await spawnWorker({ TARMAC_WORKER_METRICS_PORT: '0', ...overrides });
