@@ -3,11 +3,13 @@ import { containerPaths, jsonLines, num, text, withPrompt, type HarnessAdapter }
 /**
  * opencode: `opencode run --format json` prints JSONL events. Each `step_finish`
  * carries `part.tokens { input, output, reasoning, cache { read, write } }` and
- * `part.cost`; `text` events carry the assistant's words; `error` events fail it.
+ * `part.cost`; `text` events carry the assistant's words; `error` events fail it. The prompt is
+ * piped on stdin (`opencode run` reads a piped message), never one argv string (E2BIG). Its image
+ * is not built here (no offline package), so it is unavailable unless an operator builds one.
  */
 export const opencode: HarnessAdapter = {
   output: 'stdout',
-  command: (model) => withPrompt(`opencode run --model "$1" --format json "$(cat ${containerPaths.prompt})"`, model),
+  command: (model) => withPrompt(`opencode run --model "$1" --format json < ${containerPaths.prompt}`, model),
   parse(stdout) {
     const events = jsonLines(stdout);
     if (events.length === 0) return { ok: false, problem: 'opencode printed no JSON events' };

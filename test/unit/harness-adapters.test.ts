@@ -96,7 +96,7 @@ describe('harness adapters: command construction', () => {
   const fresh = { id: '1b4e28ba-2fa1-41d2-883f-0016d3cca427', resume: false };
   const cases = [
     { adapter: 'claude-code' as const, launcher: '/opt/tarmac/shared/tarmac-run', expects: [/^claude -p /, /--model "\$1"/, /--output-format json/, /--tools "" --strict-mcp-config --mcp-config \/opt\/tarmac\/shared\/mcp\.json --allowedTools mcp__tarmac --setting-sources user/, /< \/tarmac\/prompt\.md$/] },
-    { adapter: 'opencode' as const, expects: [/^opencode run/, /--model "\$1"/, /--format json/] },
+    { adapter: 'opencode' as const, expects: [/^opencode run/, /--model "\$1"/, /--format json/, /< \/tarmac\/prompt\.md$/] },
     { adapter: 'codex' as const, launcher: '/opt/tarmac/shared/tarmac-run', expects: [/^set -eu\n/, /\nexec codex exec --json --skip-git-repo-check --strict-config /, /--model "\$1"/, /- < \/tarmac\/prompt\.md$/] },
     { adapter: 'aider' as const, expects: [/^aider --model "\$1"/, /--message-file \/tarmac\/prompt\.md/, /--yes-always/, /--no-stream/] },
   ];
@@ -170,6 +170,13 @@ describe('harness adapters: command construction', () => {
     assert.ok(!start.includes('resume'));
     assert.match(resumed, /\nexec codex exec resume --last --json --skip-git-repo-check --strict-config .* --model "\$1" - < \/tarmac\/prompt\.md$/);
     assert.equal(resumed.replace('resume --last ', ''), start, 'the same session otherwise');
+  });
+  it('no CLI gets its prompt as one argv string (E2BIG): it reads /tarmac/prompt.md', () => {
+    for (const adapter of ['claude-code', 'codex', 'opencode', 'aider'] as const) {
+      const script = adapters[adapter].command('m', fresh).join(' ');
+      assert.ok(!script.includes('$(cat'), `${adapter} does not splice the prompt into argv`);
+      assert.ok(script.includes('/tarmac/prompt.md'), `${adapter} reads the prompt file`);
+    }
   });
   it('script passes the behaviour as the only argument', () => {
     assert.deepEqual(adapters.script.command('fixer', fresh), ['fixer']);
