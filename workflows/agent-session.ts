@@ -327,7 +327,7 @@ export async function agentSession(request: SessionRequest): Promise<SessionOutc
             }
             if (attemptClass === 'agent-unavailable') {
               const reasons = attempts.flatMap((entry) => (entry.unavailable ? [entry.unavailable] : []));
-              return finish('agent-unavailable', `agent-unavailable: ${reasons.join('; ')}; no container was started for ${reasons.length === attempts.length ? 'any attempt' : 'these'}`, {
+              return finish('agent-unavailable', `agent-unavailable: ${reasons.join('; ')} (no rung of the ladder left; ${reasons.length} of ${attempts.length} attempt(s) started nothing)`, {
                 failure: { type: FailureType.agentUnavailable, message: reasons.join('; ') },
                 recipeVersion: plan.recipeVersion,
               });

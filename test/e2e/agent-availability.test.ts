@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadRecipes } from '../../core/recipes';
+import type { SessionOutcome, SessionRequest } from '../../core/session-types';
 import { createFixtureRepo, gateFile, type FixtureBranch } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
 
@@ -91,5 +92,35 @@ describe('agent availability: no key at all, default upstreams', { timeout: 600_
     assert.equal(outcome.outcome, 'agent-unavailable', outcome.summary);
     assert.match(outcome.summary, /is not set/);
     assert.equal(outcome.meters.agentSessions, 0);
+  });
+
+  it('a ladder whose rungs cannot run here moves on at once, one try each, no container for them; the runnable rung delivers', async () => {
+    const repo = createFixtureRepo({ base: { 'src/app.js': 'console.log(1);\n' }, branches: [] });
+    const claude = `claude-code#${loadRecipes().harnesses['claude-code']!.models[0]}`;
+    const opencode = `opencode#${loadRecipes().harnesses.opencode!.models[0]}`;
+    const runId = `availability.${Date.now()}`;
+    const request: SessionRequest = {
+      runId,
+      sessionId: 'reviewer-1',
+      role: 'reviewer',
+      harnessModel: claude,
+      ladder: [claude, opencode, 'script#reviewer'],
+      task: { prompt: 'review', files: ['src/app.js'] },
+      workspace: { kind: 'fresh', repo: repo.url, ref: 'main' },
+    };
+    const outcome = (await stack.client.workflow.execute('agentSession', { workflowId: runId, taskQueue: stack.config.taskQueue, args: [request] })) as SessionOutcome;
+    assert.equal(outcome.status, 'delivered', outcome.summary);
+    assert.deepEqual(
+      outcome.attempts.map((attempt) => [attempt.harnessModel, attempt.class, attempt.containerId === '']),
+      [
+        [claude, 'agent-unavailable', true],
+        [opencode, 'agent-unavailable', true],
+        ['script#reviewer', 'delivered', false],
+      ],
+    );
+    assert.match(outcome.attempts[0]!.unavailable!, /key ANTHROPIC_API_KEY is not set/);
+    assert.match(outcome.attempts[1]!.unavailable!, /image \S+ is not built/);
+    assert.equal(outcome.meters.sessionsSpawned, 1, 'only the runnable rung started a container');
+    assert.deepEqual(containersCreatedFor(runId), ['reviewer']);
   });
 });
