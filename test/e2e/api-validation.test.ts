@@ -3,6 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { agentRegistryId } from '../../workflows/agent-registry';
 import { createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { startStack, testToken, type Stack } from '../helpers/stack';
 
@@ -124,6 +125,7 @@ describe('API input validation: 400 naming the field, nothing started', () => {
   it('started no workflow for any of the bad requests', async () => {
     const started: string[] = [];
     for await (const execution of stack.client.workflow.list()) started.push(execution.workflowId);
-    assert.deepEqual(started, []);
+    // The agent registry is the worker's (it reports what it can run at start), not a request's.
+    assert.deepEqual(started.filter((id) => id !== agentRegistryId), []);
   });
 });
