@@ -6,7 +6,7 @@ import type { FixOutcome, FixRequest } from '../core/fix-types';
 import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile, type GateFileParse } from '../core/gate-file';
 import { hostQueue } from '../core/queues';
 import type { PanelRequest, PanelVerdict } from '../core/review-types';
-import type { BudgetCommand, SessionOutcome, SessionRequest } from '../core/session-types';
+import type { BudgetCommand, ConversationRef, SessionOutcome, SessionRequest } from '../core/session-types';
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { gateSuite } from './activity-options';
 import type { LandingTracker } from './landing-tracker';
@@ -60,7 +60,7 @@ export function landingSteps({ runId, taskQueue, request, tracker, budgetControl
     }
   }
   /** Runs an agent session as a child workflow on this run's workspace. */
-  async function session(role: 'resolver' | 'fixer', sessionId: string, baseSha: string, hostId: string, task: SessionRequest['task']): Promise<SessionOutcome> {
+  async function session(role: 'resolver' | 'fixer', sessionId: string, baseSha: string, hostId: string, task: SessionRequest['task'], continues?: ConversationRef): Promise<SessionOutcome> {
     const harnessModel = (role === 'resolver' ? request.agents?.resolver : request.agents?.fixer) ?? '';
     const budget = await budgetForChild();
     const result = await tracker.step(`session.${role}:${sessionId}`, 'session', () =>
@@ -79,6 +79,7 @@ export function landingSteps({ runId, taskQueue, request, tracker, budgetControl
             reportTo: runId,
             ...(budget ? { budget } : {}),
             ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
+            ...(continues ? { continues } : {}),
           } satisfies SessionRequest,
         ],
       }) as Promise<SessionOutcome>,

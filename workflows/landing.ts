@@ -3,7 +3,7 @@ import type { Activities } from '../activities';
 import { parseDuration } from '../core/duration';
 import { FailureType } from '../core/errors';
 import type { FixOutcome } from '../core/fix-types';
-import type { BudgetCommand, SessionOutcome } from '../core/session-types';
+import type { BudgetCommand, ConversationRef, SessionOutcome } from '../core/session-types';
 import { hostQueue } from '../core/queues';
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { capsule } from './activity-options';
@@ -215,6 +215,8 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     };
     const maxRounds = gate.fixup?.maxRounds ?? 1;
     let fixups = 0;
+    /** The agent of the last fixup round that delivered: review findings go to it as a follow-up (reuse first). */
+    let lastAgent: ConversationRef | undefined;
     for (;;) {
       let problem: string;
       let repair: (round: number) => Promise<SessionOutcome | FixOutcome>;
@@ -245,17 +247,27 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
         problem = review.summary;
         const findings = review.blocking.map((finding) => `- ${finding.file}:${finding.line ?? 0} [${finding.severity}] ${finding.message}`).join('\n');
         const scriptEdits = request.agents?.scriptEdits;
-        // Review findings are judgement, not a failing command: one fixer session addresses them.
+        // Review findings are judgement, not a failing command: one fixer session addresses them, in
+        // the conversation of the agent that last fixed this landing when there is one.
+        const continues = lastAgent;
         repair = (fixup) =>
-          session('fixer', `fixer-${fixup}`, head.headSha, inspected.hostId, {
-            prompt: `The review panel requested changes. Blocking findings:\n${findings}\nFix them and commit the fix.`,
-            ...(scriptEdits ? { edits: scriptEdits } : {}),
-            ...(request.agents?.scriptSlowMs ? { slowMs: request.agents.scriptSlowMs } : {}),
-          });
+          session(
+            'fixer',
+            `fixer-${fixup}`,
+            head.headSha,
+            inspected.hostId,
+            {
+              prompt: `The review panel requested changes. Blocking findings:\n${findings}\nFix them and commit the fix.`,
+              ...(scriptEdits ? { edits: scriptEdits } : {}),
+              ...(request.agents?.scriptSlowMs ? { slowMs: request.agents.scriptSlowMs } : {}),
+            },
+            continues,
+          );
       }
       tracker.enter('fixup');
       fixups += 1;
       const repaired = await repair(fixups);
+      lastAgent = deliveredAgent(repaired) ?? lastAgent;
       const unavailable = 'outcome' in repaired ? (repaired.outcome === 'agent-unavailable' ? repaired.summary : undefined) : repaired.status === 'agent-unavailable' ? repaired.summary : undefined;
       if (unavailable !== undefined) {
         return tracker.finish('agent-unavailable', `${problem}; fixup round ${fixups} could not start an agent: ${unavailable}; nothing was merged`, { type: FailureType.agentUnavailable, message: unavailable });
@@ -366,4 +378,14 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
       `${request.target} fast-forwarded to ${head.headSha.slice(0, 12)} (${head.commitsSince} commit(s), all ${gate.suites.length} suite(s) green on tree ${head.treeSha.slice(0, 12)}${superseded})`,
     );
   }
+}
+
+/** The conversation of the agent a fixup round ended with, when it delivered (a follow-up can continue it). */
+function deliveredAgent(round: SessionOutcome | FixOutcome): ConversationRef | undefined {
+  if ('outcome' in round) {
+    const last = round.sessions.at(-1);
+    return last && last.status === 'delivered' ? { sessionId: last.sessionId, attempt: last.attempts ?? 1, harnessModel: last.harnessModel } : undefined;
+  }
+  const attempt = round.attempts.at(-1);
+  return round.status === 'delivered' && attempt ? { sessionId: round.sessionId, attempt: attempt.attempt, harnessModel: attempt.harnessModel } : undefined;
 }

@@ -73,6 +73,23 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     ].map((turn, index) => ({ ...turn, usage: fixerUsage[index]! })),
   };
 
+  // Red gate, then blocking review findings: the fix loop's agent fixes the gate; the findings go to the
+  // same agent as a follow-up in its conversation (turn 4 on), not to a fresh one.
+  const reviewFollowUp: Script['conversations'][number] = {
+    name: 'fixer-then-review',
+    match: 'want value two',
+    turns: [
+      { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'value.txt' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__edit_file', input: { path: 'value.txt', find: 'value=0', replace: 'value=2' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: "git commit -qam 'value: 2'" } }] },
+      { text: 'Set value to 2.' },
+      { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'app.js' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__edit_file', input: { path: 'app.js', find: 'debugger;\n', replace: '' } }] },
+      { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: "git commit -qam 'app: no debugger'" } }] },
+      { text: 'Removed the debugger statement.' },
+    ].map((turn) => ({ ...turn, usage: { inputTokens: 500, outputTokens: 10 } })),
+  };
+
   // The resolver has no built-in tool: it reads, writes and runs git only through the tool gateway (MCP).
   const usage = [
     { inputTokens: 1500, outputTokens: 90 },
@@ -94,6 +111,7 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
         ],
       },
       fixerConversation,
+      reviewFollowUp,
     ],
   };
 
@@ -281,5 +299,33 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     const input = fixerUsage.reduce((sum, turn) => sum + turn.inputTokens, 0);
     const output = fixerUsage.reduce((sum, turn) => sum + turn.outputTokens, 0);
     assert.deepEqual([outcome.meters.inputTokens, outcome.meters.outputTokens], [input, output], JSON.stringify(outcome.meters));
+  });
+
+  it("review findings after a fixup round reach the same agent as a follow-up in its conversation", async () => {
+    const check = 'grep -qx value=2 value.txt || { echo "value.txt says $(cat value.txt), want value two"; exit 1; }\n';
+    const gate = gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 2 }, review: { panel: 'script-trio', quorum: 3 } });
+    const repo = createFixtureRepo({
+      base: { 'check.sh': check, 'value.txt': 'value=2\n', '.config/tarmac/land-gate.json': gate },
+      branches: [{ name: 'feature/app', commits: [{ message: 'app, value 0', files: { 'value.txt': 'value=0\n', 'app.js': 'debugger;\nconsole.log(1);\n' } }] }],
+    });
+    const before = endpoint.requests.length;
+    const agent = `claude-code#${model}`;
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/app'], target: 'main', agents: { fixer: agent, ladder: [agent] } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 420_000, 'the landing');
+    const outcome = view.body.outcome;
+    const seen = endpoint.requests.slice(before).filter((r) => r.outcome !== 'side');
+    assert.equal(outcome.status, 'landed', `${outcome.summary}\n${JSON.stringify(seen.map((r) => [r.conversation, r.turn, r.message ?? '']))}`);
+    assert.equal(show(repo.path, 'main', 'app.js'), 'console.log(1);');
+    assert.equal(show(repo.path, 'main', 'value.txt'), 'value=2');
+    // One conversation, eight turns: the review's follow-up saw the fix loop's turns.
+    assert.deepEqual(seen.map((r) => r.turn), [0, 1, 2, 3, 4, 5, 6, 7]);
+    const followUp = JSON.stringify((seen[4]!.body as { messages: unknown[] }).messages);
+    assert.match(followUp, /Set value to 2\./);
+    assert.match(followUp, /The review panel requested changes/);
+    const fixer = outcome.sessions.find((s: { sessionId: string }) => s.sessionId === 'fixer-2');
+    assert.ok(fixer, JSON.stringify(outcome.sessions));
+    const session = await stack.client.workflow.getHandle(`${outcome.runId}.fixer-2`).result();
+    assert.equal(session.attempts[0].continued.sessionId, outcome.sessions[0].sessionId, 'it continued the fix loop agent');
   });
 });
