@@ -8,6 +8,42 @@ const nodeBuiltins = [
   'worker_threads', 'zlib',
 ];
 
+/**
+ * The sandbox rule for a floor (and what above it the floor may not import).
+ * @param {string[]} files
+ * @param {string[]} above
+ * @param {string} why
+ */
+function sandboxSafe(files, above, why) {
+  return [
+    {
+      files,
+      ignores: ['core/node/**'],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            paths: [
+              ...nodeBuiltins.flatMap((name) => [
+                { name, message: 'sandbox-safe code: no Node builtins (Node-bound code lives in core/node/ or above)' },
+                { name: `node:${name}`, message: 'sandbox-safe code: no Node builtins (Node-bound code lives in core/node/ or above)' },
+              ]),
+              { name: 'dockerode', message: 'sandbox-safe code must not do I/O; call an activity' },
+              { name: 'simple-git', message: 'sandbox-safe code must not do I/O; call an activity' },
+              { name: 'pino', message: 'use `log` from @temporalio/workflow' },
+            ],
+            patterns: [
+              { group: ['**/activities', '**/activities/**'], allowTypeImports: true, message: 'import activities with `import type` only' },
+              { group: ['**/api/**', '**/infra/**', '**/worker/**', '**/core/node/**', './node/**'], message: 'not sandbox-safe (Node-bound)' },
+              ...(above.length ? [{ group: above, message: why }] : []),
+            ],
+          },
+        ],
+      },
+    },
+  ];
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.tarmac/**', 'dist/**', 'images/agent-script/agents/**', 'bench/results/**'] },
   js.configs.recommended,
@@ -37,29 +73,11 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
-  {
-    // The workflow sandbox: deterministic code only. No Node builtins, no value imports of
-    // activities (types only), no I/O libraries.
-    files: ['workflows/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [
-            ...nodeBuiltins.flatMap((name) => [
-              { name, message: 'workflows run in a deterministic sandbox: no Node builtins' },
-              { name: `node:${name}`, message: 'workflows run in a deterministic sandbox: no Node builtins' },
-            ]),
-            { name: 'dockerode', message: 'workflows must not do I/O; call an activity' },
-            { name: 'simple-git', message: 'workflows must not do I/O; call an activity' },
-            { name: 'pino', message: 'use `log` from @temporalio/workflow' },
-          ],
-          patterns: [
-            { group: ['**/activities', '**/activities/**'], allowTypeImports: true, message: 'import activities with `import type` only' },
-            { group: ['**/api/**', '**/infra/**', '**/worker/**', '**/core/config', '**/core/landing-id', '**/core/logger'], message: 'not sandbox-safe' },
-          ],
-        },
-      ],
-    },
-  },
+  // Where code may run is said by its folder. `core/` (but `core/node/`), `policies/` and `workflows/`
+  // are sandbox-safe: deterministic, no Node builtins, no I/O. `core/node/` and everything above need
+  // Node. Floors, ground up: core → policies → activities | workflows → api, worker → infra, cli, bin;
+  // no folder imports one above it.
+  ...sandboxSafe(['core/**/*.ts'], ['**/policies/**', '**/workflows/**', '**/activities/**'], 'core is the ground floor: it imports nothing above it'),
+  ...sandboxSafe(['policies/**/*.ts'], ['**/workflows/**', '**/activities/**'], 'policies are pure rules below workflows and activities: types and rules from core only'),
+  ...sandboxSafe(['workflows/**/*.ts'], [], ''),
 );

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
-import { checkNetwork, containerName } from '../core/container-rules';
+import { checkNetwork, containerName } from '../core/node/container-rules';
 import { FailureType } from '../core/errors';
 import { copyCappedLog, defaultMaxLogBytes, readCappedStdout } from './container-logs';
 

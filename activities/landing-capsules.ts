@@ -4,7 +4,7 @@ import { FailureType } from '../core/errors';
 import type { GateSuiteResult } from '../core/types';
 import type { SimpleGit } from 'simple-git';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
-import { gateFileProblem, type GateFileApproval, type GateFileFacts } from '../workflows/policies/gate-file-change';
+import { gateFileProblem, type GateFileApproval, type GateFileFacts } from '../policies/gate-file-change';
 import { automationGit, ensureMirror, ensureWorkspace, fetchRefs, gitExitCode, permanent } from './git';
 import { recordInManifest, runPaths } from './run-store';
 

@@ -5,7 +5,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { ModelProvider, PricingTable } from '../core/model-pricing';
-import { modelBudgetRefusal, type ModelBudgetLeft } from '../workflows/policies/model-budget';
+import { modelBudgetRefusal, type ModelBudgetLeft } from '../policies/model-budget';
 import { containerUser } from './git';
 import { forwardExchange, type ExchangeResult } from './model-exchange';
 import { loadUsage, meterResponse, type ModelGatewayUsage } from './model-gateway-usage';

@@ -1,4 +1,4 @@
-import { landingId } from '../core/landing-id';
+import { landingId } from '../core/node/landing-id';
 import { FailureType } from '../core/errors';
 import type { BranchHead } from '../core/types';
 import { originGit, permanent } from './git';

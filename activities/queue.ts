@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { repoName } from '../core/landing-id';
-import { admissionRequestSignal } from '../workflows/messages';
-import { searchAttributes } from '../workflows/search-attributes';
+import { repoName } from '../core/node/landing-id';
+import { admissionRequestSignal } from '../core/messages';
+import { searchAttributes } from '../core/search-attributes';
 
 /** The target queue's workflow id: one queue per (repo, target). */
 export function targetQueueId(repo: string, target: string): string {

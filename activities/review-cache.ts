@@ -5,7 +5,7 @@ import { log } from '@temporalio/activity';
 import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { FindingSchema, type Finding } from '../core/session-result';
-import { findingsCachePath, sameKey, type FindingsCacheKey } from '../workflows/policies/findings-cache-key';
+import { findingsCachePath, sameKey, type FindingsCacheKey } from '../policies/findings-cache-key';
 import { writeFileAtomic } from './run-store';
 
 /** What a sealed entry keeps of a reviewer's report. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import { repoName } from '../core/landing-id';
+import { repoName } from '../core/node/landing-id';
 
 /** Where a run keeps its files on the host that prepared it. */
 export interface RunPaths {

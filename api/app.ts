@@ -7,7 +7,7 @@ import type { Client } from '@temporalio/client';
 import Ajv from 'ajv';
 import Docker from 'dockerode';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Config } from '../core/config';
+import type { Config } from '../core/node/config';
 import { ApiErrorCode } from '../core/errors';
 import { bearerAuth } from './auth';
 import { ApiError, clientErrorHandler, frameworkErrors, registerErrorHandler } from './errors';

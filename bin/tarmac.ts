@@ -5,8 +5,8 @@
  */
 import { isClientCommand, runCli } from '../cli/main';
 import { usage } from '../cli/usage';
-import { loadConfig, ConfigError } from '../core/config';
-import { createLogger } from '../core/logger';
+import { loadConfig, ConfigError } from '../core/node/config';
+import { createLogger } from '../core/node/logger';
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;

@@ -1,7 +1,9 @@
 /** Types of fix loops. Pure data. */
-import type { Intent } from '../workflows/policies/intent';
 import type { Budget } from './recipe-schemas';
 import type { Usage } from './session-result';
+
+/** What a fix request asks for (policies/intent.ts routes it). */
+export type Intent = 'boot-fix' | 'build-fix' | 'test-fix' | 'design-question' | 'other-fix';
 
 export interface FixRequest {
   /** Workflow id of the loop; its workspace is `runs/<runId>/worktree`. */

@@ -1,9 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { fieldName } from './gate-file';
-import { defaultRecipesDir, RecipeError } from './recipes';
+import { RecipeError } from './recipe-schemas';
 
 /** The model APIs the model gateway speaks. */
 export const modelProviders = ['anthropic', 'openai'] as const;
@@ -61,11 +59,6 @@ export function parsePricing(text: string, file = 'pricing.json'): PricingTable 
   const first = Value.Errors(PricingRecipeSchema, data).First();
   if (first) throw new RecipeError(file, fieldName(first.path), first.message.toLowerCase());
   return (data as Static<typeof PricingRecipeSchema>).models;
-}
-
-/** Loads the pricing table of a recipes directory (default: the repository's `recipes/`). */
-export function loadPricing(dir: string = defaultRecipesDir): PricingTable {
-  return parsePricing(readFileSync(join(dir, 'pricing.json'), 'utf8'));
 }
 
 /** A dated snapshot or `-latest` alias of a base model name (`claude-sonnet-4-5-20250929`, `gpt-5-mini-2025-08-07`). */

@@ -1,6 +1,6 @@
 /** Types of review panels. Pure data. */
 import type { Budget, Panel } from './recipe-schemas';
-import type { MergedFinding } from '../workflows/policies/quorum';
+import type { Finding } from './session-result';
 
 export interface PanelRequest {
   /** The run the reviewers' containers belong to (`tarmac.run`) and whose workspace they read. */
@@ -43,3 +43,16 @@ export interface PanelVerdict {
 }
 
 export type ResolvedPanel = Panel & { name: string };
+
+export interface ReviewerReport {
+  harnessModel: string;
+  /** delivered: a valid report (from a session or the cache); errored: the reviewer failed. */
+  status: 'delivered' | 'errored';
+  findings: Finding[];
+}
+
+export interface MergedFinding extends Finding {
+  fingerprint: string;
+  /** The reviewers that reported it. */
+  votes: string[];
+}

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from '../core/config';
+import type { Config } from '../core/node/config';
 import { freePort } from './ports';
 import { onceStopRequested } from './signals';
 import { findTemporalBin, startDevServer, stopChild } from './temporal-server';

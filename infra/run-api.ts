@@ -2,7 +2,7 @@ import { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import { buildApp } from '../api/app';
 import { connectApiToTemporal } from '../api/temporal-connection';
-import { ConfigError, type Config } from '../core/config';
+import { ConfigError, type Config } from '../core/node/config';
 import { onceStopRequested } from './signals';
 
 /** `tarmac api`: serves the REST API until SIGINT/SIGTERM. */

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Config } from '../core/config';
+import type { Config } from '../core/node/config';
 import { startWorker } from '../worker/worker';
 import { onceStopRequested } from './signals';
 

@@ -3,7 +3,7 @@ import { accessSync, constants, createWriteStream, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { Connection } from '@temporalio/client';
-import { searchAttributeDeclarations } from '../workflows/search-attributes';
+import { searchAttributeDeclarations } from '../core/search-attributes';
 
 /** The per-user cache where setup builds the Temporal CLI (shared by clones and CI). */
 export const cachedTemporalBin = join(homedir(), '.cache', 'tarmac', 'bin', 'temporal');

@@ -17,12 +17,12 @@ import {
   type SessionStatusView,
 } from '../core/session-types';
 import { capsule, sessionRun } from './activity-options';
-import { budgetUpdate, runEventSignal, sessionStatusQuery } from './messages';
+import { budgetUpdate, runEventSignal, sessionStatusQuery } from '../core/messages';
 import { metrics } from './metrics';
-import { budgetCommandProblem, budgetExhausted, budgetLeft, extendBudget, type BudgetLimits } from './policies/budget';
-import { classifySession } from './policies/session-classifier';
-import { decideNext, type AttemptClass } from './policies/session-policy';
-import { searchAttributes } from './search-attributes';
+import { budgetCommandProblem, budgetExhausted, budgetLeft, extendBudget, type BudgetLimits } from '../policies/budget';
+import { classifySession } from '../policies/session-classifier';
+import { decideNext, type AttemptClass } from '../policies/session-policy';
+import { searchAttributes } from '../core/search-attributes';
 
 function emptyMeters(): SessionMeters {
   return { sessionsSpawned: 0, respawns: 0, escalations: 0, reattachments: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0, capsulesRun: 0, budgetPauses: 0 };

@@ -5,11 +5,11 @@ import { parseDuration } from '../core/duration';
 import { hostQueue } from '../core/queues';
 import type { ConversationRef, SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule, gateSuite } from './activity-options';
-import { eventsQuery, fixLoopStatusQuery, runEventSignal } from './messages';
-import { budgetExhausted, budgetLeft, type BudgetLimits } from './policies/budget';
-import { classifyIntent, roleFor, type Intent } from './policies/intent';
+import { eventsQuery, fixLoopStatusQuery, runEventSignal } from '../core/messages';
+import { budgetExhausted, budgetLeft, type BudgetLimits } from '../policies/budget';
+import { classifyIntent, roleFor, type Intent } from '../policies/intent';
 import { RunJournal } from './run-journal';
-import { childRecord } from './search-attributes';
+import { childRecord } from '../core/search-attributes';
 
 const defaultRepro: Record<Intent, string> = {
   'boot-fix': 'make up',

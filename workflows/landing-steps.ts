@@ -10,12 +10,12 @@ import type { BudgetCommand, ConversationRef, SessionOutcome, SessionRequest } f
 import type { LandingOutcome, LandingRequest } from '../core/types';
 import { gateSuite } from './activity-options';
 import type { LandingTracker } from './landing-tracker';
-import { budgetExhausted, budgetLeft, extendBudget } from './policies/budget';
-import { classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval } from './policies/gate-file-change';
-import { landingRepairRequest } from './policies/intent';
-import { repairPlan } from './policies/repair-plan';
-import { gateVerdict } from './policies/supersedes';
-import { childRecord } from './search-attributes';
+import { budgetExhausted, budgetLeft, extendBudget } from '../policies/budget';
+import { classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval } from '../policies/gate-file-change';
+import { landingRepairRequest } from '../policies/intent';
+import { repairPlan } from '../policies/repair-plan';
+import { gateVerdict } from '../policies/supersedes';
+import { childRecord } from '../core/search-attributes';
 
 export interface LandingStepContext {
   runId: string;

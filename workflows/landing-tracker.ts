@@ -12,7 +12,7 @@ import type {
 } from '../core/types';
 import { metrics } from './metrics';
 import { RunJournal } from './run-journal';
-import { searchAttributes } from './search-attributes';
+import { searchAttributes } from '../core/search-attributes';
 
 export function emptyMeters(): Meters {
   return { capsulesRun: 0, containersRun: 0, agentSessions: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0 };

@@ -9,8 +9,8 @@ import type { LandingOutcome, LandingRequest } from '../core/types';
 import { capsule } from './activity-options';
 import { landingSteps } from './landing-steps';
 import { LandingTracker } from './landing-tracker';
-import { budgetCommandProblem } from './policies/budget';
-import { admittedSignal, answerUpdate, budgetUpdate, eventsQuery, landingStatusQuery, releaseSignal, runEventSignal } from './messages';
+import { budgetCommandProblem } from '../policies/budget';
+import { admittedSignal, answerUpdate, budgetUpdate, eventsQuery, landingStatusQuery, releaseSignal, runEventSignal } from '../core/messages';
 
 /** The failure type and message of an activity failure, read from its cause. */
 function failureOf(error: unknown): { type?: string; message: string } {

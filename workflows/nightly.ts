@@ -10,10 +10,10 @@ import { hostQueue } from '../core/queues';
 import type { GateSuiteResult, LandingOutcome, LandingRequest } from '../core/types';
 import { capsule, gateSuite } from './activity-options';
 import { emptyMeters } from './landing-tracker';
-import { nightlyStatusQuery } from './messages';
-import { afterFix, afterLanding, nightlyRunId, repairPlan, repairRequest } from './policies/nightly';
-import { gateVerdict } from './policies/supersedes';
-import { landingRecord, searchAttributes } from './search-attributes';
+import { nightlyStatusQuery } from '../core/messages';
+import { afterFix, afterLanding, nightlyRunId, repairPlan, repairRequest } from '../policies/nightly';
+import { gateVerdict } from '../policies/supersedes';
+import { landingRecord, searchAttributes } from '../core/search-attributes';
 
 /**
  * nightly: inspect the target → prepare → full gate on the target head → green, or

@@ -2,15 +2,15 @@ import { CancellationScope, executeChild, getExternalWorkflowHandle, log, proxyA
 import type { Activities } from '../activities';
 import type { SealedReport } from '../activities/review-cache';
 import { hostQueue } from '../core/queues';
-import type { CacheStatus, PanelRequest, PanelVerdict } from '../core/review-types';
+import type { CacheStatus, PanelRequest, PanelVerdict, ReviewerReport } from '../core/review-types';
 import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule } from './activity-options';
-import { eventsQuery, panelStatusQuery, runEventSignal } from './messages';
+import { eventsQuery, panelStatusQuery, runEventSignal } from '../core/messages';
 import { metrics } from './metrics';
-import { budgetShare } from './policies/budget';
+import { budgetShare } from '../policies/budget';
 import { RunJournal } from './run-journal';
-import { childRecord } from './search-attributes';
-import { decidePanel, type ReviewerReport } from './policies/quorum';
+import { childRecord } from '../core/search-attributes';
+import { decidePanel } from '../policies/quorum';
 
 const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
 

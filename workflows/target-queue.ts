@@ -1,5 +1,5 @@
 import { condition, continueAsNew, getExternalWorkflowHandle, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import { admissionRequestSignal, admittedSignal, queueStatusQuery, releaseSignal } from './messages';
+import { admissionRequestSignal, admittedSignal, queueStatusQuery, releaseSignal } from '../core/messages';
 
 export interface TargetQueueState {
   waiting: string[];

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
 import { Type } from '@sinclair/typebox';
-import type { Config } from '../../core/config';
+import type { Config } from '../../core/node/config';
 import type { FixRequest } from '../../core/fix-types';
-import { loadRecipes } from '../../core/recipes';
+import { loadRecipes } from '../../core/node/recipes';
 import { branchNameProblem } from '../../core/refs';
-import { runId } from '../../core/run-id';
-import { searchAttributes } from '../../workflows/search-attributes';
+import { runId } from '../../core/node/run-id';
+import { searchAttributes } from '../../core/search-attributes';
 import { startRun } from '../start-run';
 import { assertAgentsRunnable } from '../agents';
 import { invalid } from '../errors';

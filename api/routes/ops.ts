@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Client } from '@temporalio/client';
 import type Docker from 'dockerode';
-import type { Config } from '../../core/config';
+import type { Config } from '../../core/node/config';
 import { landingFamilies, renderMetrics, type RequestCounter } from '../metrics';
 import { ErrorSchema } from '../schemas';
 

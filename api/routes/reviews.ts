@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
 import { Type } from '@sinclair/typebox';
-import type { Config } from '../../core/config';
-import { loadRecipes } from '../../core/recipes';
+import type { Config } from '../../core/node/config';
+import { loadRecipes } from '../../core/node/recipes';
 import { branchNameProblem } from '../../core/refs';
-import { runId } from '../../core/run-id';
+import { runId } from '../../core/node/run-id';
 import type { PanelRequest } from '../../core/review-types';
-import { searchAttributes } from '../../workflows/search-attributes';
+import { searchAttributes } from '../../core/search-attributes';
 import { invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
 import { ErrorSchema } from '../schemas';

@@ -4,7 +4,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { Type } from '@sinclair/typebox';
 import { ApiErrorCode } from '../../core/errors';
-import { budgetUpdate } from '../../workflows/messages';
+import { budgetUpdate } from '../../core/messages';
 import { ApiError } from '../errors';
 import { ErrorSchema, LandingIdParams } from '../schemas';
 

@@ -1,14 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleDescription, type ScheduleHandle } from '@temporalio/client';
 import { Type } from '@sinclair/typebox';
-import type { Config } from '../../core/config';
+import type { Config } from '../../core/node/config';
 import { cronProblem, timezoneProblem } from '../../core/cron';
 import { ApiErrorCode } from '../../core/errors';
 import type { NightlyOutcome, NightlyRequest } from '../../core/nightly-types';
-import { loadRecipes } from '../../core/recipes';
+import { loadRecipes } from '../../core/node/recipes';
 import { branchNameProblem } from '../../core/refs';
-import { nightlyScheduleId } from '../../core/schedule-id';
-import { searchAttributes } from '../../workflows/search-attributes';
+import { nightlyScheduleId } from '../../core/node/schedule-id';
+import { searchAttributes } from '../../core/search-attributes';
 import { assertAgentsRunnable } from '../agents';
 import { ApiError, invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';

@@ -1,5 +1,5 @@
 import { ExitCode } from '../errors';
-import { classifyApproval, gateFileApprovals } from '../../workflows/policies/gate-file-change';
+import { classifyApproval, gateFileApprovals } from '../../policies/gate-file-change';
 import { parseCommand, positionals, writeLines, type CliContext } from '../context';
 
 /**

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadRecipes } from '../../core/recipes';
+import { loadRecipes } from '../../core/node/recipes';
 import type { SessionOutcome, SessionRequest } from '../../core/session-types';
 import { createFixtureRepo, gateFile, type FixtureBranch } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';

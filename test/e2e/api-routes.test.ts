@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { connectApiToTemporal } from '../../api/temporal-connection';
 import { ApiErrorCode } from '../../core/errors';
-import { loadConfig } from '../../core/config';
+import { loadConfig } from '../../core/node/config';
 import { freePort } from '../../infra/ports';
 import { findTemporalBin, startDevServer } from '../../infra/temporal-server';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';

@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { removeRunContainers } from '../../activities/containers';
 import { createGitActivities } from '../../activities/git';
 import { runPaths } from '../../activities/run-store';
-import { loadRecipes } from '../../core/recipes';
+import { loadRecipes } from '../../core/node/recipes';
 import type { SessionOutcome, SessionRequest } from '../../core/session-types';
 import { createFixtureRepo } from '../../infra/fixture-repo';
 import type { Script, ScriptUsage } from '../../infra/scripted-model/script';

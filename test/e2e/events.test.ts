@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../api/app';
 import { freePort } from '../../infra/ports';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { searchAttributes } from '../../workflows/search-attributes';
+import { searchAttributes } from '../../core/search-attributes';
 import { readEvents, type WireEvent } from '../helpers/sse';
 import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { mirrorPath } from '../../activities/run-store';
-import { landingId } from '../../core/landing-id';
+import { landingId } from '../../core/node/landing-id';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch, type Files } from '../../infra/fixture-repo';
 import { landingFinished, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
 

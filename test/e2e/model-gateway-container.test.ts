@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
-import { loadPricing } from '../../core/model-pricing';
+import { loadPricing } from '../../core/node/recipes';
 import { demuxDockerLog } from '../../activities/containers';
 import { startModelGateway, type ModelGatewayHandle } from '../../activities/model-gateway';
 import { startModelUpstream, type ModelUpstream } from '../helpers/model-upstream';

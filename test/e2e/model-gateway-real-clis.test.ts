@@ -14,7 +14,7 @@ import Docker from 'dockerode';
 import { demuxDockerLog } from '../../activities/containers';
 import { agentUser } from '../../activities/git';
 import { startModelGateway, type ModelGatewayHandle, type ModelGatewayOptions } from '../../activities/model-gateway';
-import { loadPricing } from '../../core/model-pricing';
+import { loadPricing } from '../../core/node/recipes';
 import { cachedAgentCli } from '../../infra/agent-clis';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';

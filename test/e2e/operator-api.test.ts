@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { buildApp } from '../../api/app';
-import { loadConfig } from '../../core/config';
+import { loadConfig } from '../../core/node/config';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 

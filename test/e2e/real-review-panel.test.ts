@@ -12,11 +12,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
-import { loadRecipes } from '../../core/recipes';
+import { loadRecipes } from '../../core/node/recipes';
 import { createFixtureRepo } from '../../infra/fixture-repo';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
-import { findingsCachePath } from '../../workflows/policies/findings-cache-key';
+import { findingsCachePath } from '../../policies/findings-cache-key';
 import { containersCreated, startStack, waitFor, type Stack } from '../helpers/stack';
 
 const panel = loadRecipes().panels.pair!;

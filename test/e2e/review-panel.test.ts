@@ -3,7 +3,7 @@ import { existsSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { branchHead, createFixtureRepo, gateFile, type Files } from '../../infra/fixture-repo';
-import { findingsCachePath } from '../../workflows/policies/findings-cache-key';
+import { findingsCachePath } from '../../policies/findings-cache-key';
 import { readEvents } from '../helpers/sse';
 import { containersCreated, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 

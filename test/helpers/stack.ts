@@ -7,7 +7,7 @@ import Docker from 'dockerode';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { connectApiToTemporal } from '../../api/temporal-connection';
-import { loadConfig, type Config } from '../../core/config';
+import { loadConfig, type Config } from '../../core/node/config';
 import { freePort } from '../../infra/ports';
 import { findTemporalBin, startDevServer, stopChild, type DevServer } from '../../infra/temporal-server';
 

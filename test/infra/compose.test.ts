@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
-import { searchAttributeDeclarations } from '../../workflows/search-attributes';
+import { searchAttributeDeclarations } from '../../core/search-attributes';
 
 const root = resolve(__dirname, '../..');
 

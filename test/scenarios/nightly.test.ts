@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { NightlyOutcome } from '../../core/nightly-types';
-import { nightlyScheduleId } from '../../core/schedule-id';
+import { nightlyScheduleId } from '../../core/node/schedule-id';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
 

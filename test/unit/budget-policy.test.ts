@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BudgetCommand } from '../../core/session-types';
-import { budgetCommandProblem, budgetExhausted, budgetLeft, budgetShare, extendBudget, type BudgetLimits } from '../../workflows/policies/budget';
+import { budgetCommandProblem, budgetExhausted, budgetLeft, budgetShare, extendBudget, type BudgetLimits } from '../../policies/budget';
 
 const limits: BudgetLimits = { tokens: 1000, costUsd: 1, sessions: 4, wallMs: 60_000 };
 const spend = (over: Partial<{ inputTokens: number; outputTokens: number; costUsd: number; sessionsSpawned: number; wallTimeMs: number }> = {}) => ({

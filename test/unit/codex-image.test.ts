@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { loadRecipes } from '../../core/recipes';
+import { loadRecipes } from '../../core/node/recipes';
 
 const dir = join(__dirname, '../../images/agent-codex/codex');
 const catalog = JSON.parse(readFileSync(join(dir, 'models.json'), 'utf8')) as { models: Record<string, unknown>[] };

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { inspect } from 'node:util';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../../core/config';
+import { ConfigError, loadConfig } from '../../core/node/config';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -85,10 +85,10 @@ describe('loadConfig', () => {
 
 describe('.env.example', () => {
   it('documents every variable loadConfig reads', () => {
-    const source = readFileSync(resolve(__dirname, '../../core/config.ts'), 'utf8');
+    const source = readFileSync(resolve(__dirname, '../../core/node/config.ts'), 'utf8');
     const example = readFileSync(resolve(__dirname, '../../.env.example'), 'utf8');
     const read = new Set(source.match(/TARMAC_[A-Z_]+/g));
-    assert.ok(read.size >= 10, 'found the variables in core/config.ts');
+    assert.ok(read.size >= 10, 'found the variables in core/node/config.ts');
     for (const name of read) assert.match(example, new RegExp(`^#? ?${name}=`, 'm'), `${name} is in .env.example`);
   });
 });

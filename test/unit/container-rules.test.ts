@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkNetwork, containerName, dockerNamePattern } from '../../core/container-rules';
+import { checkNetwork, containerName, dockerNamePattern } from '../../core/node/container-rules';
 
 describe('containerName: one deterministic Docker name per (run, step)', () => {
   const table = [

@@ -11,7 +11,7 @@ import {
   type GateFileApproval,
   type GateFileDecision,
   type GateFileFacts,
-} from '../../workflows/policies/gate-file-change';
+} from '../../policies/gate-file-change';
 
 const facts = (changedPaths: string[], targetBlob: string | null, headBlob: string | null): GateFileFacts => ({ changedPaths, targetBlob, headBlob });
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyToolEvent, breakerRefusal, emptyBreaker, type ToolEvent } from '../../workflows/policies/circuit-breaker';
-import { commandGroundingRefusal, editGroundingRefusal } from '../../workflows/policies/grounding';
-import { classifyIntent, roleFor } from '../../workflows/policies/intent';
+import { applyToolEvent, breakerRefusal, emptyBreaker, type ToolEvent } from '../../policies/circuit-breaker';
+import { commandGroundingRefusal, editGroundingRefusal } from '../../policies/grounding';
+import { classifyIntent, roleFor } from '../../policies/intent';
 
 const fail = (command: string): ToolEvent => ({ kind: 'command-result', command, exitCode: 1 });
 const pass = (command: string): ToolEvent => ({ kind: 'command-result', command, exitCode: 0 });

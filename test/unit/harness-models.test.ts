@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { checkHarnessModel, editDistance } from '../../core/harness-models';
-import { loadRecipes, parseRecipes, RecipeError } from '../../core/recipes';
+import { loadRecipes, parseRecipes, RecipeError } from '../../core/node/recipes';
 
 const registry = { 'claude-code': { models: ['claude-haiku-4-5', 'claude-sonnet-4-5'] }, codex: { models: ['gpt-5-codex', 'gpt-5'] } };
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { landingId, repoName } from '../../core/landing-id';
+import { landingId, repoName } from '../../core/node/landing-id';
 
 const heads = [{ branch: 'feature/x', sha: 'a'.repeat(40) }];
 

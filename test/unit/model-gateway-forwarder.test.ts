@@ -5,7 +5,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadPricing } from '../../core/model-pricing';
+import { loadPricing } from '../../core/node/recipes';
 import { startModelGateway, type ModelGatewayHandle } from '../../activities/model-gateway';
 import { startModelUpstream, type ModelUpstream } from '../helpers/model-upstream';
 

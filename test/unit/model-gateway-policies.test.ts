@@ -3,12 +3,13 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { costOf, loadPricing, parsePricing, priceOf, type PricingTable } from '../../core/model-pricing';
+import { costOf, parsePricing, priceOf, type PricingTable } from '../../core/model-pricing';
+import { loadPricing } from '../../core/node/recipes';
 import { forwardedRequest, gatewayError, routeAllowed, upstreamHeaders } from '../../activities/model-protocol';
 import { ModelTranscript, transcriptBody } from '../../activities/model-transcript';
 import { anthropicTokens, openaiTokens, StreamMeter, usageOfBody } from '../../activities/model-usage';
 import { SseReader, type SseEvent } from '../../activities/sse-reader';
-import { modelBudgetRefusal } from '../../workflows/policies/model-budget';
+import { modelBudgetRefusal } from '../../policies/model-budget';
 
 /** The model gateway's pure parts: tables. */
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { branchNameProblem } from '../../core/refs';
-import { nightlyScheduleId } from '../../core/schedule-id';
-import { classifyIntent, landingRepairRequest, roleFor } from '../../workflows/policies/intent';
-import { afterFix, afterLanding, nightlyRunId, repairPlan, repairRequest, shellCommand } from '../../workflows/policies/nightly';
+import { nightlyScheduleId } from '../../core/node/schedule-id';
+import { classifyIntent, landingRepairRequest, roleFor } from '../../policies/intent';
+import { afterFix, afterLanding, nightlyRunId, repairPlan, repairRequest, shellCommand } from '../../policies/nightly';
 
 describe('nightlyRunId', () => {
   const table = [

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Finding } from '../../core/session-result';
-import { findingsCachePath } from '../../workflows/policies/findings-cache-key';
-import { decidePanel, type ReviewerReport } from '../../workflows/policies/quorum';
+import { findingsCachePath } from '../../policies/findings-cache-key';
+import type { ReviewerReport } from '../../core/review-types';
+import { decidePanel } from '../../policies/quorum';
 
 const tree = 'a'.repeat(40);
 const finding = (file: string, line: number, severity: Finding['severity'], rule = 'todo'): Finding => ({ file, line, severity, rule, message: rule });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { runId } from '../../core/run-id';
+import { runId } from '../../core/node/run-id';
 
 const key = ['a'.repeat(40), 'b'.repeat(40), 'default'];
 

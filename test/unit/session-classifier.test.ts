@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { classifySession, type SessionClass, type SessionEndFacts } from '../../workflows/policies/session-classifier';
+import { classifySession, type SessionClass, type SessionEndFacts } from '../../policies/session-classifier';
 
 const base: SessionEndFacts = {
   exitCode: 0,

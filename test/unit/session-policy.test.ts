@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { nextRung } from '../../workflows/policies/model-ladder';
-import { decideNext, type AttemptRecord, type SessionDecision } from '../../workflows/policies/session-policy';
+import { nextRung } from '../../policies/model-ladder';
+import { decideNext, type AttemptRecord, type SessionDecision } from '../../policies/session-policy';
 
 const ladder = ['a#1', 'b#2', 'c#3'];
 const attempt = (harnessModel: string, kind: AttemptRecord['class']): AttemptRecord => ({ harnessModel, class: kind });

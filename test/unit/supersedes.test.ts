@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { gateVerdict, type GateRecord } from '../../workflows/policies/supersedes';
+import { gateVerdict, type GateRecord } from '../../policies/supersedes';
 
 const result = (suiteId: string, treeSha: string, round: number, status: GateRecord['status']): GateRecord => ({
   suiteId,

@@ -1,4 +1,4 @@
-import type { GateSuiteResult } from '../../core/types';
+import type { GateSuiteResult } from '../core/types';
 
 export interface GateRecord extends GateSuiteResult {
   round: number;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { BranchHead } from './types';
+import type { BranchHead } from '../types';
 
 /** `text` reduced to `[A-Za-z0-9._-]`, not starting with a dot or dash, at most `max` characters. */
 export function slug(text: string, max: number): string {

@@ -1,9 +1,9 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ReportedRunEvent, RunEventsPage } from '../core/events';
-import type { NightlyStatusView } from '../core/nightly-types';
-import type { PanelVerdict } from '../core/review-types';
-import type { BudgetCommand, SessionStatusView } from '../core/session-types';
-import type { LandingStatusView } from '../core/types';
+import type { ReportedRunEvent, RunEventsPage } from './events';
+import type { NightlyStatusView } from './nightly-types';
+import type { PanelVerdict } from './review-types';
+import type { BudgetCommand, SessionStatusView } from './session-types';
+import type { LandingStatusView } from './types';
 
 /** Every signal, query and update of Tarmac's workflows is declared here. */
 export const landingStatusQuery = defineQuery<LandingStatusView>('status');

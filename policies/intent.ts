@@ -2,7 +2,9 @@
  * Intent routing of a fix request: a boot, build or test fix goes to an implementer;
  * a design question to an architect. Pure; the first matching rule wins.
  */
-export type Intent = 'boot-fix' | 'build-fix' | 'test-fix' | 'design-question' | 'other-fix';
+import type { Intent } from '../core/fix-types';
+
+export type { Intent };
 
 const rules: { intent: Intent; pattern: RegExp }[] = [
   { intent: 'design-question', pattern: /\b(should (we|i)|design|architecture|approach|trade-?offs?|which (library|pattern)|how should)\b/i },

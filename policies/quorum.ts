@@ -1,17 +1,5 @@
-import type { Finding } from '../../core/session-result';
-
-export interface ReviewerReport {
-  harnessModel: string;
-  /** delivered: a valid report (from a session or the cache); errored: the reviewer failed. */
-  status: 'delivered' | 'errored';
-  findings: Finding[];
-}
-
-export interface MergedFinding extends Finding {
-  fingerprint: string;
-  /** The reviewers that reported it. */
-  votes: string[];
-}
+import type { MergedFinding, ReviewerReport } from '../core/review-types';
+import type { Finding } from '../core/session-result';
 
 export interface PanelDecision {
   status: 'approved' | 'changes-requested' | 'review-incomplete';

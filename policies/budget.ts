@@ -1,4 +1,4 @@
-import type { BudgetCommand, SessionMeters } from '../../core/session-types';
+import type { BudgetCommand, SessionMeters } from '../core/session-types';
 
 export interface BudgetLimits {
   tokens: number;

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { parseRepoLocation, redactCredentials } from './repo-location';
+import { parseRepoLocation, redactCredentials } from '../repo-location';
 
 /** Every setting of Tarmac, read once from the environment by `loadConfig`. */
 export interface Config {

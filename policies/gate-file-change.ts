@@ -1,4 +1,4 @@
-import { gateFilePath } from '../../core/gate-file';
+import { gateFilePath } from '../core/gate-file';
 
 /**
  * The only answers that approve a change of the gate file, compared after trimming and

@@ -2,7 +2,7 @@
  * From a red gate to the command that reproduces it, for a fix loop. Pure.
  * Used by the nightly (red target) and by a landing's fixup round (red branch).
  */
-import type { GateSuite } from '../../core/gate-file';
+import type { GateSuite } from '../core/gate-file';
 
 /** An argv as one `sh -c` command line: every word single-quoted unless it is plainly safe. */
 export function shellCommand(argv: readonly string[]): string {

@@ -1,7 +1,7 @@
 /**
  * Decisions of the nightly run, as data. Pure: no I/O, no clock.
  */
-import type { NightlyStatus } from '../../core/nightly-types';
+import type { NightlyStatus } from '../core/nightly-types';
 
 export { repairPlan, shellCommand, type RepairPlan } from './repair-plan';
 

@@ -3,23 +3,16 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { fieldName } from './gate-file';
-import { checkHarnessModel } from './harness-models';
-import { HarnessesRecipeSchema, LadderRecipeSchema, LimitsRecipeSchema, PanelsRecipeSchema, type Recipes } from './recipe-schemas';
+import { fieldName } from '../gate-file';
+import { checkHarnessModel } from '../harness-models';
+import { HarnessesRecipeSchema, LadderRecipeSchema, LimitsRecipeSchema, PanelsRecipeSchema, RecipeError, type Recipes } from '../recipe-schemas';
+import { parsePricing, type PricingTable } from '../model-pricing';
+
+export { RecipeError };
 
 /** The recipes that ship with Tarmac. */
-export const defaultRecipesDir = resolve(__dirname, '..', 'recipes');
+export const defaultRecipesDir = resolve(__dirname, '..', '..', 'recipes');
 
-export class RecipeError extends Error {
-  constructor(
-    readonly file: string,
-    readonly field: string,
-    message: string,
-  ) {
-    super(`recipes/${file}: ${field} ${message}`);
-    this.name = 'RecipeError';
-  }
-}
 
 function validated<T>(file: string, text: string, schema: TSchema): T {
   let data: unknown;
@@ -62,4 +55,9 @@ export function parseRecipes(texts: { harnesses: string; ladder: string; limits:
 export function loadRecipes(dir: string = defaultRecipesDir): Recipes {
   const read = (file: string) => readFileSync(join(dir, file), 'utf8');
   return parseRecipes({ harnesses: read('harnesses.json'), ladder: read('ladder.json'), limits: read('limits.json'), panels: read('panels.json') });
+}
+
+/** Loads the pricing table of a recipes directory (default: the repository's `recipes/`). */
+export function loadPricing(dir: string = defaultRecipesDir): PricingTable {
+  return parsePricing(readFileSync(join(dir, 'pricing.json'), 'utf8'));
 }

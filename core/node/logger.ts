@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import { redactCredentials } from './repo-location';
+import { redactCredentials } from '../repo-location';
 
 /**
  * One JSON logger per process; children carry run and session ids. Every line passes
