@@ -4,6 +4,7 @@ import { FailureType } from '../core/errors';
 import type { GateSuiteResult } from '../core/types';
 import type { SimpleGit } from 'simple-git';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
+import { verifyProblems } from '../policies/verify';
 import { gateFileProblem, type GateFileApproval, type GateFileFacts } from '../policies/gate-file-change';
 import { automationGit, ensureMirror, ensureWorkspace, fetchRefs, gitExitCode, permanent } from './git';
 import { recordInManifest, runPaths } from './run-store';
@@ -124,26 +125,18 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      */
     verifyLanding: async ({ runId, targetSha, headSha, gates, suiteIds, dropped, reviewedTreeSha, approvedGateFile }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> => {
       const git = workspaceGit(runId);
-      const problems: string[] = [];
-      const commits = Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim());
-      if (commits < 1) problems.push('the landing adds no commit over the target');
-      const headTree = (await git.revparse([`${headSha}^{tree}`])).trim();
-      const targetTree = (await git.revparse([`${targetSha}^{tree}`])).trim();
-      if (headTree === targetTree) problems.push('the landing does not change the target tree');
-      if ((await gitExitCode(runPaths(dataDir, runId).worktree, ['merge-base', '--is-ancestor', targetSha, headSha])) !== 0) {
-        problems.push('the head is not a descendant of the target');
-      }
-      if (dropped.length > 0) problems.push(`dropped commits: ${dropped.join(', ')}`);
-      // Read again here, on exactly the SHAs to be merged: the workflow's question is not the only guard.
-      const gateFile = gateFileProblem(await gateFileFactsIn(git, targetSha, headSha), approvedGateFile);
-      if (gateFile) problems.push(gateFile);
-      if (reviewedTreeSha !== undefined && reviewedTreeSha !== headTree) {
-        problems.push(`the review quorum was not met on tree ${headTree.slice(0, 12)}${reviewedTreeSha ? ` (approved tree: ${reviewedTreeSha.slice(0, 12)})` : ''}`);
-      }
-      for (const suiteId of suiteIds) {
-        const passed = gates.some((gate) => gate.suiteId === suiteId && gate.treeSha === headTree && gate.status === 'passed');
-        if (!passed) problems.push(`suite ${suiteId} has no passing result on tree ${headTree.slice(0, 12)}`);
-      }
+      // Every fact read again here, on exactly the SHAs to be merged: the workflow's view is not the only guard.
+      const problems = verifyProblems({
+        commitsOver: Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim()),
+        headTree: (await git.revparse([`${headSha}^{tree}`])).trim(),
+        targetTree: (await git.revparse([`${targetSha}^{tree}`])).trim(),
+        headDescendsFromTarget: (await gitExitCode(runPaths(dataDir, runId).worktree, ['merge-base', '--is-ancestor', targetSha, headSha])) === 0,
+        dropped,
+        gateFileProblem: gateFileProblem(await gateFileFactsIn(git, targetSha, headSha), approvedGateFile) ?? undefined,
+        reviewedTreeSha,
+        gates,
+        suiteIds,
+      });
       return { ok: problems.length === 0, problems };
     },
 

@@ -89,7 +89,8 @@ describe('worker restart mid-gate', () => {
     const session = (await stack.client.workflow.getHandle(`${created.body.id}.fixup-1-implementer-1`).result()) as { attempts: { containerId: string; reattached: boolean }[] };
     assert.equal(session.attempts[0]!.containerId, fixer.Id, 'the fixer container was reattached, not replaced');
     assert.equal(session.attempts[0]!.reattached, true);
-    assert.equal(await containersCreated(stack.docker, since, `tarmac.session=fixup-1-implementer-1`), 1);
+    // This run's session only (the session id alone is the same in every landing with a fixup).
+    assert.equal(await containersCreated(stack.docker, since, [`tarmac.run=${created.body.id}`, 'tarmac.session=fixup-1-implementer-1']), 1);
     const reflog = execFileSync('git', ['-C', repo.path, 'reflog', 'show', '--format=%H', 'refs/heads/main'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
     assert.deepEqual(reflog, [outcome.mergedSha], 'main was updated exactly once');
   });

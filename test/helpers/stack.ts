@@ -176,9 +176,10 @@ export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boo
 }
 
 /** Containers Docker has created with a label since `since` (seconds), read from the engine's event log. */
-export async function containersCreated(docker: Docker, since: number, label: string): Promise<number> {
+export async function containersCreated(docker: Docker, since: number, label: string | string[]): Promise<number> {
   const until = Math.ceil(Date.now() / 1000) + 1;
-  const stream = await docker.getEvents({ since, until, filters: JSON.stringify({ type: ['container'], event: ['create'], label: [label] }) });
+  // Several labels must all match (Docker ANDs label filters).
+  const stream = await docker.getEvents({ since, until, filters: JSON.stringify({ type: ['container'], event: ['create'], label: Array.isArray(label) ? label : [label] }) });
   const chunks: Buffer[] = [];
   for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
   return Buffer.concat(chunks).toString().split('\n').filter((line) => line.trim()).length;
