@@ -1,5 +1,5 @@
 /** The workflow bundle's entry: every workflow type the worker registers. */
-export { landing } from './landing';
+export { landing } from './landing/landing';
 export { agentSession } from './agent-session';
 export { targetQueue } from './target-queue';
 export { reviewPanel } from './review-panel';

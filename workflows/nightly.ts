@@ -9,7 +9,7 @@ import type { NightlyOutcome, NightlyPhase, NightlyRequest, NightlyStatus, Night
 import { hostQueue } from '../core/queues';
 import type { GateSuiteResult, LandingOutcome, LandingRequest } from '../core/types';
 import { capsule, gateSuite } from './activity-options';
-import { emptyMeters } from './landing-tracker';
+import { emptyMeters } from './landing/tracker';
 import { nightlyStatusQuery } from '../core/messages';
 import { afterFix, afterLanding, nightlyRunId, repairPlan, repairRequest } from '../policies/nightly';
 import { gateVerdict } from '../policies/supersedes';

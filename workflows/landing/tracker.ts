@@ -9,10 +9,10 @@ import type {
   LandingStatusView,
   Meters,
   StepRecord,
-} from '../core/types';
-import { metrics } from './metrics';
-import { RunJournal } from './run-journal';
-import { searchAttributes } from '../core/search-attributes';
+} from '../../core/types';
+import { metrics } from '../metrics';
+import { RunJournal } from '../run-journal';
+import { searchAttributes } from '../../core/search-attributes';
 
 export function emptyMeters(): Meters {
   return { capsulesRun: 0, containersRun: 0, agentSessions: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0 };

@@ -1,21 +1,21 @@
 import { ApplicationFailure, condition, executeChild, proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { parseDuration } from '../core/duration';
-import { FailureType } from '../core/errors';
-import type { FixOutcome, FixRequest } from '../core/fix-types';
-import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile, type GateFileParse } from '../core/gate-file';
-import { hostQueue } from '../core/queues';
-import type { PanelRequest, PanelVerdict } from '../core/review-types';
-import type { BudgetCommand, ConversationRef, SessionOutcome, SessionRequest } from '../core/session-types';
-import type { LandingOutcome, LandingRequest } from '../core/types';
-import { gateSuite } from './activity-options';
-import type { LandingTracker } from './landing-tracker';
-import { budgetExhausted, budgetLeft, extendBudget } from '../policies/budget';
-import { classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval } from '../policies/gate-file-change';
-import { landingRepairRequest } from '../policies/intent';
-import { repairPlan } from '../policies/repair-plan';
-import { gateVerdict } from '../policies/supersedes';
-import { childRecord } from '../core/search-attributes';
+import type { Activities } from '../../activities';
+import { parseDuration } from '../../core/duration';
+import { FailureType } from '../../core/errors';
+import type { FixOutcome, FixRequest } from '../../core/fix-types';
+import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile, type GateFileParse } from '../../core/gate-file';
+import { hostQueue } from '../../core/queues';
+import type { PanelRequest, PanelVerdict } from '../../core/review-types';
+import type { BudgetCommand, ConversationRef, SessionOutcome, SessionRequest } from '../../core/session-types';
+import type { LandingOutcome, LandingRequest } from '../../core/types';
+import { gateSuite } from '../activity-options';
+import type { LandingTracker } from './tracker';
+import { budgetExhausted, budgetLeft, extendBudget } from '../../policies/budget';
+import { classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval } from '../../policies/gate-file-change';
+import { landingRepairRequest } from '../../policies/intent';
+import { repairPlan } from '../../policies/repair-plan';
+import { gateVerdict } from '../../policies/supersedes';
+import { childRecord } from '../../core/search-attributes';
 
 export interface LandingStepContext {
   runId: string;
@@ -28,8 +28,8 @@ export interface LandingStepContext {
 
 /**
  * The landing's compound steps: child sessions, panels and fix loops, gate rounds and
- * questions, each recorded in the tracker (step list, meters, journal). `landing.ts`
- * keeps the control flow; these keep the bookkeeping of one step each.
+ * questions, each recorded in the tracker (step list, meters, journal). The phases keep
+ * the control flow; these keep the bookkeeping of one step each.
  */
 export function landingSteps({ runId, taskQueue, request, tracker, budgetControl }: LandingStepContext) {
   const startedAt = Date.now();

@@ -1,0 +1,89 @@
+import type { Activities } from '../../activities';
+import type { GateFile } from '../../core/gate-file';
+import type { ConversationRef } from '../../core/session-types';
+import type { LandingOutcome, LandingRequest } from '../../core/types';
+import type { GateVerdict } from '../../policies/supersedes';
+import type { landingSteps } from './steps';
+import type { LandingTracker } from './tracker';
+
+/** The landing's phases, in the order of the design; `retarget` follows a target that moved under a merge. */
+export type Phase = 'validate' | 'prepare' | 'rebase' | 'questions' | 'gate' | 'review' | 'fixup' | 'verify' | 'queue' | 'merge' | 'retarget';
+
+/** What a phase decides: the next phase, or the landing's outcome. */
+export type Next = { next: Phase } | { outcome: LandingOutcome };
+export const go = (next: Phase): Next => ({ next });
+export const end = (outcome: LandingOutcome): Next => ({ outcome });
+
+/** What every phase works with and nothing changes: the request, the record, the steps. */
+export interface LandingContext {
+  runId: string;
+  request: LandingRequest;
+  tracker: LandingTracker;
+  steps: ReturnType<typeof landingSteps>;
+  /** Activities on the shared queue (any host). */
+  shared: Activities;
+  /** The target queue's admission (set by the `admitted` signal). */
+  queue: { id?: string; admitted: boolean };
+}
+
+export interface Head {
+  headSha: string;
+  treeSha: string;
+  commitsSince: number;
+}
+
+/** What the next fixup round repairs: the failing suites of a red gate, or a panel's blocking findings. */
+export type Repair = { kind: 'red'; failing: string[]; problem: string } | { kind: 'findings'; findings: string; problem: string };
+
+/** What the phases learn and hand on. */
+export interface LandingState {
+  /** The host of the run's workspace (from validate on), and its activities: every step after validate is pinned there. */
+  hostId: string;
+  host?: Activities;
+  /** The target's gate file: read again when the target moves. */
+  gate?: GateFile;
+  /** The target SHA the head is rebased onto (the expected value of the merge). */
+  base: string;
+  head?: Head;
+  /** Commits a resolver dropped on purpose, with its reasons. */
+  declaredDrops: Map<string, string>;
+  /** Original commits the rebased result lacks (verify checks again). */
+  dropped: string[];
+  /** How the questions phase describes the head it checks ("After the rebase", "After fixup round 1", …). */
+  when: string;
+  round: number;
+  verdict?: GateVerdict;
+  fixups: number;
+  repair?: Repair;
+  /** The agent of the last fixup round that delivered: review findings go to it as a follow-up (reuse first). */
+  lastAgent?: ConversationRef;
+  /** The tree the review panel last approved (null: a panel is configured but nothing approved yet). */
+  approvedTree: string | null;
+  mergeTries: number;
+  /** Set when the target moved under the merge: the rebase phase rebases onto it; failures after it are final. */
+  moved?: { to: string };
+}
+
+export function initialState(): LandingState {
+  return { hostId: '', base: '', declaredDrops: new Map(), dropped: [], when: 'After the rebase', round: 0, fixups: 0, approvedTree: null, mergeTries: 0 };
+}
+
+/** The parts of the state a phase needs once validate and rebase have run (a bug otherwise, not an outcome). */
+export function placed(state: LandingState): { host: Activities; gate: GateFile; head: Head } {
+  if (!state.host || !state.gate || !state.head) throw new Error('landing: a phase ran before validate and rebase placed the run');
+  return { host: state.host, gate: state.gate, head: state.head };
+}
+
+/** The failure type and message of an activity failure, read from its cause. */
+export function failureOf(error: unknown): { type?: string; message: string } {
+  const cause = (error as { cause?: { type?: string; message?: string } }).cause;
+  const message = cause?.message ?? (error instanceof Error ? error.message : String(error));
+  return { ...(cause?.type ? { type: cause.type } : {}), message };
+}
+
+/** Records the workspace head the phases go on with. */
+export function setHead(ctx: LandingContext, state: LandingState, head: Head): void {
+  state.head = head;
+  ctx.tracker.facts.headSha = head.headSha;
+  ctx.tracker.facts.treeSha = head.treeSha;
+}

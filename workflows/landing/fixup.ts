@@ -1,0 +1,56 @@
+import { FailureType } from '../../core/errors';
+import type { FixOutcome } from '../../core/fix-types';
+import type { ConversationRef, SessionOutcome } from '../../core/session-types';
+import { end, go, placed, setHead, type LandingContext, type LandingState, type Next } from './context';
+
+/**
+ * fixup: one round for what the gate or the panel found — a fix loop for failing suites (its
+ * repro the suites), a fixer session for blocking findings (in the conversation of the agent that
+ * last fixed this landing, when there is one). The gate decides, not the agent: only new commits
+ * count, and the new head goes back through the questions to a re-gate.
+ */
+export async function fixup(ctx: LandingContext, state: LandingState): Promise<Next> {
+  const { runId, request, tracker, steps } = ctx;
+  const { host, gate: gateFile, head } = placed(state);
+  const repair = state.repair!;
+  tracker.enter('fixup');
+  state.fixups += 1;
+  const round = state.fixups;
+  const repaired: SessionOutcome | FixOutcome =
+    repair.kind === 'red'
+      ? await steps.fixRedGate(gateFile, repair.failing, round, state.hostId, head.headSha)
+      : await steps.session(
+          'fixer',
+          `fixer-${round}`,
+          head.headSha,
+          state.hostId,
+          {
+            prompt: `The review panel requested changes. Blocking findings:\n${repair.findings}\nFix them and commit the fix.`,
+            ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}),
+            ...(request.agents?.scriptSlowMs ? { slowMs: request.agents.scriptSlowMs } : {}),
+          },
+          state.lastAgent,
+        );
+  state.lastAgent = deliveredAgent(repaired) ?? state.lastAgent;
+  const unavailable = 'outcome' in repaired ? (repaired.outcome === 'agent-unavailable' ? repaired.summary : undefined) : repaired.status === 'agent-unavailable' ? repaired.summary : undefined;
+  if (unavailable !== undefined) {
+    return end(tracker.finish('agent-unavailable', `${repair.problem}; fixup round ${round} could not start an agent: ${unavailable}; nothing was merged`, { type: FailureType.agentUnavailable, message: unavailable }));
+  }
+  const after = await host['capsule.workspaceHead']({ runId, since: head.headSha });
+  if (after.commitsSince < 1) {
+    return end(tracker.finish('fixup-failed', `fixup round ${round} added no commit; ${repair.problem}`, { type: 'TARMAC_FIXUP_FAILED', message: 'the fixup round added no commit' }));
+  }
+  setHead(ctx, state, await host['capsule.workspaceHead']({ runId, since: state.base }));
+  state.when = `After fixup round ${round}`;
+  return go('questions');
+}
+
+/** The conversation of the agent a fixup round ended with, when it delivered (a follow-up can continue it). */
+function deliveredAgent(round: SessionOutcome | FixOutcome): ConversationRef | undefined {
+  if ('outcome' in round) {
+    const last = round.sessions.at(-1);
+    return last && last.status === 'delivered' ? { sessionId: last.sessionId, attempt: last.attempts ?? 1, harnessModel: last.harnessModel } : undefined;
+  }
+  const attempt = round.attempts.at(-1);
+  return round.status === 'delivered' && attempt ? { sessionId: round.sessionId, attempt: attempt.attempt, harnessModel: attempt.harnessModel } : undefined;
+}

@@ -1,0 +1,31 @@
+import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
+
+/** How many fixup rounds the gate file allows (default 1). */
+export const maxFixupRounds = (state: LandingState): number => state.gate?.fixup?.maxRounds ?? 1;
+
+/**
+ * gate: every suite the target declares, on the head's exact tree. Green → review (when the gate
+ * file asks for one) or verify; red → a fixup round while rounds are left; after a moved target a
+ * red re-gate is final.
+ */
+export async function gate(ctx: LandingContext, state: LandingState): Promise<Next> {
+  const { tracker, request, steps } = ctx;
+  const { gate: gateFile, head } = placed(state);
+  tracker.enter('gate');
+  state.round += 1;
+  const verdict = await steps.runGate(state.hostId, gateFile, state.round, head.headSha, head.treeSha);
+  state.verdict = verdict;
+  if (verdict.green) return go(gateFile.review ? 'review' : 'verify');
+  const red = steps.redSummary(gateFile, head.treeSha, state.round);
+  if (state.moved) return end(tracker.finish('gate-failed', `re-gate after ${request.target} moved: ${red.summary}`, { type: 'TARMAC_GATE_FAILED', message: red.message }));
+  if (state.fixups >= maxFixupRounds(state)) {
+    return end(
+      state.fixups === 0
+        ? tracker.finish('gate-failed', red.summary, { type: 'TARMAC_GATE_FAILED', message: red.message })
+        : tracker.finish('fixup-failed', `${red.summary}; still red after ${state.fixups} fixup round(s)`, { type: 'TARMAC_FIXUP_FAILED', message: red.message }),
+    );
+  }
+  // A red gate is a failing command: a fix loop reproduces it (playbooks first, then an agent).
+  state.repair = { kind: 'red', failing: verdict.failing, problem: red.summary };
+  return go('fixup');
+}

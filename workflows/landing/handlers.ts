@@ -1,0 +1,52 @@
+import { setHandler } from '@temporalio/workflow';
+import type { BudgetCommand } from '../../core/session-types';
+import { admittedSignal, answerUpdate, budgetUpdate, eventsQuery, landingStatusQuery, runEventSignal } from '../../core/messages';
+import { budgetCommandProblem } from '../../policies/budget';
+import type { LandingTracker } from './tracker';
+
+/**
+ * What a landing answers while it runs: its status and events, the reports of the sessions and
+ * panels working for it, answers to its questions, budget commands, and the target queue's admission.
+ */
+export function installHandlers(tracker: LandingTracker, budgetControl: { pending?: BudgetCommand }, queue: { id?: string; admitted: boolean }): void {
+  setHandler(landingStatusQuery, () => tracker.view());
+  setHandler(eventsQuery, ({ after, limit } = {}) => tracker.journal.page(after, limit));
+  // Sessions and review panels working for this landing report their lifecycle here.
+  setHandler(runEventSignal, ({ key, ...event }) => tracker.journal.record(event, key));
+  setHandler(
+    answerUpdate,
+    ({ questionId, text }) => {
+      const question = tracker.questions.find((entry) => entry.answer === undefined && (!questionId || entry.id === questionId))!;
+      tracker.answer(question.id, text.trim());
+      return { accepted: true, questionId: question.id };
+    },
+    {
+      validator: ({ questionId, text }) => {
+        if (typeof text !== 'string' || text.length > 10_000) throw new Error('text must be a string of at most 10000 characters');
+        const pending = tracker.questions.filter((entry) => entry.answer === undefined);
+        if (pending.length === 0) throw new Error('the landing has no pending question');
+        if (questionId && !pending.some((entry) => entry.id === questionId)) throw new Error(`no pending question ${questionId}`);
+      },
+    },
+  );
+  // The landing's budget, shared by its sessions: paused when spent, until extended or stopped.
+  setHandler(
+    budgetUpdate,
+    (command) => {
+      budgetControl.pending = command;
+      return { accepted: true, budget: tracker.budget };
+    },
+    {
+      validator: (command: BudgetCommand) => {
+        // A landing takes `stop` only while paused: running, it has no budget decision to make.
+        const paused = tracker.pausedFor !== undefined;
+        const problem = command?.action === 'stop' && !paused ? 'the landing is not paused for its budget' : budgetCommandProblem(command, paused);
+        if (problem) throw new Error(problem);
+      },
+    },
+  );
+  setHandler(admittedSignal, ({ queueId }) => {
+    queue.id = queueId;
+    queue.admitted = true;
+  });
+}

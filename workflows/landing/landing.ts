@@ -1,0 +1,101 @@
+import { CancellationScope, getExternalWorkflowHandle, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../../activities';
+import { parseDuration } from '../../core/duration';
+import { FailureType } from '../../core/errors';
+import { releaseSignal } from '../../core/messages';
+import type { BudgetCommand } from '../../core/session-types';
+import type { LandingOutcome, LandingRequest } from '../../core/types';
+import { capsule } from '../activity-options';
+import { failureOf, initialState, type LandingContext, type LandingState, type Next, type Phase } from './context';
+import { fixup } from './fixup';
+import { gate } from './gate';
+import { installHandlers } from './handlers';
+import { merge, retarget } from './merge';
+import { questions } from './questions';
+import { rebase } from './rebase';
+import { review } from './review';
+import { landingSteps } from './steps';
+import { LandingTracker } from './tracker';
+import { prepare, validate } from './validate';
+import { queue, verify } from './verify';
+
+/**
+ * The phases, each a function of (context, state) to the next phase or the outcome:
+ *
+ *   validate → prepare → rebase → questions → gate ─green─→ review ─approved─→ verify → queue → merge → landed
+ *                          ↑          ↑          │red          │findings                        │target moved
+ *                          │          └─ fixup ←─┴─────────────┘                                ↓
+ *                          └──────────────────────────────────────────────────────────────── retarget
+ */
+const phases: Record<Phase, (ctx: LandingContext, state: LandingState) => Promise<Next>> = { validate, prepare, rebase, questions, gate, review, fixup, verify, queue, merge, retarget };
+
+/**
+ * landing: the loop over the phases, then the finale (release the target queue, cleanup by
+ * manifest, the recorded outcome). Every exit path, cancellation included, returns and records
+ * an outcome.
+ */
+export async function landing(request: LandingRequest): Promise<LandingOutcome> {
+  const { workflowId: runId, taskQueue } = workflowInfo();
+  const tracker = new LandingTracker(runId, request);
+  if (request.budget) {
+    const { tokens, costUsd, sessions, wall, onExhausted } = request.budget;
+    tracker.budget = { tokens, costUsd, sessions, wallMs: parseDuration(wall) ?? 8 * 3_600_000, onExhausted };
+  }
+  const budgetControl: { pending?: BudgetCommand } = {};
+  const admission: LandingContext['queue'] = { admitted: false };
+  installHandlers(tracker, budgetControl, admission);
+  const ctx: LandingContext = {
+    runId,
+    request,
+    tracker,
+    steps: landingSteps({ runId, taskQueue, request, tracker, budgetControl }),
+    shared: proxyActivities<Activities>({ ...capsule, taskQueue }),
+    queue: admission,
+  };
+  const state = initialState();
+
+  let outcome: LandingOutcome;
+  try {
+    outcome = await run(ctx, state);
+  } catch (error) {
+    outcome = endedBy(error, tracker);
+  }
+  await CancellationScope.nonCancellable(() => finale(ctx, state, outcome));
+  tracker.journal.finished = true;
+  return outcome;
+}
+
+async function run(ctx: LandingContext, state: LandingState): Promise<LandingOutcome> {
+  for (let next: Phase = 'validate'; ; ) {
+    const decided: Next = await phases[next](ctx, state);
+    if ('outcome' in decided) return decided.outcome;
+    next = decided.next;
+  }
+}
+
+/** The outcome of a landing a phase did not finish: cancelled, out of budget, or failed (the cause named). */
+function endedBy(error: unknown, tracker: LandingTracker): LandingOutcome {
+  if (isCancellation(error)) return tracker.finish('cancelled', `cancelled in phase ${tracker.phase}; nothing was merged by this run`);
+  if ((error as { type?: string }).type === FailureType.budgetExhausted) {
+    const message = (error as Error).message;
+    return tracker.finish('budget-exhausted', `${message}; stopped in phase ${tracker.phase}; nothing was merged`, { type: FailureType.budgetExhausted, message });
+  }
+  const failure = failureOf(error);
+  return tracker.finish('failed', `failed in phase ${tracker.phase}: ${failure.message}`, { type: failure.type ?? 'TARMAC_INTERNAL', message: failure.message });
+}
+
+/** Runs even when the workflow is cancelled: free the target, clean up by manifest, record the outcome. */
+async function finale({ runId, tracker, queue }: LandingContext, state: LandingState, outcome: LandingOutcome): Promise<void> {
+  // Free the target for the next landing, whether this one merged, failed or was cancelled.
+  if (queue.id) await getExternalWorkflowHandle(queue.id).signal(releaseSignal, { landingId: runId }).catch(() => undefined);
+  const host = state.host;
+  if (!host) return;
+  tracker.enter('cleanup');
+  try {
+    await tracker.step('capsule.cleanupRun', 'capsule', () => host['capsule.cleanupRun']({ runId }));
+  } catch (error) {
+    outcome.summary += ` (cleanup failed: ${failureOf(error).message})`;
+  }
+  tracker.enter('done');
+  await host['capsule.recordOutcome']({ outcome });
+}

@@ -1,0 +1,53 @@
+import { FailureType } from '../../core/errors';
+import { end, failureOf, go, placed, type LandingContext, type LandingState, type Next } from './context';
+
+/** Tries of a merge whose target keeps moving before the landing gives up. */
+const maxMergeTries = 5;
+
+/**
+ * merge: fast-forward the target to exactly the verified head, from exactly the target it was
+ * verified on. A target that moved meanwhile → retarget (and back through rebase, questions, gate,
+ * review and verify); landed otherwise.
+ */
+export async function merge(ctx: LandingContext, state: LandingState): Promise<Next> {
+  const { runId, request, tracker } = ctx;
+  const { host, gate: gateFile, head } = placed(state);
+  tracker.enter('merge');
+  state.mergeTries += 1;
+  try {
+    const merged = await tracker.step('capsule.fastForwardTarget', 'capsule', () =>
+      host['capsule.fastForwardTarget']({ runId, repo: request.repo, target: request.target, expectedTargetSha: state.base, headSha: head.headSha }),
+    );
+    tracker.facts.mergedSha = merged.mergedSha;
+  } catch (error) {
+    const failure = failureOf(error);
+    if (failure.type !== FailureType.targetMoved) throw error;
+    if (state.mergeTries >= maxMergeTries) return end(tracker.finish('target-moved', `${failure.message}; gave up after ${state.mergeTries} tries; nothing was merged`, { type: failure.type, message: failure.message }));
+    return go('retarget');
+  }
+  const lineage = state.verdict?.lineage ?? [];
+  const superseded = lineage.length ? `; ${lineage.length} red result(s) superseded by the re-gate` : '';
+  return end(
+    tracker.finish(
+      'landed',
+      `${request.target} fast-forwarded to ${head.headSha.slice(0, 12)} (${head.commitsSince} commit(s), all ${gateFile.suites.length} suite(s) green on tree ${head.treeSha.slice(0, 12)}${superseded})`,
+    ),
+  );
+}
+
+/**
+ * retarget: the target moved while the landing waited (a push outside the queue, or an earlier
+ * landing). Its new head and the gate file it declares now (which the re-gate runs) → rebase onto it.
+ */
+export async function retarget(ctx: LandingContext, state: LandingState): Promise<Next> {
+  const { request, tracker, steps } = ctx;
+  const host = state.host!;
+  const current = await tracker.step('capsule.currentTarget', 'capsule', () => host['capsule.currentTarget']({ repo: request.repo, target: request.target }));
+  const reread = await tracker.step('capsule.readGateFile', 'capsule', () => host['capsule.readGateFile']({ repo: request.repo, sha: current }), (value) =>
+    value.gate.ok ? `${value.gate.gate.suites.length} suite(s) at ${current.slice(0, 12)}` : `invalid at ${current.slice(0, 12)}`,
+  );
+  if (!reread.gate.ok) return end(steps.invalidGateFile(reread.gate, ` (read after ${request.target} moved to ${current.slice(0, 12)}); nothing was merged`));
+  state.gate = reread.gate.gate;
+  state.moved = { to: current };
+  return go('rebase');
+}
