@@ -1,0 +1,26 @@
+import { rolesThatMustCommit, type SessionAttemptReport, type SessionRole } from '../core/session-types';
+import { classifySession } from './session-classifier';
+import type { AttemptClass } from './session-policy';
+
+/**
+ * The class of one attempt, from what its activity reported: how it ended (the classifier),
+ * then the evidence gate — trust the evidence, not the claim: code roles must have added commits,
+ * and a resolver that left its rebase unfinished has not resolved the conflict, whatever it commits.
+ */
+export function attemptClassOf(seen: SessionAttemptReport, role: SessionRole, hostLost: boolean): AttemptClass {
+  const ended = classifySession({
+    exitCode: seen.exitCode,
+    oomKilled: seen.oomKilled,
+    timedOut: seen.timedOut,
+    hostLost,
+    sawFirstTurn: seen.sawFirstTurn,
+    result: seen.result ? 'valid' : seen.resultProblem === 'result.json is missing' ? 'missing' : 'invalid',
+    // The activity read the result, so it is collected even when the container had finished unseen.
+    collected: true,
+    // The model gateway refused a request: the run's budget, not the agent, ended the attempt.
+    budgetExceeded: (seen.modelUsage?.budgetRefusals ?? 0) > 0,
+    unavailable: seen.unavailable !== undefined,
+  });
+  if (ended === 'delivered' && rolesThatMustCommit.includes(role) && (seen.commitsAdded < 1 || seen.workspaceState === 'rebasing')) return 'no-evidence';
+  return ended;
+}
