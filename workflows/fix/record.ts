@@ -1,0 +1,104 @@
+import { setHandler } from '@temporalio/workflow';
+import type { Activities } from '../../activities';
+import { parseDuration } from '../../core/duration';
+import type { FixOutcome, FixRequest, Intent } from '../../core/fix-types';
+import { eventsQuery, fixLoopStatusQuery, runEventSignal } from '../../core/messages';
+import type { SessionRequest } from '../../core/session-types';
+import { budgetLeft, type BudgetLimits } from '../../policies/budget';
+import { classifyIntent, roleFor } from '../../policies/intent';
+import { RunJournal } from '../run-journal';
+
+/** The repro a request gets when it names none, by intent. */
+const defaultRepro: Record<Intent, string> = {
+  'boot-fix': 'make up',
+  'build-fix': 'make build',
+  'test-fix': 'make test',
+  'other-fix': 'make test',
+  'design-question': '',
+};
+
+export type PartialFixOutcome = Omit<FixOutcome, 'filesChanged' | 'fixBranch'>;
+
+/**
+ * A fix loop's record: its routing, the state the `status` query shows and the outcome is built
+ * from, its own live journal (GET /v1/runs/:id/events), and where it works (host, base commit).
+ */
+export class FixRecord {
+  readonly started = Date.now();
+  readonly intent: Intent;
+  readonly routedTo: ReturnType<typeof roleFor>;
+  readonly reproCommand: string;
+  readonly journal = new RunJournal();
+  readonly state = {
+    phase: 'discover',
+    reproExitCode: null as number | null,
+    repairAttempts: 0,
+    verifyFailed: false,
+    playbookUsed: null as string | null,
+    commandFailures: {} as Record<string, number>,
+    circuitBreakerTriggered: false,
+    sessions: [] as FixOutcome['sessions'],
+    meters: { capsulesRun: 0, containersRun: 0, agentSessions: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0 },
+  };
+  outcome: FixOutcome | undefined;
+  /** Where the loop works, once placed: the workspace's host and the commit it started from. */
+  host: Activities | undefined;
+  hostId = '';
+  baseSha = '';
+  sessionTimeout = '20m';
+  reproRounds = 0;
+
+  constructor(readonly request: FixRequest) {
+    this.intent = classifyIntent(request.request);
+    this.routedTo = roleFor(this.intent);
+    this.reproCommand = request.reproCommand ?? defaultRepro[this.intent];
+    const { intent, routedTo, reproCommand } = this;
+    setHandler(fixLoopStatusQuery, () => ({ ...this.state, intent, routedTo, reproCommand, ...(this.outcome ? { outcome: this.outcome } : {}) }));
+    setHandler(eventsQuery, ({ after, limit } = {}) => this.journal.page(after, limit));
+    setHandler(runEventSignal, ({ key, ...event }) => this.journal.record(event, key));
+  }
+
+  enter(phase: string): void {
+    this.state.phase = phase;
+    this.journal.record({ kind: 'phase', phase });
+  }
+
+  finish(kind: FixOutcome['outcome'], summary: string, failureType: string | null = null): PartialFixOutcome {
+    const { state } = this;
+    return {
+      outcome: kind,
+      summary,
+      runId: this.request.runId,
+      intent: this.intent,
+      routedTo: this.routedTo,
+      reproCommand: this.reproCommand,
+      reproExitCode: state.reproExitCode,
+      repairAttempts: state.repairAttempts,
+      verifyFailed: state.verifyFailed,
+      playbookUsed: state.playbookUsed,
+      commandFailures: Object.entries(state.commandFailures).map(([command, count]) => ({ command, count })),
+      circuitBreakerTriggered: state.circuitBreakerTriggered,
+      failureType,
+      sessions: [...state.sessions],
+      meters: { ...state.meters, wallTimeMs: Date.now() - this.started },
+    };
+  }
+
+  /** The loop's budget as limits, when it was given one in full (a landing gives what it has left). */
+  loopBudget(): { limits: BudgetLimits; onExhausted: 'pause' | 'stop' } | undefined {
+    const budget = this.request.budget;
+    if (!budget || budget.tokens === undefined || budget.costUsd === undefined || budget.sessions === undefined || budget.wall === undefined) return undefined;
+    return { limits: { tokens: budget.tokens, costUsd: budget.costUsd, sessions: budget.sessions, wallMs: parseDuration(budget.wall) ?? 8 * 3_600_000 }, onExhausted: budget.onExhausted ?? 'stop' };
+  }
+
+  spend() {
+    return { ...this.state.meters, sessionsSpawned: this.state.meters.agentSessions, wallTimeMs: Date.now() - this.started };
+  }
+
+  /** The loop's sessions share its budget: each gets what the earlier ones left. */
+  sessionBudget(): { budget?: SessionRequest['budget'] } {
+    const whole = this.loopBudget();
+    if (!whole) return this.request.budget ? { budget: this.request.budget } : {};
+    return { budget: { ...budgetLeft(this.spend(), whole.limits), onExhausted: whole.onExhausted } };
+  }
+}
