@@ -1,10 +1,9 @@
 import type { Activities } from '../../activities';
 import type { GateFile } from '../../core/gate-file';
 import type { ConversationRef } from '../../core/session-types';
-import type { LandingOutcome, LandingRequest } from '../../core/types';
+import type { LandingOutcome } from '../../core/types';
 import type { GateVerdict } from '../../policies/supersedes';
-import type { landingSteps } from './steps';
-import type { LandingTracker } from './tracker';
+import type { LandingStepContext } from './steps';
 
 /** The landing's phases, in the order of the design; `retarget` follows a target that moved under a merge. */
 export type Phase = 'validate' | 'prepare' | 'rebase' | 'questions' | 'gate' | 'review' | 'fixup' | 'verify' | 'queue' | 'merge' | 'retarget';
@@ -14,12 +13,8 @@ export type Next = { next: Phase } | { outcome: LandingOutcome };
 export const go = (next: Phase): Next => ({ next });
 export const end = (outcome: LandingOutcome): Next => ({ outcome });
 
-/** What every phase works with and nothing changes: the request, the record, the steps. */
-export interface LandingContext {
-  runId: string;
-  request: LandingRequest;
-  tracker: LandingTracker;
-  steps: ReturnType<typeof landingSteps>;
+/** What every phase works with: the request, the record, the budget and gate-file controls (steps.ts), the queue. */
+export interface LandingContext extends LandingStepContext {
   /** Activities on the shared queue (any host). */
   shared: Activities;
   /** The target queue's admission (set by the `admitted` signal). */

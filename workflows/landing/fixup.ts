@@ -2,6 +2,7 @@ import { FailureType } from '../../core/errors';
 import type { FixOutcome } from '../../core/fix-types';
 import type { ConversationRef, SessionOutcome } from '../../core/session-types';
 import { end, go, placed, setHead, type LandingContext, type LandingState, type Next } from './context';
+import { fixRedGate, session } from './steps';
 
 /**
  * fixup: one round for what the gate or the panel found — a fix loop for failing suites (its
@@ -10,7 +11,7 @@ import { end, go, placed, setHead, type LandingContext, type LandingState, type 
  * count, and the new head goes back through the questions to a re-gate.
  */
 export async function fixup(ctx: LandingContext, state: LandingState): Promise<Next> {
-  const { runId, request, tracker, steps } = ctx;
+  const { runId, request, tracker } = ctx;
   const { host, gate: gateFile, head } = placed(state);
   const repair = state.repair!;
   tracker.enter('fixup');
@@ -18,8 +19,8 @@ export async function fixup(ctx: LandingContext, state: LandingState): Promise<N
   const round = state.fixups;
   const repaired: SessionOutcome | FixOutcome =
     repair.kind === 'red'
-      ? await steps.fixRedGate(gateFile, repair.failing, round, state.hostId, head.headSha)
-      : await steps.session(
+      ? await fixRedGate(ctx, gateFile, repair.failing, round, state.hostId, head.headSha)
+      : await session(ctx, 
           'fixer',
           `fixer-${round}`,
           head.headSha,

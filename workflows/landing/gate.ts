@@ -1,4 +1,5 @@
 import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
+import { redSummary, runGate } from './steps';
 
 /** How many fixup rounds the gate file allows (default 1). */
 export const maxFixupRounds = (state: LandingState): number => state.gate?.fixup?.maxRounds ?? 1;
@@ -9,14 +10,14 @@ export const maxFixupRounds = (state: LandingState): number => state.gate?.fixup
  * red re-gate is final.
  */
 export async function gate(ctx: LandingContext, state: LandingState): Promise<Next> {
-  const { tracker, request, steps } = ctx;
+  const { tracker, request } = ctx;
   const { gate: gateFile, head } = placed(state);
   tracker.enter('gate');
   state.round += 1;
-  const verdict = await steps.runGate(state.hostId, gateFile, state.round, head.headSha, head.treeSha);
+  const verdict = await runGate(ctx, state.hostId, gateFile, state.round, head.headSha, head.treeSha);
   state.verdict = verdict;
   if (verdict.green) return go(gateFile.review ? 'review' : 'verify');
-  const red = steps.redSummary(gateFile, head.treeSha, state.round);
+  const red = redSummary(ctx, gateFile, head.treeSha, state.round);
   if (state.moved) return end(tracker.finish('gate-failed', `re-gate after ${request.target} moved: ${red.summary}`, { type: 'TARMAC_GATE_FAILED', message: red.message }));
   if (state.fixups >= maxFixupRounds(state)) {
     return end(

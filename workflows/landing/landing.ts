@@ -14,7 +14,6 @@ import { merge, retarget } from './merge';
 import { questions } from './questions';
 import { rebase } from './rebase';
 import { review } from './review';
-import { landingSteps } from './steps';
 import { LandingTracker } from './tracker';
 import { prepare, validate } from './validate';
 import { queue, verify } from './verify';
@@ -46,9 +45,12 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
   installHandlers(tracker, budgetControl, admission);
   const ctx: LandingContext = {
     runId,
+    taskQueue,
     request,
     tracker,
-    steps: landingSteps({ runId, taskQueue, request, tracker, budgetControl }),
+    budgetControl,
+    startedAt: Date.now(),
+    gateFiles: { asked: 0 },
     shared: proxyActivities<Activities>({ ...capsule, taskQueue }),
     queue: admission,
   };

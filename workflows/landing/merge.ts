@@ -1,5 +1,6 @@
 import { FailureType } from '../../core/errors';
 import { end, failureOf, go, placed, type LandingContext, type LandingState, type Next } from './context';
+import { invalidGateFile } from './steps';
 
 /** Tries of a merge whose target keeps moving before the landing gives up. */
 const maxMergeTries = 5;
@@ -40,13 +41,13 @@ export async function merge(ctx: LandingContext, state: LandingState): Promise<N
  * landing). Its new head and the gate file it declares now (which the re-gate runs) → rebase onto it.
  */
 export async function retarget(ctx: LandingContext, state: LandingState): Promise<Next> {
-  const { request, tracker, steps } = ctx;
+  const { request, tracker } = ctx;
   const host = state.host!;
   const current = await tracker.step('capsule.currentTarget', 'capsule', () => host['capsule.currentTarget']({ repo: request.repo, target: request.target }));
   const reread = await tracker.step('capsule.readGateFile', 'capsule', () => host['capsule.readGateFile']({ repo: request.repo, sha: current }), (value) =>
     value.gate.ok ? `${value.gate.gate.suites.length} suite(s) at ${current.slice(0, 12)}` : `invalid at ${current.slice(0, 12)}`,
   );
-  if (!reread.gate.ok) return end(steps.invalidGateFile(reread.gate, ` (read after ${request.target} moved to ${current.slice(0, 12)}); nothing was merged`));
+  if (!reread.gate.ok) return end(invalidGateFile(ctx, reread.gate, ` (read after ${request.target} moved to ${current.slice(0, 12)}); nothing was merged`));
   state.gate = reread.gate.gate;
   state.moved = { to: current };
   return go('rebase');

@@ -1,4 +1,5 @@
 import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
+import { checkGateFile } from './steps';
 
 /**
  * questions: blocking decisions before the head's gate counts. Every head that can be merged is
@@ -9,6 +10,6 @@ export async function questions(ctx: LandingContext, state: LandingState): Promi
   const { host, head } = placed(state);
   // The phase shows on the first pass; later passes enter it only when they ask.
   if (state.round === 0) ctx.tracker.enter('questions');
-  const stopped = await ctx.steps.checkGateFile(host, state.base, head.headSha, state.when);
+  const stopped = await checkGateFile(ctx, host, state.base, head.headSha, state.when);
   return stopped ? end(stopped) : go('gate');
 }

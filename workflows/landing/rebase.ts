@@ -1,5 +1,6 @@
 import { FailureType } from '../../core/errors';
 import { end, go, setHead, type LandingContext, type LandingState, type Next } from './context';
+import { session } from './steps';
 
 /** Resolver sessions one landing may start before it gives up on a conflict. */
 const maxResolverSessions = 5;
@@ -15,7 +16,7 @@ export async function rebase(ctx: LandingContext, state: LandingState): Promise<
 }
 
 async function rebaseBranches(ctx: LandingContext, state: LandingState): Promise<Next> {
-  const { runId, request, tracker, steps } = ctx;
+  const { runId, request, tracker } = ctx;
   const host = state.host!;
   let resolvers = 0;
   /** The head a resolver delivered for the branch whose rebase stopped (its commits, imported from its bundle). */
@@ -51,7 +52,7 @@ async function rebaseBranches(ctx: LandingContext, state: LandingState): Promise
       );
     }
     resolvers += 1;
-    const resolved = await steps.session('resolver', `resolver-${resolvers}`, rebased.baseSha, state.hostId, {
+    const resolved = await session(ctx, 'resolver', `resolver-${resolvers}`, rebased.baseSha, state.hostId, {
       prompt: [
         `A rebase of branch ${rebased.branch} onto ${request.target} stopped at commit ${rebased.commit} "${rebased.subject}".`,
         `Conflicted files: ${rebased.files.join(', ')}.`,

@@ -1,4 +1,5 @@
 import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
+import { reviewTree } from './steps';
 import { maxFixupRounds } from './gate';
 
 /**
@@ -7,9 +8,9 @@ import { maxFixupRounds } from './gate';
  * an incomplete panel, or any refusal after a moved target, is final.
  */
 export async function review(ctx: LandingContext, state: LandingState): Promise<Next> {
-  const { tracker, request, steps } = ctx;
+  const { tracker, request } = ctx;
   const { host, gate: gateFile } = placed(state);
-  const verdict = await steps.reviewTree(host, state.hostId, gateFile.review!);
+  const verdict = await reviewTree(ctx, host, state.hostId, gateFile.review!);
   if (verdict.status === 'approved') {
     state.approvedTree = verdict.treeSha;
     return go('verify');

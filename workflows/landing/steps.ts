@@ -24,236 +24,241 @@ export interface LandingStepContext {
   tracker: LandingTracker;
   /** The operator's answer to a budget pause (the `budget` update), when one is waiting. */
   budgetControl: { pending?: BudgetCommand };
+  /** When the landing started (its budget's wall time). */
+  startedAt: number;
+  /** The gate-file version an operator approved in this landing (none until one is), and how many times it was asked. */
+  gateFiles: { approved?: GateFileApproval; asked: number };
 }
 
 /**
  * The landing's compound steps: child sessions, panels and fix loops, gate rounds and
  * questions, each recorded in the tracker (step list, meters, journal). The phases keep
- * the control flow; these keep the bookkeeping of one step each.
+ * the control flow; these keep the bookkeeping of one step each. Plain functions of the
+ * landing's context: what they share is in it, not in closures.
  */
-export function landingSteps({ runId, taskQueue, request, tracker, budgetControl }: LandingStepContext) {
-  const startedAt = Date.now();
-
-  /**
-   * Before a child that may start agent sessions: what is left of the landing's budget, to
-   * hand to it. Spent → `stop` ends the landing (budget-exhausted); `pause` waits for an
-   * operator to extend or stop it (`POST /v1/runs/<id>/budget`). No budget → the child's own.
-   */
-  async function budgetForChild(): Promise<SessionRequest['budget'] | undefined> {
-    for (;;) {
-      const limits = tracker.budget;
-      if (!limits) return undefined;
-      const { meters } = tracker;
-      const spentSoFar = { inputTokens: meters.inputTokens, outputTokens: meters.outputTokens, costUsd: meters.costUsd, sessionsSpawned: meters.agentSessions, wallTimeMs: Date.now() - startedAt };
-      const spent = budgetExhausted(spentSoFar, limits);
-      if (!spent) return { ...budgetLeft(spentSoFar, limits), onExhausted: 'stop' };
-      if (limits.onExhausted === 'stop') throw ApplicationFailure.create({ type: FailureType.budgetExhausted, message: `the landing's budget is spent (${spent})`, nonRetryable: true });
-      tracker.pausedFor = spent;
-      tracker.journal.record({ kind: 'budget', state: 'paused', reason: spent });
-      await condition(() => budgetControl.pending !== undefined);
-      const command = budgetControl.pending!;
-      budgetControl.pending = undefined;
-      tracker.pausedFor = undefined;
-      tracker.journal.record({ kind: 'budget', state: command.action === 'stop' ? 'stopped' : 'extended', reason: command.action === 'stop' ? 'stopped by an operator' : 'extended by an operator' });
-      if (command.action === 'stop') throw ApplicationFailure.create({ type: FailureType.budgetExhausted, message: `stopped by an operator while paused for its budget (${spent})`, nonRetryable: true });
-      tracker.budget = extendBudget(limits, command);
-    }
+/**
+ * Before a child that may start agent sessions: what is left of the landing's budget, to
+ * hand to it. Spent → `stop` ends the landing (budget-exhausted); `pause` waits for an
+ * operator to extend or stop it (`POST /v1/runs/<id>/budget`). No budget → the child's own.
+ */
+export async function budgetForChild(ctx: LandingStepContext): Promise<SessionRequest['budget'] | undefined> {
+  const { tracker, budgetControl } = ctx;
+  for (;;) {
+    const limits = tracker.budget;
+    if (!limits) return undefined;
+    const { meters } = tracker;
+    const spentSoFar = { inputTokens: meters.inputTokens, outputTokens: meters.outputTokens, costUsd: meters.costUsd, sessionsSpawned: meters.agentSessions, wallTimeMs: Date.now() - ctx.startedAt };
+    const spent = budgetExhausted(spentSoFar, limits);
+    if (!spent) return { ...budgetLeft(spentSoFar, limits), onExhausted: 'stop' };
+    if (limits.onExhausted === 'stop') throw ApplicationFailure.create({ type: FailureType.budgetExhausted, message: `the landing's budget is spent (${spent})`, nonRetryable: true });
+    tracker.pausedFor = spent;
+    tracker.journal.record({ kind: 'budget', state: 'paused', reason: spent });
+    await condition(() => budgetControl.pending !== undefined);
+    const command = budgetControl.pending!;
+    budgetControl.pending = undefined;
+    tracker.pausedFor = undefined;
+    tracker.journal.record({ kind: 'budget', state: command.action === 'stop' ? 'stopped' : 'extended', reason: command.action === 'stop' ? 'stopped by an operator' : 'extended by an operator' });
+    if (command.action === 'stop') throw ApplicationFailure.create({ type: FailureType.budgetExhausted, message: `stopped by an operator while paused for its budget (${spent})`, nonRetryable: true });
+    tracker.budget = extendBudget(limits, command);
   }
-  /** Runs an agent session as a child workflow on this run's workspace. */
-  async function session(role: 'resolver' | 'fixer', sessionId: string, baseSha: string, hostId: string, task: SessionRequest['task'], continues?: ConversationRef): Promise<SessionOutcome> {
-    const harnessModel = (role === 'resolver' ? request.agents?.resolver : request.agents?.fixer) ?? '';
-    const budget = await budgetForChild();
-    const result = await tracker.step(`session.${role}:${sessionId}`, 'session', () =>
-      executeChild('agentSession', {
-        workflowId: `${runId}.${sessionId}`,
+}
+
+/** Runs an agent session as a child workflow on this run's workspace. */
+export async function session(ctx: LandingStepContext, role: 'resolver' | 'fixer', sessionId: string, baseSha: string, hostId: string, task: SessionRequest['task'], continues?: ConversationRef): Promise<SessionOutcome> {
+  const { runId, taskQueue, request, tracker } = ctx;
+  const harnessModel = (role === 'resolver' ? request.agents?.resolver : request.agents?.fixer) ?? '';
+  const budget = await budgetForChild(ctx);
+  const result = await tracker.step(`session.${role}:${sessionId}`, 'session', () =>
+    executeChild('agentSession', {
+      workflowId: `${runId}.${sessionId}`,
+      taskQueue,
+      ...childRecord('agent-session', { repo: request.repo, target: request.target, parent: runId, summary: { role, harnessModel: harnessModel || '(ladder)' } }),
+      args: [
+        {
+          runId,
+          sessionId,
+          role,
+          harnessModel,
+          task,
+          workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
+          reportTo: runId,
+          ...(budget ? { budget } : {}),
+          ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
+          ...(continues ? { continues } : {}),
+        } satisfies SessionRequest,
+      ],
+    }) as Promise<SessionOutcome>,
+    (value) => (value.status === 'agent-unavailable' ? value.summary : `${value.status} after ${value.attempts.length} attempt(s) on ${value.harnessModel}`),
+    (value) => (value.status === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
+  );
+  tracker.sessions.push({ sessionId, role, status: result.status, harnessModel: result.harnessModel, attempts: result.attempts.length });
+  tracker.meters.agentSessions += result.meters.sessionsSpawned;
+  tracker.meters.inputTokens += result.meters.inputTokens;
+  tracker.meters.outputTokens += result.meters.outputTokens;
+  tracker.meters.costUsd += result.meters.costUsd;
+  return result;
+}
+
+/** Asks a blocking question and waits for the `answer` update. */
+export async function ask(ctx: LandingStepContext, id: string, question: string): Promise<string> {
+  const { tracker } = ctx;
+  tracker.addQuestion(id, question);
+  await condition(() => tracker.questions.find((entry) => entry.id === id)?.answer !== undefined);
+  return tracker.questions.find((entry) => entry.id === id)!.answer!;
+}
+
+/**
+ * Before a head's gate counts: does `headSha` change the gate file relative to
+ * `targetSha` (edit, add, delete, rename away or onto it)? The version an operator
+ * approved passes; any other change is asked about, and only an answer from the fixed
+ * vocabulary approves it — for that exact version. Returns the outcome when it stops.
+ */
+export async function checkGateFile(ctx: LandingStepContext, host: Activities, targetSha: string, headSha: string, when: string): Promise<LandingOutcome | undefined> {
+  const { runId, tracker } = ctx;
+  const facts = await host['capsule.gateFileFacts']({ runId, targetSha, headSha });
+  const decision = gateFileDecision(facts, ctx.gateFiles.approved);
+  if (decision.kind !== 'ask') return undefined;
+  if (tracker.phase !== 'questions') tracker.enter('questions');
+  ctx.gateFiles.asked += 1;
+  // The first id is the one earlier versions used; later questions get their own.
+  const id = ctx.gateFiles.asked === 1 ? 'gate-file-edit' : `gate-file-edit-${ctx.gateFiles.asked}`;
+  const answer = await ask(ctx, id, gateFileQuestion(decision.change, headSha, when));
+  if (classifyApproval(answer) === 'approved') {
+    ctx.gateFiles.approved = { blob: decision.blob };
+    return undefined;
+  }
+  const refusal = gateFileRefusal(answer);
+  return tracker.finish('needs-decision', refusal.summary, { type: 'TARMAC_NEEDS_DECISION', message: refusal.message, file: gateFilePath });
+}
+
+/** The outcome for a target whose gate file is missing or invalid (`context`: when it was read, appended). */
+export function invalidGateFile(ctx: LandingStepContext, parse: Extract<GateFileParse, { ok: false }>, context = ''): LandingOutcome {
+  const { tracker } = ctx;
+  const { field, message } = parse;
+  const where = field === '(file)' ? gateFilePath : `${gateFilePath}: ${field}`;
+  return tracker.finish('invalid-gate-file', `${where} ${message}${context}`, { type: FailureType.invalidGateFile, message: `${where} ${message}`, file: gateFilePath, field });
+}
+
+/** Runs every suite on one tree; results join the gate record with their round. */
+export async function runGate(ctx: LandingStepContext, pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string) {
+  const { runId, request, tracker } = ctx;
+  for (const suite of gate.suites) {
+    const timeoutMs = parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
+    const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(pinned) });
+    const result = await tracker.step(
+      `gate.runSuite:${suite.id}#${round}`,
+      'container',
+      () => runner['gate.runSuite']({ runId, repo: request.repo, commitSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round }),
+      (value) => `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}`,
+    );
+    tracker.addGate({ ...result, round });
+  }
+  return gateVerdict(
+    tracker.gates.map((record) => ({ ...record, round: record.round ?? 1 })),
+    gate.suites.map((suite) => suite.id),
+    treeSha,
+  );
+}
+
+/** Runs the review panel on the workspace head's tree (a child workflow; the cache makes repeats free). */
+export async function reviewTree(ctx: LandingStepContext, host: Activities, pinnedHost: string, review: NonNullable<GateFile['review']>): Promise<PanelVerdict> {
+  const { runId, taskQueue, request, tracker } = ctx;
+  const budget = await budgetForChild(ctx);
+  tracker.enter('review');
+  const facts = await tracker.step('capsule.changedFiles', 'capsule', () => host['capsule.changedFiles']({ runId, targetSha: tracker.facts.targetSha! }));
+  const current = { headSha: tracker.facts.headSha!, treeSha: tracker.facts.treeSha! };
+  const verdict = await tracker.step(
+    `review.panel:${review.panel}#${tracker.reviews.length + 1}`,
+    'session',
+    () =>
+      executeChild('reviewPanel', {
+        workflowId: `${runId}.review-${tracker.reviews.length + 1}`,
         taskQueue,
-        ...childRecord('agent-session', { repo: request.repo, target: request.target, parent: runId, summary: { role, harnessModel: harnessModel || '(ladder)' } }),
+        ...childRecord('review-panel', { repo: request.repo, target: request.target, parent: runId, summary: { panel: review.panel, treeSha: current.treeSha } }),
+        args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId, ...(budget ? { budget } : {}) } satisfies PanelRequest],
+      }) as Promise<PanelVerdict>,
+    (value) => `${value.status}; REVIEW_CACHE=${value.cache}${value.restored.length ? ` (restored: ${value.restored.join(', ')})` : ''}`,
+  );
+  tracker.reviews.push({
+    treeSha: verdict.treeSha,
+    status: verdict.status,
+    summary: verdict.summary,
+    cache: verdict.cache,
+    restored: verdict.restored,
+    sessionsStarted: verdict.sessionsStarted,
+    missing: verdict.missing,
+    blocking: verdict.blocking.map(({ file, line, severity, message, votes }) => ({ file, ...(line === undefined ? {} : { line }), severity, message, votes })),
+  });
+  tracker.meters.agentSessions += verdict.sessionsStarted;
+  return verdict;
+}
+
+/** A fixup round for a red gate: a child fixLoop in this run's workspace, its repro the failing suites. */
+export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failing: string[], fixup: number, hostId: string, baseSha: string): Promise<FixOutcome> {
+  const { runId, taskQueue, request, tracker } = ctx;
+  const plan = repairPlan(gate.suites, failing);
+  const reproCommand = plan.kind === 'repair' ? plan.reproCommand : 'true';
+  const suites = gate.suites.filter((suite) => failing.includes(suite.id));
+  const reproTimeoutMs = Math.max(...suites.map((suite) => parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000));
+  const label = `fixup-${fixup}`;
+  const agents = request.agents;
+  const budget = await budgetForChild(ctx);
+  const result = await tracker.step(
+    `fix.loop:${label}`,
+    'session',
+    () =>
+      executeChild('fixLoop', {
+        workflowId: `${runId}.${label}`,
+        taskQueue,
+        ...childRecord('fix-loop', { repo: request.repo, target: request.target, parent: runId, summary: { failing, reproCommand } }),
         args: [
           {
             runId,
-            sessionId,
-            role,
-            harnessModel,
-            task,
-            workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
+            repo: request.repo,
+            branch: request.heads[0]!.branch,
+            request: landingRepairRequest,
+            reproCommand,
+            reproImage: gate.image ?? defaultRunnerImage,
+            reproTimeoutMs,
+            workspace: { hostId, baseSha },
+            label,
             reportTo: runId,
             ...(budget ? { budget } : {}),
-            ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
-            ...(continues ? { continues } : {}),
-          } satisfies SessionRequest,
+            agents: {
+              ...(agents?.fixer ? { implementer: agents.fixer } : {}),
+              ...(agents?.ladder ? { ladder: agents.ladder } : {}),
+              ...(agents?.scriptEdits ? { scriptEdits: agents.scriptEdits } : {}),
+              ...(agents?.scriptSlowMs ? { scriptSlowMs: agents.scriptSlowMs } : {}),
+              ...(agents?.scriptUsage ? { scriptUsage: agents.scriptUsage } : {}),
+            },
+          } satisfies FixRequest,
         ],
-      }) as Promise<SessionOutcome>,
-      (value) => (value.status === 'agent-unavailable' ? value.summary : `${value.status} after ${value.attempts.length} attempt(s) on ${value.harnessModel}`),
-      (value) => (value.status === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
-    );
-    tracker.sessions.push({ sessionId, role, status: result.status, harnessModel: result.harnessModel, attempts: result.attempts.length });
-    tracker.meters.agentSessions += result.meters.sessionsSpawned;
-    tracker.meters.inputTokens += result.meters.inputTokens;
-    tracker.meters.outputTokens += result.meters.outputTokens;
-    tracker.meters.costUsd += result.meters.costUsd;
-    return result;
+      }) as Promise<FixOutcome>,
+    (value) => `${value.outcome}${value.playbookUsed ? ` (playbook ${value.playbookUsed})` : ''}: ${value.summary}`,
+    (value) => (value.outcome === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
+  );
+  tracker.fixLoops.push({ id: `${runId}.${label}`, outcome: result.outcome, summary: result.summary, playbookUsed: result.playbookUsed, repairAttempts: result.repairAttempts, filesChanged: result.filesChanged });
+  for (const entry of result.sessions) {
+    tracker.sessions.push({ sessionId: entry.sessionId, role: result.routedTo, status: entry.status, harnessModel: entry.harnessModel, attempts: entry.attempts ?? 1 });
   }
+  tracker.meters.agentSessions += result.meters.agentSessions;
+  tracker.meters.containersRun += result.meters.containersRun;
+  tracker.meters.inputTokens += result.meters.inputTokens;
+  tracker.meters.outputTokens += result.meters.outputTokens;
+  tracker.meters.costUsd += result.meters.costUsd;
+  return result;
+}
 
-  /** Asks a blocking question and waits for the `answer` update. */
-  async function ask(id: string, question: string): Promise<string> {
-    tracker.addQuestion(id, question);
-    await condition(() => tracker.questions.find((entry) => entry.id === id)?.answer !== undefined);
-    return tracker.questions.find((entry) => entry.id === id)!.answer!;
-  }
-
-  /** The gate-file version an operator approved in this landing; none until one is. */
-  let approvedGateFile: GateFileApproval | undefined;
-  let gateFileQuestions = 0;
-
-  /**
-   * Before a head's gate counts: does `headSha` change the gate file relative to
-   * `targetSha` (edit, add, delete, rename away or onto it)? The version an operator
-   * approved passes; any other change is asked about, and only an answer from the fixed
-   * vocabulary approves it — for that exact version. Returns the outcome when it stops.
-   */
-  async function checkGateFile(host: Activities, targetSha: string, headSha: string, when: string): Promise<LandingOutcome | undefined> {
-    const facts = await host['capsule.gateFileFacts']({ runId, targetSha, headSha });
-    const decision = gateFileDecision(facts, approvedGateFile);
-    if (decision.kind !== 'ask') return undefined;
-    if (tracker.phase !== 'questions') tracker.enter('questions');
-    gateFileQuestions += 1;
-    // The first id is the one earlier versions used; later questions get their own.
-    const id = gateFileQuestions === 1 ? 'gate-file-edit' : `gate-file-edit-${gateFileQuestions}`;
-    const answer = await ask(id, gateFileQuestion(decision.change, headSha, when));
-    if (classifyApproval(answer) === 'approved') {
-      approvedGateFile = { blob: decision.blob };
-      return undefined;
-    }
-    const refusal = gateFileRefusal(answer);
-    return tracker.finish('needs-decision', refusal.summary, { type: 'TARMAC_NEEDS_DECISION', message: refusal.message, file: gateFilePath });
-  }
-
-  /** The outcome for a target whose gate file is missing or invalid (`context`: when it was read, appended). */
-  function invalidGateFile(parse: Extract<GateFileParse, { ok: false }>, context = ''): LandingOutcome {
-    const { field, message } = parse;
-    const where = field === '(file)' ? gateFilePath : `${gateFilePath}: ${field}`;
-    return tracker.finish('invalid-gate-file', `${where} ${message}${context}`, { type: FailureType.invalidGateFile, message: `${where} ${message}`, file: gateFilePath, field });
-  }
-
-  /** Runs every suite on one tree; results join the gate record with their round. */
-  async function runGate(pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string) {
-    for (const suite of gate.suites) {
-      const timeoutMs = parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
-      const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(pinned) });
-      const result = await tracker.step(
-        `gate.runSuite:${suite.id}#${round}`,
-        'container',
-        () => runner['gate.runSuite']({ runId, repo: request.repo, commitSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round }),
-        (value) => `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}`,
-      );
-      tracker.addGate({ ...result, round });
-    }
-    return gateVerdict(
-      tracker.gates.map((record) => ({ ...record, round: record.round ?? 1 })),
-      gate.suites.map((suite) => suite.id),
-      treeSha,
-    );
-  }
-
-  /** Runs the review panel on the workspace head's tree (a child workflow; the cache makes repeats free). */
-  async function reviewTree(host: Activities, pinnedHost: string, review: NonNullable<GateFile['review']>): Promise<PanelVerdict> {
-    const budget = await budgetForChild();
-    tracker.enter('review');
-    const facts = await tracker.step('capsule.changedFiles', 'capsule', () => host['capsule.changedFiles']({ runId, targetSha: tracker.facts.targetSha! }));
-    const current = { headSha: tracker.facts.headSha!, treeSha: tracker.facts.treeSha! };
-    const verdict = await tracker.step(
-      `review.panel:${review.panel}#${tracker.reviews.length + 1}`,
-      'session',
-      () =>
-        executeChild('reviewPanel', {
-          workflowId: `${runId}.review-${tracker.reviews.length + 1}`,
-          taskQueue,
-          ...childRecord('review-panel', { repo: request.repo, target: request.target, parent: runId, summary: { panel: review.panel, treeSha: current.treeSha } }),
-          args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId, ...(budget ? { budget } : {}) } satisfies PanelRequest],
-        }) as Promise<PanelVerdict>,
-      (value) => `${value.status}; REVIEW_CACHE=${value.cache}${value.restored.length ? ` (restored: ${value.restored.join(', ')})` : ''}`,
-    );
-    tracker.reviews.push({
-      treeSha: verdict.treeSha,
-      status: verdict.status,
-      summary: verdict.summary,
-      cache: verdict.cache,
-      restored: verdict.restored,
-      sessionsStarted: verdict.sessionsStarted,
-      missing: verdict.missing,
-      blocking: verdict.blocking.map(({ file, line, severity, message, votes }) => ({ file, ...(line === undefined ? {} : { line }), severity, message, votes })),
-    });
-    tracker.meters.agentSessions += verdict.sessionsStarted;
-    return verdict;
-  }
-
-  /** A fixup round for a red gate: a child fixLoop in this run's workspace, its repro the failing suites. */
-  async function fixRedGate(gate: GateFile, failing: string[], fixup: number, hostId: string, baseSha: string): Promise<FixOutcome> {
-    const plan = repairPlan(gate.suites, failing);
-    const reproCommand = plan.kind === 'repair' ? plan.reproCommand : 'true';
-    const suites = gate.suites.filter((suite) => failing.includes(suite.id));
-    const reproTimeoutMs = Math.max(...suites.map((suite) => parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000));
-    const label = `fixup-${fixup}`;
-    const agents = request.agents;
-    const budget = await budgetForChild();
-    const result = await tracker.step(
-      `fix.loop:${label}`,
-      'session',
-      () =>
-        executeChild('fixLoop', {
-          workflowId: `${runId}.${label}`,
-          taskQueue,
-          ...childRecord('fix-loop', { repo: request.repo, target: request.target, parent: runId, summary: { failing, reproCommand } }),
-          args: [
-            {
-              runId,
-              repo: request.repo,
-              branch: request.heads[0]!.branch,
-              request: landingRepairRequest,
-              reproCommand,
-              reproImage: gate.image ?? defaultRunnerImage,
-              reproTimeoutMs,
-              workspace: { hostId, baseSha },
-              label,
-              reportTo: runId,
-              ...(budget ? { budget } : {}),
-              agents: {
-                ...(agents?.fixer ? { implementer: agents.fixer } : {}),
-                ...(agents?.ladder ? { ladder: agents.ladder } : {}),
-                ...(agents?.scriptEdits ? { scriptEdits: agents.scriptEdits } : {}),
-                ...(agents?.scriptSlowMs ? { scriptSlowMs: agents.scriptSlowMs } : {}),
-                ...(agents?.scriptUsage ? { scriptUsage: agents.scriptUsage } : {}),
-              },
-            } satisfies FixRequest,
-          ],
-        }) as Promise<FixOutcome>,
-      (value) => `${value.outcome}${value.playbookUsed ? ` (playbook ${value.playbookUsed})` : ''}: ${value.summary}`,
-      (value) => (value.outcome === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
-    );
-    tracker.fixLoops.push({ id: `${runId}.${label}`, outcome: result.outcome, summary: result.summary, playbookUsed: result.playbookUsed, repairAttempts: result.repairAttempts, filesChanged: result.filesChanged });
-    for (const entry of result.sessions) {
-      tracker.sessions.push({ sessionId: entry.sessionId, role: result.routedTo, status: entry.status, harnessModel: entry.harnessModel, attempts: entry.attempts ?? 1 });
-    }
-    tracker.meters.agentSessions += result.meters.agentSessions;
-    tracker.meters.containersRun += result.meters.containersRun;
-    tracker.meters.inputTokens += result.meters.inputTokens;
-    tracker.meters.outputTokens += result.meters.outputTokens;
-    tracker.meters.costUsd += result.meters.costUsd;
-    return result;
-  }
-
-  function redSummary(gate: GateFile, treeSha: string, round: number): { summary: string; message: string } {
-    const red = tracker.gates.filter((record) => record.treeSha === treeSha && record.round === round && record.status !== 'passed');
-    const parts = red.map((record) => {
-      const suite = gate.suites.find((entry) => entry.id === record.suiteId);
-      const how = record.status === 'timed-out' ? `timed out after ${suite?.timeout ?? defaultSuiteTimeout}` : `exited ${record.exitCode}`;
-      return { text: `gate suite ${record.suiteId} ${how}`, log: record.logRef };
-    });
-    return {
-      summary: `${parts.map((part) => part.text).join('; ')} on tree ${treeSha.slice(0, 12)}; log: ${parts.map((part) => part.log).join(', ')}`,
-      message: parts.map((part) => part.text.replace('gate suite ', 'suite ')).join('; '),
-    };
-  }
-
-  return { session, ask, runGate, reviewTree, fixRedGate, redSummary, checkGateFile, invalidGateFile, gateFileApproval: () => approvedGateFile };
+export function redSummary(ctx: LandingStepContext, gate: GateFile, treeSha: string, round: number): { summary: string; message: string } {
+  const { tracker } = ctx;
+  const red = tracker.gates.filter((record) => record.treeSha === treeSha && record.round === round && record.status !== 'passed');
+  const parts = red.map((record) => {
+    const suite = gate.suites.find((entry) => entry.id === record.suiteId);
+    const how = record.status === 'timed-out' ? `timed out after ${suite?.timeout ?? defaultSuiteTimeout}` : `exited ${record.exitCode}`;
+    return { text: `gate suite ${record.suiteId} ${how}`, log: record.logRef };
+  });
+  return {
+    summary: `${parts.map((part) => part.text).join('; ')} on tree ${treeSha.slice(0, 12)}; log: ${parts.map((part) => part.log).join(', ')}`,
+    message: parts.map((part) => part.text.replace('gate suite ', 'suite ')).join('; '),
+  };
 }

@@ -3,9 +3,11 @@ import type { Activities } from '../../activities';
 import { hostQueue } from '../../core/queues';
 import { capsule } from '../activity-options';
 import { end, go, type LandingContext, type LandingState, type Next } from './context';
+import { invalidGateFile } from './steps';
 
 /** validate: the target's head and gate file, and the host the run is pinned to from here on. */
-export async function validate({ runId, request, tracker, shared, steps }: LandingContext, state: LandingState): Promise<Next> {
+export async function validate(ctx: LandingContext, state: LandingState): Promise<Next> {
+  const { runId, request, tracker, shared } = ctx;
   tracker.enter('validate');
   const inspected = await tracker.step(
     'capsule.inspectTarget',
@@ -17,7 +19,7 @@ export async function validate({ runId, request, tracker, shared, steps }: Landi
   // Everything after this touches the host's mirror, workspace or Docker daemon: pin to that host.
   state.hostId = inspected.hostId;
   state.host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(inspected.hostId) });
-  if (!inspected.gate.ok) return end(steps.invalidGateFile(inspected.gate));
+  if (!inspected.gate.ok) return end(invalidGateFile(ctx, inspected.gate));
   state.gate = inspected.gate.gate;
   state.base = inspected.targetSha;
   return go('prepare');

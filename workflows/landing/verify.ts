@@ -7,12 +7,12 @@ import { end, go, placed, type LandingContext, type LandingState, type Next } fr
  * tree (policies/verify.ts). Then the queue, once; after a moved target straight back to merge.
  */
 export async function verify(ctx: LandingContext, state: LandingState): Promise<Next> {
-  const { runId, tracker, steps } = ctx;
+  const { runId, tracker } = ctx;
   const { host, gate: gateFile, head } = placed(state);
   const lineage = state.verdict?.lineage ?? [];
   if (!state.moved && lineage.length > 0) tracker.facts.supersedes = lineage;
   tracker.enter('verify');
-  const approvedGateFile = steps.gateFileApproval();
+  const approvedGateFile = ctx.gateFiles.approved;
   const verified = await tracker.step('capsule.verifyLanding', 'capsule', () =>
     host['capsule.verifyLanding']({
       runId,
