@@ -2,7 +2,7 @@ import { CancellationScope, executeChild, getExternalWorkflowHandle, log, proxyA
 import type { Activities } from '../activities';
 import type { SealedReport } from '../activities/review-cache';
 import { hostQueue } from '../core/queues';
-import type { CacheStatus, PanelRequest, PanelVerdict, ReviewerReport } from '../core/review-types';
+import type { CacheStatus, PanelRequest, PanelVerdict, ResolvedPanel, ReviewerReport } from '../core/review-types';
 import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule } from './activity-options';
 import { eventsQuery, panelStatusQuery, runEventSignal } from '../core/messages';
@@ -10,7 +10,7 @@ import { metrics } from './metrics';
 import { budgetShare } from '../policies/budget';
 import { RunJournal } from './run-journal';
 import { childRecord } from '../core/search-attributes';
-import { decidePanel } from '../policies/quorum';
+import { decidePanel, type PanelDecision } from '../policies/quorum';
 
 const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
 
@@ -31,19 +31,7 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
   const reportTo = input.reportTo ?? workflowId;
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
   const request = input;
-  if (input.fresh) {
-    // Standalone: a workspace of our own at the head, then the facts of base...head.
-    const { hostId } = await shared['capsule.prepareSessionWorkspace']({ runId: input.runId, repo: input.repo, ref: input.fresh.head, alsoFetch: [input.fresh.base] });
-    const pinned = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
-    const facts = await pinned['capsule.diffFacts']({ runId: input.runId, base: input.fresh.baseSha });
-    const { fresh: _fresh, ...rest } = input;
-    try {
-      return await reviewPanel({ ...rest, hostId, ...facts }, journal);
-    } finally {
-      journal.finished = true;
-      await CancellationScope.nonCancellable(() => pinned['capsule.cleanupRun']({ runId: input.runId }).catch(() => undefined));
-    }
-  }
+  if (input.fresh) return await standalone(input, input.fresh, journal);
   const hostId = request.hostId!;
   const treeSha = request.treeSha!;
   const headSha = request.headSha!;
@@ -66,13 +54,7 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
   status.restored = restored.map((entry) => entry.harnessModel);
   log.info('REVIEW_CACHE', { cache, restored: status.restored, misses });
   metrics.reviewCache(cache);
-  if (request.reportTo) {
-    await getExternalWorkflowHandle(request.reportTo)
-      .signal(runEventSignal, { kind: 'cache', treeSha, cache, restored: status.restored, key: `${workflowId}:cache` })
-      .catch(() => undefined);
-  } else {
-    journal.record({ kind: 'cache', treeSha, cache, restored: status.restored });
-  }
+  await announceCache(request, journal, { treeSha, cache, restored: status.restored });
 
   const reports = new Map<string, ReviewerReport>();
   const reviewers: PanelVerdict['reviewers'] = [];
@@ -83,42 +65,15 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
 
   status.state = 'reviewing';
   status.running = misses.map((miss) => miss.harnessModel);
-  // Reviewers run side by side: each gets an equal share of the panel's budget.
-  const given = request.budget;
-  const reviewerBudget: SessionRequest['budget'] | undefined =
-    given && given.tokens !== undefined && given.costUsd !== undefined && given.sessions !== undefined && given.wall !== undefined
-      ? { ...budgetShare({ tokens: given.tokens, costUsd: given.costUsd, sessions: given.sessions, wall: given.wall }, misses.length), onExhausted: given.onExhausted ?? 'stop' }
-      : given;
+  const reviewerBudget = shareOf(request.budget, misses.length);
+  const session = { request, panel, host, treeSha, headSha, files, reportTo, ...(reviewerBudget ? { budget: reviewerBudget } : {}) };
   await Promise.all(
     misses.map(async ({ harnessModel }) => {
-      const outcome = (await executeChild('agentSession', {
-        workflowId: `${workflowId}.${slug(harnessModel)}`,
-        taskQueue,
-        ...childRecord('agent-session', { repo: request.repo, parent: workflowId, summary: { role: 'reviewer', harnessModel, treeSha } }),
-        args: [
-          {
-            runId: request.runId,
-            sessionId: `review-${treeSha.slice(0, 12)}-${slug(harnessModel)}`,
-            role: 'reviewer',
-            harnessModel,
-            ladder: [harnessModel],
-            task: { prompt: panel.prompt, files },
-            workspace: { kind: 'run', repo: request.repo, hostId, baseSha: headSha },
-            reportTo,
-            ...(reviewerBudget ? { budget: reviewerBudget } : {}),
-          } satisfies SessionRequest,
-        ],
-      })) as SessionOutcome;
+      const { report, outcome } = await review(session, harnessModel);
       status.running = status.running.filter((name) => name !== harnessModel);
-      const delivered = outcome.status === 'delivered' && outcome.result !== undefined;
-      if (delivered) {
-        const report: SealedReport = { summary: outcome.result!.summary, findings: outcome.result!.findings ?? [], usage: outcome.result!.usage };
-        // Seal first: a survivor of a partial panel is never lost, whatever happens next.
-        await host['review.seal']({ key: { treeSha: treeSha, harnessModel, promptVersion: panel.promptVersion }, report });
-        status.sealed.push(harnessModel);
-      }
-      reports.set(harnessModel, { harnessModel, status: delivered ? 'delivered' : 'errored', findings: delivered ? (outcome.result!.findings ?? []) : [] });
-      reviewers.push({ harnessModel, source: 'session', status: delivered ? 'delivered' : 'errored', sessionStatus: outcome.status });
+      if (report.status === 'delivered') status.sealed.push(harnessModel);
+      reports.set(harnessModel, report);
+      reviewers.push({ harnessModel, source: 'session', status: report.status, sessionStatus: outcome.status });
     }),
   );
 
@@ -127,15 +82,9 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
     panel.quorum,
     panel.blockingSeverities,
   );
-  const summary =
-    decision.status === 'review-incomplete'
-      ? `review-incomplete: ${decision.delivered} of ${panel.quorum} required report(s); missing ${decision.missing.join(', ')}`
-      : decision.status === 'changes-requested'
-        ? `changes requested: ${decision.blocking.length} blocking finding(s) (${decision.blocking.map((finding) => `${finding.file}:${finding.line ?? 0} ${finding.message}`).join('; ')})`
-        : `approved by ${decision.delivered} reviewer(s); ${decision.findings.length} non-blocking finding(s)`;
   const verdict: PanelVerdict = {
     status: decision.status,
-    summary: `${summary} [REVIEW_CACHE=${cache}]`,
+    summary: `${panelSummary(decision, panel.quorum)} [REVIEW_CACHE=${cache}]`,
     treeSha: treeSha,
     panel: panel.name,
     cache,
@@ -154,4 +103,89 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
   journal.record({ kind: 'outcome', status: verdict.status, summary: verdict.summary });
   journal.finished = true;
   return verdict;
+}
+
+/** Standalone (POST /v1/reviews): a workspace of its own at the head, the facts of base...head, then the panel; cleaned up after. */
+async function standalone(input: PanelRequest, fresh: NonNullable<PanelRequest['fresh']>, journal: RunJournal): Promise<PanelVerdict> {
+  const shared = proxyActivities<Activities>({ ...capsule, taskQueue: workflowInfo().taskQueue });
+  const { hostId } = await shared['capsule.prepareSessionWorkspace']({ runId: input.runId, repo: input.repo, ref: fresh.head, alsoFetch: [fresh.base] });
+  const pinned = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
+  const facts = await pinned['capsule.diffFacts']({ runId: input.runId, base: fresh.baseSha });
+  const { fresh: _fresh, ...rest } = input;
+  try {
+    return await reviewPanel({ ...rest, hostId, ...facts }, journal);
+  } finally {
+    journal.finished = true;
+    await CancellationScope.nonCancellable(() => pinned['capsule.cleanupRun']({ runId: input.runId }).catch(() => undefined));
+  }
+}
+
+/** The cache status goes to the run the panel works for (a landing's journal), or to the panel's own. */
+async function announceCache(request: PanelRequest, journal: RunJournal, event: { treeSha: string; cache: CacheStatus; restored: string[] }): Promise<void> {
+  if (!request.reportTo) {
+    journal.record({ kind: 'cache', ...event });
+    return;
+  }
+  await getExternalWorkflowHandle(request.reportTo)
+    .signal(runEventSignal, { kind: 'cache', ...event, key: `${workflowInfo().workflowId}:cache` })
+    .catch(() => undefined);
+}
+
+/** Reviewers run side by side: each gets an equal share of the panel's budget (when it was given one in full). */
+function shareOf(given: PanelRequest['budget'], reviewers: number): SessionRequest['budget'] | undefined {
+  if (!given || given.tokens === undefined || given.costUsd === undefined || given.sessions === undefined || given.wall === undefined) return given;
+  return { ...budgetShare({ tokens: given.tokens, costUsd: given.costUsd, sessions: given.sessions, wall: given.wall }, reviewers), onExhausted: given.onExhausted ?? 'stop' };
+}
+
+interface ReviewSession {
+  request: PanelRequest;
+  panel: ResolvedPanel;
+  host: Activities;
+  treeSha: string;
+  headSha: string;
+  files: string[];
+  reportTo: string;
+  budget?: SessionRequest['budget'];
+}
+
+/**
+ * One missing reviewer: an agent session on the tree (read-only), its report sealed in the cache the
+ * moment it arrives — a survivor of a partial panel is never lost, whatever happens next. A reviewer
+ * that did not deliver is errored, never "no findings".
+ */
+async function review(at: ReviewSession, harnessModel: string): Promise<{ report: ReviewerReport; outcome: SessionOutcome }> {
+  const { workflowId, taskQueue } = workflowInfo();
+  const { request, panel, treeSha } = at;
+  const outcome = (await executeChild('agentSession', {
+    workflowId: `${workflowId}.${slug(harnessModel)}`,
+    taskQueue,
+    ...childRecord('agent-session', { repo: request.repo, parent: workflowId, summary: { role: 'reviewer', harnessModel, treeSha } }),
+    args: [
+      {
+        runId: request.runId,
+        sessionId: `review-${treeSha.slice(0, 12)}-${slug(harnessModel)}`,
+        role: 'reviewer',
+        harnessModel,
+        ladder: [harnessModel],
+        task: { prompt: panel.prompt, files: at.files },
+        workspace: { kind: 'run', repo: request.repo, hostId: request.hostId!, baseSha: at.headSha },
+        reportTo: at.reportTo,
+        ...(at.budget ? { budget: at.budget } : {}),
+      } satisfies SessionRequest,
+    ],
+  })) as SessionOutcome;
+  const result = outcome.status === 'delivered' ? outcome.result : undefined;
+  if (!result) return { report: { harnessModel, status: 'errored', findings: [] }, outcome };
+  const sealed: SealedReport = { summary: result.summary, findings: result.findings ?? [], usage: result.usage };
+  await at.host['review.seal']({ key: { treeSha, harnessModel, promptVersion: panel.promptVersion }, report: sealed });
+  return { report: { harnessModel, status: 'delivered', findings: result.findings ?? [] }, outcome };
+}
+
+/** The verdict's one line. */
+function panelSummary(decision: PanelDecision, quorum: number): string {
+  if (decision.status === 'review-incomplete') return `review-incomplete: ${decision.delivered} of ${quorum} required report(s); missing ${decision.missing.join(', ')}`;
+  if (decision.status === 'changes-requested') {
+    return `changes requested: ${decision.blocking.length} blocking finding(s) (${decision.blocking.map((finding) => `${finding.file}:${finding.line ?? 0} ${finding.message}`).join('; ')})`;
+  }
+  return `approved by ${decision.delivered} reviewer(s); ${decision.findings.length} non-blocking finding(s)`;
 }
