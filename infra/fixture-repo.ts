@@ -20,6 +20,8 @@ export interface FixtureRepo {
   /** Working clone used to build the fixture (tests may add commits through it). */
   clone: string;
   git(...args: string[]): string;
+  /** The target moves on: one commit of these files on it, pushed (after the branches were cut, so they may conflict). */
+  advanceTarget(message: string, files: Files): void;
 }
 
 const identity = ['-c', 'user.name=Tarmac Fixture', '-c', 'user.email=fixture@tarmac.invalid', '-c', 'commit.gpgsign=false'];
@@ -55,7 +57,12 @@ export function createFixtureRepo(options: { dir?: string; name?: string; target
     git('push', '--quiet', 'origin', branch.name);
   }
   git('checkout', '--quiet', target);
-  return { url: `file://${path}`, path, clone, git };
+  const advanceTarget = (message: string, files: Files) => {
+    git('checkout', '--quiet', target);
+    commit(message, files);
+    git('push', '--quiet', 'origin', target);
+  };
+  return { url: `file://${path}`, path, clone, git, advanceTarget };
 }
 
 /** The commit a branch points at in a bare repository. */

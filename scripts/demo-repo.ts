@@ -53,10 +53,7 @@ if (!conflict) {
     branches: [{ name: 'feature/conflict', commits: [{ message: 'greeting: say hello to someone', files: { 'greeting.js': "module.exports = (name) => (name ? `hello, ${name}` : 'hello');\n", 'test.js': test } }] }],
   });
   // Meanwhile main changed the same line.
-  repo.git('checkout', '-q', 'main');
-  writeFileSync(join(repo.clone, 'greeting.js'), "module.exports = () => 'hello!';\n");
-  repo.git('-c', 'user.name=demo', '-c', 'user.email=demo@tarmac.invalid', 'commit', '-q', '-am', 'greeting: more cheerful');
-  repo.git('push', '-q', 'origin', 'main');
+  repo.advanceTarget('greeting: more cheerful', { 'greeting.js': "module.exports = () => 'hello!';\n" });
   // The resolver, scripted: read the conflict, write both intents, continue the rebase, answer.
   const resolved = "module.exports = (name) => (name ? `hello, ${name}!` : 'hello!');\n";
   const script: Script = {

@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadRecipes } from '../../core/node/recipes';
 import type { SessionOutcome, SessionRequest } from '../../core/session-types';
@@ -32,10 +31,7 @@ describe('agent availability: no key at all, default upstreams', { timeout: 600_
   function conflictRepo() {
     const commits: FixtureBranch['commits'] = [{ message: 'one: change shared', files: { 'shared.txt': 'one\n' } }];
     const repo = createFixtureRepo({ base: { 'shared.txt': 'base\n', 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]) }, branches: [{ name: 'feature/one', commits }] });
-    repo.git('checkout', '-q', 'main');
-    execFileSync('sh', ['-c', `printf 'target\\n' > ${join(repo.clone, 'shared.txt')}`]);
-    repo.git('-c', 'user.name=t', '-c', 'user.email=t@t.invalid', 'commit', '-q', '-am', 'target changes shared');
-    repo.git('push', '-q', 'origin', 'main');
+    repo.advanceTarget('target changes shared', { 'shared.txt': 'target\n' });
     return repo;
   }
 

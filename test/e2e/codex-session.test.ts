@@ -20,21 +20,14 @@ import { createFixtureRepo } from '../../infra/fixture-repo';
 import type { Script, ScriptUsage } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { startStack, type Stack } from '../helpers/stack';
+import { skipUnlessBuilt } from '../helpers/agent-cli';
 
 const image = loadRecipes().harnesses.codex!.image;
 const model = 'gpt-5-codex';
 const agent = `codex#${model}`;
 const secret = 'sk-test-openai-secret-codex-5f1e';
 
-function imagePresent(): boolean {
-  try {
-    execFileSync('docker', ['image', 'inspect', image], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const skip = imagePresent() ? false : `${image} is not built; run \`bash scripts/fetch-agent-clis.sh && bash scripts/build-images.sh agent-codex\``;
+const skip = skipUnlessBuilt([image]);
 
 const notes = 'Written by Codex through the tool gateway.\n';
 const usage = {

@@ -38,11 +38,8 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
       branches: [{ name: 'feature/one', commits: branchCommits }],
     });
     // The target moves on the same line after the branch was cut: the rebase must conflict.
-    repo.git('checkout', '-q', 'main');
-    repo.git('-c', 'user.name=t', '-c', 'user.email=t@t.invalid', 'commit', '-q', '--allow-empty', '-m', 'placeholder');
-    execFileSync('sh', ['-c', `printf 'target\\n' > ${join(repo.clone, 'shared.txt')}`]);
-    repo.git('-c', 'user.name=t', '-c', 'user.email=t@t.invalid', 'commit', '-q', '-am', 'target changes shared');
-    repo.git('push', '-q', 'origin', 'main');
+    repo.advanceTarget('placeholder', {});
+    repo.advanceTarget('target changes shared', { 'shared.txt': 'target\n' });
     return repo;
   }
   const resolverAgents = { resolver: 'script#resolver', ladder: ['script#resolver'] };

@@ -17,20 +17,13 @@ import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { readEvents } from '../helpers/sse';
 import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
+import { skipUnlessBuilt } from '../helpers/agent-cli';
 
 const image = loadRecipes().harnesses['claude-code']!.image;
 const secret = 'sk-test-secret-xyz';
 const model = 'claude-sonnet-4-5';
 
-function imagePresent(): boolean {
-  try {
-    execFileSync('docker', ['image', 'inspect', image], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const skip = imagePresent() ? false : `${image} is not built; run \`bash scripts/fetch-agent-clis.sh && bash scripts/build-images.sh agent-claude-code\``;
+const skip = skipUnlessBuilt([image]);
 
 const git = (dir: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
 const show = (repoPath: string, ref: string, file: string) => git(repoPath, 'show', `${ref}:${file}`);
@@ -132,10 +125,7 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
       { message: 'one: add notes', files: { 'notes.txt': 'notes\n' } },
     ];
     const repo = createFixtureRepo({ base: { 'shared.txt': 'base\n', 'check.sh': 'test -f shared.txt\n', '.config/tarmac/land-gate.json': gate }, branches: [{ name: 'feature/one', commits }] });
-    repo.git('checkout', '-q', 'main');
-    execFileSync('sh', ['-c', `printf 'target\\n' > ${join(repo.clone, 'shared.txt')}`]);
-    repo.git('-c', 'user.name=t', '-c', 'user.email=t@t.invalid', 'commit', '-q', '-am', 'target changes shared');
-    repo.git('push', '-q', 'origin', 'main');
+    repo.advanceTarget('target changes shared', { 'shared.txt': 'target\n' });
     return repo;
   }
 

@@ -7,7 +7,6 @@
  * model requests.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -18,18 +17,11 @@ import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { findingsCachePath } from '../../policies/findings-cache-key';
 import { containersCreated, startStack, waitFor, type Stack } from '../helpers/stack';
+import { skipUnlessBuilt } from '../helpers/agent-cli';
 
 const panel = loadRecipes().panels.pair!;
 const images = panel.reviewers.map((spec) => loadRecipes().harnesses[spec.split('#')[0]!]!.image);
-const missing = images.filter((image) => {
-  try {
-    execFileSync('docker', ['image', 'inspect', image], { stdio: 'ignore' });
-    return false;
-  } catch {
-    return true;
-  }
-});
-const skip = missing.length === 0 ? false : `${missing.join(', ')} not built; run \`bash scripts/fetch-agent-clis.sh && bash scripts/build-images.sh\``;
+const skip = skipUnlessBuilt(images);
 
 const block = (findings: unknown[]) => `\n\`\`\`tarmac-result\n${JSON.stringify({ findings })}\n\`\`\``;
 const claudeFinding = { file: 'src/sum.js', line: 1, severity: 'major', message: 'sum of nothing should be 0, not undefined' };

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -59,4 +59,17 @@ server.connect(new StdioServerTransport());
   );
   appendFileSync(callLog, '');
   return { command: process.execPath, args: [file], callLog, calls: () => readFileSync(callLog, 'utf8').split('\n').filter(Boolean) };
+}
+
+/** Why a test of real agent images is skipped: the images that are not built (false when all are). */
+export function skipUnlessBuilt(images: string[]): false | string {
+  const missing = images.filter((image) => {
+    try {
+      execFileSync('docker', ['image', 'inspect', image], { stdio: 'ignore' });
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  return missing.length === 0 ? false : `${missing.join(', ')} not built; run \`bash scripts/fetch-agent-clis.sh && bash scripts/build-images.sh\``;
 }

@@ -60,7 +60,6 @@ function lostHostReport(attempt: number, harnessModel: string, hostId: string, d
 export async function runAttempt(record: SessionRecord, plan: DispatchPlan, request: SessionRequest, place: Placement): Promise<{ seen: SessionAttemptReport; attemptClass: AttemptClass }> {
   const { meters } = record;
   const harnessModel = record.harnessModel;
-  meters.sessionsSpawned += 1;
   const attemptStarted = Date.now();
   const report: SessionAttemptReport | undefined = await place.runner['session.run']({
     runId: request.runId,
@@ -82,8 +81,8 @@ export async function runAttempt(record: SessionRecord, plan: DispatchPlan, requ
     if (scheduleToStartTimedOut(error)) return undefined;
     throw error;
   });
-  // An attempt its worker could not start spawned nothing.
-  if (report?.unavailable !== undefined) meters.sessionsSpawned -= 1;
+  // A session counts once its worker took the attempt on (one it could not start spawned nothing).
+  if (report?.unavailable === undefined) meters.sessionsSpawned += 1;
   const seen: SessionAttemptReport = report ?? lostHostReport(record.attempts.length + 1, harnessModel, place.hostId, Date.now() - attemptStarted);
   if (seen.reattached) meters.reattachments += 1;
   // Usage metered by the model gateway wins over what the CLI reports of itself.
