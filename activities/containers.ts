@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import { checkNetwork, containerName } from '../core/node/container-rules';
-import { FailureType } from '../core/errors';
+import { failure, FailureCode } from '../core/failures';
 import { copyCappedLog, defaultMaxLogBytes, readCappedStdout } from './container-logs';
 
 /** Label keys that mark a container as Tarmac's. Removal is only ever by these labels. */
@@ -41,6 +41,11 @@ export interface ContainerSpec {
    * and anything else is refused before a container is made (see core/container-rules).
    */
   networkMode?: string;
+  /**
+   * Work the container needs before it starts (its workspace on the host), done only for a new
+   * container and side by side with creating it; the container starts when both are done.
+   */
+  prepare?: () => Promise<void>;
   /** Called with the container id as soon as it is known (new or reattached), before it runs. */
   onContainer?: (containerId: string) => void;
   /** Called once the container runs (started now, or found from an earlier attempt). */
@@ -74,11 +79,7 @@ async function ensureImage(docker: Docker, image: string): Promise<void> {
   try {
     await docker.getImage(image).inspect();
   } catch {
-    throw ApplicationFailure.create({
-      type: FailureType.imageMissing,
-      message: `image ${image} is not on this Docker host; build it with scripts/setup.sh or docker build`,
-      nonRetryable: true,
-    });
+    throw failure(FailureCode.imageMissing, `image ${image} is not on this Docker host; build it with scripts/setup.sh or docker build`);
   }
 }
 
@@ -155,7 +156,7 @@ async function racingContainer(docker: Docker, name: string, labels: Record<stri
 export async function runStepContainer(docker: Docker, spec: ContainerSpec): Promise<ContainerResult> {
   const context = Context.current();
   const network = checkNetwork(spec.labels[labelKeys.role], spec.networkMode);
-  if (!network.ok) throw ApplicationFailure.create({ type: FailureType.invalidRequest, message: network.message, nonRetryable: true });
+  if (!network.ok) throw failure(FailureCode.invalidRequest, network.message);
   const stepLabels = { [labelKeys.run]: spec.labels['tarmac.run'], [labelKeys.step]: spec.labels['tarmac.step'] };
   const maxLogBytes = spec.maxLogBytes ?? defaultMaxLogBytes;
   let existing = await findByLabels(docker, stepLabels);
@@ -163,15 +164,20 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   if (existing) {
     container = docker.getContainer(existing.Id);
   } else {
-    await ensureImage(docker, spec.image);
     const name = containerName(spec.labels['tarmac.run'], spec.labels['tarmac.step']);
-    try {
-      container = await createStepContainer(docker, spec, name, maxLogBytes);
-    } catch (error) {
-      if (statusCode(error) !== 409) throw error;
-      existing = await racingContainer(docker, name, stepLabels);
-      container = docker.getContainer(existing.Id);
-    }
+    const create = async (): Promise<{ container: Docker.Container; raced?: Docker.ContainerInfo }> => {
+      await ensureImage(docker, spec.image);
+      try {
+        return { container: await createStepContainer(docker, spec, name, maxLogBytes) };
+      } catch (error) {
+        if (statusCode(error) !== 409) throw error;
+        const raced = await racingContainer(docker, name, stepLabels);
+        return { container: docker.getContainer(raced.Id), raced };
+      }
+    };
+    const [created] = await Promise.all([create(), spec.prepare?.()]);
+    container = created.container;
+    existing = created.raced;
   }
   context.heartbeat({ containerId: container.id });
   spec.onContainer?.(container.id);

@@ -73,17 +73,6 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
         'tarmac.suite': suite.id,
         'tarmac.host': hostId,
       };
-      const already = await docker.listContainers({
-        all: true,
-        filters: JSON.stringify({ label: [`${labelKeys.run}=${runId}`, `${labelKeys.step}=${step}`] }),
-      });
-      if (already.length === 0) {
-        // A fresh attempt gets a fresh snapshot; a reattached one keeps the tree its container is using.
-        await recordInManifest(paths.manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [snapshot] });
-        // The workspace holds the run's own commits (rebased, fixed) and reads the rest from the mirror.
-        await exportTree(paths.worktree, commitSha, snapshot);
-        await handToContainerUser(snapshot);
-      }
       const result = await runStepContainer(docker, {
         labels,
         image,
@@ -94,6 +83,14 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
         workingDir: '/workspace',
         timeoutMs,
         logFile,
+        // A fresh container gets a fresh snapshot (exported while the container is created); a
+        // reattached one keeps the tree its container is using.
+        prepare: async () => {
+          await recordInManifest(paths.manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [snapshot] });
+          // The workspace holds the run's own commits (rebased, fixed) and reads the rest from the mirror.
+          await exportTree(paths.worktree, commitSha, snapshot);
+          await handToContainerUser(snapshot);
+        },
       });
       return {
         suiteId: suite.id,

@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { access, mkdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ApplicationFailure } from '@temporalio/activity';
 import { simpleGit, type SimpleGit } from 'simple-git';
-import { FailureType } from '../core/errors';
+import { failure, FailureCode } from '../core/failures';
 import { gitProtocolOf, gitProtocolSettings, gitTransportEnv, gitTransportSettings, parseRepoLocation, redactCredentials } from '../core/repo-location';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
 import type { BranchHead } from '../core/types';
+import type { GateFileFacts } from '../policies/gate-file-change';
 import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-store';
 
 /**
@@ -52,7 +52,7 @@ const environmentForGit = (): Record<string, string> => ({
  */
 export function originGit(baseDir: string, repo: string): SimpleGit {
   const parsed = parseRepoLocation(repo);
-  if (!parsed.ok) throw permanent(FailureType.repoUnreachable, `repository location refused: ${parsed.problem}`);
+  if (!parsed.ok) throw failure(FailureCode.repoUnreachable, `repository location refused: ${parsed.problem}`);
   const protocols = [gitProtocolOf(parsed.location)];
   const { GIT_TERMINAL_PROMPT, GIT_SSH_COMMAND } = gitTransportEnv(protocols, process.env.GIT_SSH_COMMAND);
   return simpleGit({
@@ -82,6 +82,27 @@ export async function handToContainerUser(path: string): Promise<void> {
   });
 }
 
+/** Paths `headSha` changes relative to `targetSha`. `--no-renames`: a rename lists both its paths. */
+export async function changedPaths(git: SimpleGit, targetSha: string, headSha: string): Promise<string[]> {
+  const out = await git.raw(['diff', '--no-renames', '--name-only', '-z', targetSha, headSha, '--']);
+  return out.split('\0').filter(Boolean);
+}
+
+/** The object at `path` in the tree of `sha` (a blob, or whatever was put in its place); null when absent. */
+export async function objectAt(git: SimpleGit, sha: string, path: string): Promise<{ type: string; oid: string } | null> {
+  const out = await git.raw(['ls-tree', '-z', '--full-tree', sha, '--', path]);
+  // One entry: "<mode> <type> <oid>\t<path>\0".
+  const entry = out.split('\0').find((line) => line.endsWith(`\t${path}`));
+  const [, type, oid] = entry?.split('\t')[0]?.split(' ') ?? [];
+  return type && oid ? { type, oid } : null;
+}
+
+/** The gate file's state on exactly `headSha` against `targetSha`: changed paths and the objects at its path. */
+export async function gateFileFactsIn(git: SimpleGit, targetSha: string, headSha: string): Promise<GateFileFacts> {
+  const [paths, target, head] = await Promise.all([changedPaths(git, targetSha, headSha), objectAt(git, targetSha, gateFilePath), objectAt(git, headSha, gateFilePath)]);
+  return { changedPaths: paths, targetBlob: target?.oid ?? null, headBlob: head?.oid ?? null };
+}
+
 export interface GitActivityDeps {
   dataDir: string;
   hostId: string;
@@ -101,18 +122,14 @@ export interface InspectTargetResult {
   gate: GateFileParse;
 }
 
-export function permanent(type: string, message: string, details?: Record<string, unknown>): ApplicationFailure {
-  return ApplicationFailure.create({ type, message, nonRetryable: true, details: details ? [details] : [] });
-}
-
 /** Classifies a failed fetch: a missing repository or ref is permanent; anything else is retried. */
 function fetchFailure(repo: string, error: Error): Error {
   const text = redactCredentials(error.message);
   if (/couldn't find remote ref|not our ref/i.test(text)) {
-    return permanent(FailureType.refNotFound, `a requested ref does not exist in ${repo}`);
+    return failure(FailureCode.refNotFound, `a requested ref does not exist in ${repo}`);
   }
   if (/does not appear to be a git repository|repository .* not found|no such file|not a git repository/i.test(text)) {
-    return permanent(FailureType.repoUnreachable, `repository ${repo} cannot be read`);
+    return failure(FailureCode.repoUnreachable, `repository ${repo} cannot be read`);
   }
   return new Error(text);
 }
@@ -183,7 +200,7 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
       const targetSha = (await git.revparse([`refs/remotes/origin/${target}^{commit}`])).trim();
       for (const head of heads) {
         if (!(await commitExists(mirror, head.sha))) {
-          throw permanent(FailureType.refNotFound, `commit ${head.sha} of branch ${head.branch} is not in ${repo}`);
+          throw failure(FailureCode.refNotFound, `commit ${head.sha} of branch ${head.branch} is not in ${repo}`);
         }
       }
       let text: string | undefined;

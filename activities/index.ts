@@ -6,6 +6,7 @@ import { createGateActivities } from './gates';
 import { createFixActivities } from './fix';
 import { createGitActivities } from './git';
 import { createLandingCapsules } from './landing-capsules';
+import { createPlacement } from './place-landing';
 import { createRebaseActivities } from './rebase';
 import { createReviewCacheActivities } from './review-cache';
 import { createQueueActivities } from './queue';
@@ -13,6 +14,8 @@ import { createNightlyActivities } from './nightly';
 import { defaultTaskQueue } from '../core/queues';
 import { createSessionActivities } from './sessions';
 import { runPaths, writeFileAtomic } from './run-store';
+import { failure, FailureCode } from '../core/failures';
+import { hostBoundCapsules, type HostBoundCapsule } from '../core/host-bound';
 
 export interface ActivityDeps {
   dataDir: string;
@@ -24,6 +27,8 @@ export interface ActivityDeps {
   taskQueue?: string;
   /** Where the model gateway forwards (config `modelUpstreams`); default the providers' public APIs. */
   modelUpstreams?: { anthropic: string; openai: string };
+  /** The script harness's scenarios (config `scriptScenariosDir`); default none. */
+  scriptScenariosDir?: string;
 }
 
 /**
@@ -40,7 +45,8 @@ export function createActivities(deps: ActivityDeps) {
   const rebase = createRebaseActivities(deps);
   const queue = createQueueActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
   const nightly = createNightlyActivities();
-  return {
+  const activities = {
+    'capsule.placeLanding': createPlacement({ git, landing, rebase }),
     'capsule.inspectTarget': git.inspectTarget,
     'capsule.prepareRun': landing.prepareRun,
     'capsule.rebaseBranches': rebase.rebaseBranches,
@@ -67,10 +73,18 @@ export function createActivities(deps: ActivityDeps) {
     'fix.logTail': fix.logTail,
     'fix.publishFixes': fix.publishFixes,
     'nightly.pinLanding': nightly.pinLanding,
-    /** Removes what the manifest lists and the run's labelled containers; keeps logs and the outcome. */
-    async 'capsule.cleanupRun'({ runId }: { runId: string }): Promise<{ removedPaths: string[]; removedContainers: number }> {
+    /**
+     * Removes what the manifest lists and the run's labelled containers; keeps logs and the
+     * outcome. Given the outcome, stores it once the cleanup is done; given the landing's target
+     * queue, releases it first (the landing's last trip: no signal of its own to wait for).
+     */
+    async 'capsule.cleanupRun'({ runId, outcome, release }: { runId: string; outcome?: LandingOutcome; release?: { queueId: string } }): Promise<{ removedPaths: string[]; removedContainers: number }> {
+      // The target first: the next landing may merge while this one cleans up.
+      if (release) await queue.release({ queueId: release.queueId, landingId: runId });
+      // Containers first: none may still write into a directory being removed.
       const { removed } = await gates.removeRunContainers({ runId });
       const files = await git.cleanupRunFiles({ runId });
+      if (outcome) await writeFileAtomic(runPaths(deps.dataDir, outcome.runId).outcome, `${JSON.stringify(outcome, null, 2)}\n`);
       return { removedPaths: files.removed, removedContainers: removed };
     },
     /** Stores the outcome next to the run's logs, so it outlives Temporal's retention. */
@@ -79,6 +93,19 @@ export function createActivities(deps: ActivityDeps) {
       const path = name ? join(paths.runDir, `${name}.json`) : paths.outcome;
       await writeFileAtomic(path, `${JSON.stringify(outcome, null, 2)}\n`);
       return { path };
+    },
+  };
+  return {
+    ...activities,
+    /**
+     * A host-bound capsule as a local activity of the worker running the workflow — only when
+     * that worker is the run's host (workflows/pinned.ts); anywhere else TARMAC_WRONG_HOST, and
+     * the workflow sends the step through the host's task queue.
+     */
+    async 'capsule.onHost'({ hostId, name, input }: { hostId: string; name: HostBoundCapsule; input: unknown }): Promise<unknown> {
+      if (hostId !== deps.hostId) throw failure(FailureCode.wrongHost, `this worker is host ${deps.hostId}, the run's host is ${hostId}`);
+      if (!hostBoundCapsules.includes(name)) throw failure(FailureCode.invalidRequest, `${String(name)} is not a host-bound capsule`);
+      return await (activities[name] as (input: unknown) => Promise<unknown>)(input);
     },
   };
 }

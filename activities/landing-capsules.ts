@@ -1,12 +1,11 @@
 import { mkdir } from 'node:fs/promises';
 import { log } from '@temporalio/activity';
-import { FailureType } from '../core/errors';
+import { failure, FailureCode } from '../core/failures';
 import type { GateSuiteResult } from '../core/types';
-import type { SimpleGit } from 'simple-git';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
 import { verifyProblems } from '../policies/verify';
 import { gateFileProblem, type GateFileApproval, type GateFileFacts } from '../policies/gate-file-change';
-import { automationGit, ensureMirror, ensureWorkspace, fetchRefs, gitExitCode, permanent } from './git';
+import { automationGit, changedPaths, ensureMirror, ensureWorkspace, fetchRefs, gateFileFactsIn, gitExitCode, objectAt } from './git';
 import { recordInManifest, runPaths } from './run-store';
 
 export interface WorkspaceHead {
@@ -35,29 +34,6 @@ export interface FastForwardInput {
   target: string;
   expectedTargetSha: string;
   headSha: string;
-}
-
-/** Paths `headSha` changes relative to `targetSha`. `--no-renames`: a rename lists both its paths. */
-async function changedPaths(git: SimpleGit, targetSha: string, headSha: string): Promise<string[]> {
-  const out = await git.raw(['diff', '--no-renames', '--name-only', '-z', targetSha, headSha, '--']);
-  return out.split('\0').filter(Boolean);
-}
-
-/** The object at `path` in the tree of `sha` (a blob, or whatever was put in its place); null when absent. */
-async function objectAt(git: SimpleGit, sha: string, path: string): Promise<{ type: string; oid: string } | null> {
-  const out = await git.raw(['ls-tree', '-z', '--full-tree', sha, '--', path]);
-  // One entry: "<mode> <type> <oid>\t<path>\0".
-  const entry = out.split('\0').find((line) => line.endsWith(`\t${path}`));
-  const [, type, oid] = entry?.split('\t')[0]?.split(' ') ?? [];
-  return type && oid ? { type, oid } : null;
-}
-
-async function gateFileFactsIn(git: SimpleGit, targetSha: string, headSha: string): Promise<GateFileFacts> {
-  return {
-    changedPaths: await changedPaths(git, targetSha, headSha),
-    targetBlob: (await objectAt(git, targetSha, gateFilePath))?.oid ?? null,
-    headBlob: (await objectAt(git, headSha, gateFilePath))?.oid ?? null,
-  };
 }
 
 /** Capsules of a landing that work in its run workspace (`runs/<id>/worktree`). */
@@ -169,17 +145,10 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
         return { mergedSha: headSha, alreadyMerged: true };
       };
 
-      const current = await remoteHead();
-      if (current === headSha) return merged('target already is the verified head');
-      if (current !== expectedTargetSha) {
-        if (await targetContainsHead(current)) return merged('target already contains the verified head');
-        throw permanent(FailureType.targetMoved, `target ${target} moved from ${expectedTargetSha.slice(0, 12)} to ${current.slice(0, 12) || '(deleted)'}`, {
-          expected: expectedTargetSha,
-          actual: current,
-        });
-      }
+      // Not read before the push: the lease below makes origin check the target under the ref's
+      // lock, and only a refused push needs to know what the target is now.
       if ((await gitExitCode(worktree, ['merge-base', '--is-ancestor', expectedTargetSha, headSha])) !== 0) {
-        throw permanent(FailureType.notFastForward, `${headSha.slice(0, 12)} does not descend from ${target} at ${expectedTargetSha.slice(0, 12)}; nothing was pushed`);
+        throw failure(FailureCode.notFastForward, `${headSha.slice(0, 12)} does not descend from ${target} at ${expectedTargetSha.slice(0, 12)}; nothing was pushed`);
       }
       try {
         // Never a force push, although the option is spelled "force": the refspec has no `+`,
@@ -190,9 +159,10 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
         await git.raw(['push', '--quiet', '--no-verify', `--force-with-lease=${targetRef}:${expectedTargetSha}`, repo, `${headSha}:${targetRef}`]);
       } catch (error) {
         const now = await remoteHead();
-        if (await targetContainsHead(now)) return merged('the push failed but the target contains the verified head');
+        // A retry after a push that landed is refused by the lease: the target already holds the head.
+        if (await targetContainsHead(now)) return merged(now === headSha ? 'target already is the verified head' : 'the target already contains the verified head');
         if (now !== expectedTargetSha) {
-          throw permanent(FailureType.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12) || '(deleted)'}; the push was refused`, { expected: expectedTargetSha, actual: now });
+          throw failure(FailureCode.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12) || '(deleted)'}; the push was refused`, { expected: expectedTargetSha, actual: now });
         }
         throw error;
       }

@@ -1,7 +1,7 @@
 import { landingId } from '../core/node/landing-id';
-import { FailureType } from '../core/errors';
+import { failure, FailureCode } from '../core/failures';
 import type { BranchHead } from '../core/types';
-import { originGit, permanent } from './git';
+import { originGit } from './git';
 
 export interface PinnedLanding {
   /** The landing's workflow id, from the same business key the API uses (`landingId`). */
@@ -29,7 +29,7 @@ export function createNightlyActivities() {
       );
       const targetSha = refs.get(`refs/heads/${target}`);
       const sha = refs.get(`refs/heads/${branch}`);
-      if (!targetSha || !sha) throw permanent(FailureType.refNotFound, `branch ${targetSha ? branch : target} does not exist in ${repo}`);
+      if (!targetSha || !sha) throw failure(FailureCode.refNotFound, `branch ${targetSha ? branch : target} does not exist in ${repo}`);
       const heads = [{ branch, sha }];
       return { landingId: landingId(repo, target, heads), targetSha, heads };
     },

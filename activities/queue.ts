@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { repoName } from '../core/node/landing-id';
-import { admissionRequestSignal } from '../core/messages';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { admitUpdate, releaseSignal } from '../core/messages';
 import { searchAttributes } from '../core/search-attributes';
 
 /** The target queue's workflow id: one queue per (repo, target). */
@@ -12,22 +13,39 @@ export function targetQueueId(repo: string, target: string): string {
 
 export function createQueueActivities({ taskQueue }: { taskQueue: string }) {
   return {
-    /** Asks the (repo, target) queue to admit a landing, starting the queue if it is not running. */
-    requestAdmission: async ({ repo, target, landingId }: { repo: string; target: string; landingId: string }): Promise<{ queueId: string }> => {
+    /**
+     * Asks the (repo, target) queue to admit a landing, starting the queue if it is not running
+     * (update-with-start). `admitted: true` when the target was free: the landing merges now,
+     * with no signal round trip; otherwise the queue signals `admitted` when its turn comes.
+     */
+    requestAdmission: async ({ repo, target, landingId }: { repo: string; target: string; landingId: string }): Promise<{ queueId: string; admitted: boolean }> => {
       const queueId = targetQueueId(repo, target);
-      await Context.current().client.workflow.signalWithStart('targetQueue', {
-        workflowId: queueId,
-        taskQueue,
-        args: [{ waiting: [], admitted: 0 }],
-        signal: admissionRequestSignal,
-        typedSearchAttributes: [
-          { key: searchAttributes.kind, value: 'target-queue' },
-          { key: searchAttributes.repo, value: repo },
-          { key: searchAttributes.target, value: target },
-        ],
-        signalArgs: [{ landingId }],
+      const { client } = Context.current();
+      const { admitted } = await client.workflow.executeUpdateWithStart(admitUpdate, {
+        args: [{ landingId }],
+        startWorkflowOperation: new WithStartWorkflowOperation('targetQueue', {
+          workflowId: queueId,
+          taskQueue,
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          args: [{ waiting: [], admitted: 0 }],
+          typedSearchAttributes: [
+            { key: searchAttributes.kind, value: 'target-queue' },
+            { key: searchAttributes.repo, value: repo },
+            { key: searchAttributes.target, value: target },
+          ],
+        }),
       });
-      return { queueId };
+      return { queueId, admitted };
+    },
+
+    /** Frees the target for the next landing (a queue that is gone has nobody to free it for). */
+    release: async ({ queueId, landingId }: { queueId: string; landingId: string }): Promise<void> => {
+      await Context.current()
+        .client.workflow.getHandle(queueId)
+        .signal(releaseSignal, { landingId })
+        .catch((error: unknown) => {
+          if ((error as { name?: string }).name !== 'WorkflowNotFoundError') throw error;
+        });
     },
   };
 }

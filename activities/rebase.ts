@@ -1,9 +1,10 @@
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BranchHead } from '../core/types';
-import { automationGit, gitArgs, gitExitCode } from './git';
+import type { GateFileFacts } from '../policies/gate-file-change';
+import { automationGit, gateFileFactsIn, gitArgs, gitExitCode } from './git';
 import { runPaths, writeFileAtomic } from './run-store';
 
 /** What the rebase capsule has done so far, kept next to the workspace so a retry resumes it. */
@@ -34,6 +35,8 @@ export type RebaseResult =
       commitsSince: number;
       /** Files the landing changes relative to the target. */
       changedFiles: string[];
+      /** The gate file on this head against the target (the questions phase needs no other read). */
+      gateFile: GateFileFacts;
       provenance: ProvenanceEntry[];
       dropped: ProvenanceEntry[];
     }
@@ -72,6 +75,33 @@ async function conflictAt(workspace: string, branch: string): Promise<RebaseResu
 }
 
 /**
+ * The stable patch id of each commit (`git show` of them all, one stream into `git patch-id`).
+ * A commit whose diff is empty has no patch id: it maps to ''.
+ */
+async function patchIds(workspace: string, shas: string[]): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
+  if (shas.length === 0) return ids;
+  const show = spawn('git', gitArgs(workspace, 'show', '--no-color', '--no-ext-diff', '--format=commit %H', ...new Set(shas)), { stdio: ['ignore', 'pipe', 'ignore'] });
+  const patchId = spawn('git', gitArgs(workspace, 'patch-id', '--stable'), { stdio: ['pipe', 'pipe', 'ignore'] });
+  show.stdout.pipe(patchId.stdin);
+  let out = '';
+  patchId.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const exited = (child: ReturnType<typeof spawn>, what: string) =>
+    new Promise<void>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${what} exited ${code}`))));
+    });
+  await Promise.all([exited(show, 'git show'), exited(patchId, 'git patch-id')]);
+  // One line per commit with a diff: "<patch id> <commit>".
+  for (const line of out.split('\n')) {
+    const [id, commit] = line.split(' ');
+    if (id && commit) ids.set(commit, id);
+  }
+  for (const sha of shas) if (!ids.has(sha)) ids.set(sha, '');
+  return ids;
+}
+
+/**
  * Never lose work: every original commit of every branch must be in the result —
  * as a rebased copy (same author, date and subject), or as a patch already in
  * the target. Anything else is reported as dropped.
@@ -84,29 +114,30 @@ async function checkPatchesIn(workspace: string, { targetSha, heads }: PatchChec
     const [sha, ...rest] = line.split('\0');
     rebased.set(rest.join('\0'), sha!);
   }
-  // patch-id --stable ignores line numbers and whitespace: the same change rebased elsewhere keeps its id.
-  const patchId = async (sha: string) => {
-    const diff = await git.raw(['show', '--format=', sha]);
-    return spawnSync('git', gitArgs(workspace, 'patch-id', '--stable'), { input: diff, encoding: 'utf8' }).stdout.split(' ')[0] ?? '';
-  };
   const seen = new Set<string>();
-  const provenance: ProvenanceEntry[] = [];
+  const candidates: { branch: string; original: string; subject: string; copy?: string }[] = [];
   for (const head of heads) {
     const originals = (await git.raw(['log', '--reverse', '--format=%H%x00' + identity, '--date=raw', `${targetSha}..${head.sha}`])).split('\n').filter(Boolean);
     for (const line of originals) {
       const [original, ...rest] = line.split('\0');
       if (!original || seen.has(original)) continue;
       seen.add(original);
-      const subject = rest[3] ?? '';
       const copy = rebased.get(rest.join('\0'));
-      if (copy) {
-        provenance.push({ branch: head.branch, original, subject, rebased: copy, how: (await patchId(copy)) === (await patchId(original)) ? 'identical' : 'resolved' });
-        continue;
-      }
-      // `git cherry` marks with "-" a commit whose patch is already in HEAD's history.
-      const cherry = (await git.raw(['cherry', 'HEAD', original, `${original}^`])).trim();
-      provenance.push({ branch: head.branch, original, subject, rebased: null, how: cherry.startsWith('-') ? 'already-upstream' : 'dropped' });
+      candidates.push({ branch: head.branch, original, subject: rest[3] ?? '', ...(copy ? { copy } : {}) });
     }
+  }
+  // patch-id --stable ignores line numbers and whitespace: the same change rebased elsewhere keeps
+  // its id. One `git show` of every commit to compare, piped into one `git patch-id`.
+  const ids = await patchIds(workspace, candidates.flatMap((entry) => (entry.copy ? [entry.original, entry.copy] : [])));
+  const provenance: ProvenanceEntry[] = [];
+  for (const { branch, original, subject, copy } of candidates) {
+    if (copy) {
+      provenance.push({ branch, original, subject, rebased: copy, how: ids.get(copy) === ids.get(original) ? 'identical' : 'resolved' });
+      continue;
+    }
+    // `git cherry` marks with "-" a commit whose patch is already in HEAD's history.
+    const cherry = (await git.raw(['cherry', 'HEAD', original, `${original}^`])).trim();
+    provenance.push({ branch, original, subject, rebased: null, how: cherry.startsWith('-') ? 'already-upstream' : 'dropped' });
   }
   return { provenance, dropped: provenance.filter((entry) => entry.how === 'dropped') };
 }
@@ -165,16 +196,23 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
         delete state.inProgress;
         await save();
       }
-      // Done: the patch check and the facts the next phases need, in the same capsule (one round trip).
+      // Done: the patch check and the facts the next phases need, in the same capsule (one round
+      // trip), read side by side.
       const headSha = (await git.revparse(['HEAD'])).trim();
-      const patches = await checkPatchesIn(workspace, { runId, targetSha, heads });
+      const [patches, treeSha, commitsSince, gateFile] = await Promise.all([
+        checkPatchesIn(workspace, { runId, targetSha, heads }),
+        git.revparse([`${headSha}^{tree}`]),
+        git.raw(['rev-list', '--count', `${targetSha}..${headSha}`]),
+        gateFileFactsIn(git, targetSha, headSha),
+      ]);
       return {
         status: 'done',
         headSha,
-        treeSha: (await git.revparse([`${headSha}^{tree}`])).trim(),
-        commitsSince: Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim()),
+        treeSha: treeSha.trim(),
+        commitsSince: Number(commitsSince.trim()),
         // No rename detection: a renamed file shows both its old and its new path.
-        changedFiles: (await git.raw(['diff', '--no-renames', '--name-only', `${targetSha}..${headSha}`])).split('\n').filter(Boolean),
+        changedFiles: gateFile.changedPaths,
+        gateFile,
         ...patches,
       };
     },

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context, type ApplicationFailure } from '@temporalio/activity';
 import { Value } from '@sinclair/typebox/value';
 import type Docker from 'dockerode';
-import { FailureType } from '../core/errors';
+import { failure, FailureCode } from '../core/failures';
 import type { ReportedRunEvent, SessionEventType } from '../core/events';
 import { fieldName } from '../core/gate-file';
 import { parseDuration } from '../core/duration';
@@ -21,6 +21,7 @@ import { ConfinedPathError, readFileNoFollow } from './confined-fs';
 import { containerStdout, labelKeys, runStepContainer } from './containers';
 import { runEventSignal } from '../core/messages';
 import { loadPlaybooks } from './fix';
+import { loadScriptScenario } from './script-scenarios';
 import { startGateway } from './gateway';
 import { startModelGateway, type ModelGatewayHandle } from './model-gateway';
 import { defaultModelUpstreams } from './model-protocol';
@@ -42,6 +43,8 @@ export interface SessionActivityDeps {
   secrets?: NodeJS.ProcessEnv;
   /** Where the model gateway forwards, per protocol (config `modelUpstreams`); default the providers' public APIs. */
   modelUpstreams?: { anthropic: string; openai: string };
+  /** The script harness's scenarios (config `scriptScenariosDir`, a development and test setting); default none. */
+  scriptScenariosDir?: string;
 }
 
 
@@ -146,10 +149,10 @@ const maxResultBytes = 1024 * 1024;
 const firstTurnMarker = '[tarmac] first-turn';
 
 function invalidRequest(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.invalidRequest, message, nonRetryable: true });
+  return failure(FailureCode.invalidRequest, message);
 }
 
-export function createSessionActivities({ dataDir, hostId, docker, recipesDir, secrets = process.env, modelUpstreams = defaultModelUpstreams }: SessionActivityDeps) {
+export function createSessionActivities({ dataDir, hostId, docker, recipesDir, secrets = process.env, modelUpstreams = defaultModelUpstreams, scriptScenariosDir }: SessionActivityDeps) {
   /**
    * Brings an attempt's commits into the worker-owned run workspace: the export
    * container bundles them, the worker fetches the bundle, and a head that builds on the
@@ -178,7 +181,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       for (const { field, spec } of names) {
         const check = checkHarnessModel(spec, recipes.harnesses);
         if (!check.ok) {
-          throw ApplicationFailure.create({ type: FailureType.unknownModel, message: `${field}: ${check.message}`, nonRetryable: true, details: [{ field, nearest: check.nearest }] });
+          throw failure(FailureCode.unknownModel, `${field}: ${check.message}`, { field, nearest: check.nearest });
         }
       }
       const limits = { ...recipes.limits.session, ...(input.limits ?? {}) };
@@ -210,7 +213,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
       const recipes = loadRecipes(recipesDir);
       const panel = recipes.panels[name];
       if (!panel) {
-        throw ApplicationFailure.create({ type: FailureType.invalidRequest, message: `review.panel: unknown panel "${name}" (known: ${Object.keys(recipes.panels).join(', ')})`, nonRetryable: true });
+        throw failure(FailureCode.invalidRequest, `review.panel: unknown panel "${name}" (known: ${Object.keys(recipes.panels).join(', ')})`);
       }
       const effective = quorum ?? panel.quorum;
       if (effective > panel.reviewers.length) throw invalidRequest(`review.quorum: ${effective} is more than the ${panel.reviewers.length} reviewer(s) of panel "${name}"`);
@@ -238,10 +241,13 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         const availability = agentAvailability(harnessModel, { [harnessName]: harness }, facts);
         if (!availability.ok) return unavailableReport(input, hostId, availability.reason);
       }
+      // A script model's scenario is this worker's data (never the request's): read here, merged into the task.
+      const scenario = found.length === 0 && harness.adapter === 'script' ? await loadScriptScenario(scriptScenariosDir, model) : { ok: true as const, scenario: {} };
+      if (!scenario.ok) return unavailableReport(input, hostId, `${harnessModel} cannot run: ${scenario.reason}`);
       if (found.length === 0) {
         await recordInManifest(paths.manifest, { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [attemptWorkspace(dir).copy, attemptWorkspace(dir).exportDir] });
         await mkdir(outDir, { recursive: true });
-        await writeFile(join(dir, 'task.json'), `${JSON.stringify({ role, model, harness: harnessName, attempt, ...task }, null, 2)}\n`);
+        await writeFile(join(dir, 'task.json'), `${JSON.stringify({ role, model, harness: harnessName, attempt, ...scenario.scenario, ...task }, null, 2)}\n`);
         // CLI agents hand back findings, questions and drops in a fenced block of their last message.
         await writeFile(join(dir, 'prompt.md'), `${task.prompt}\n${adapter.output === 'stdout' ? `${resultContract(role)}\n` : ''}`);
         await handToContainerUser(outDir);

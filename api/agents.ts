@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { agentsReportEveryMs, namedAgentAvailability, type HostAgents } from '../core/agent-availability';
-import { ApiErrorCode } from '../core/errors';
-import type { HarnessModelRegistry } from '../core/harness-models';
+import { FailureCode } from '../core/failures';
+import { registeredHarnessModel, type HarnessModelRegistry } from '../core/harness-models';
 import { agentRegistryId, agentsQuery } from '../workflows/agent-registry';
 import { ApiError, assertKnownHarnessModels } from './errors';
 
@@ -31,7 +31,8 @@ export async function assertAgentsRunnable(specs: { field: string; spec: string 
   const reports = await workerReports(client);
   const now = Date.now();
   for (const { field, spec } of named) {
-    const answer = namedAgentAvailability(spec, reports, now, freshMs);
-    if (!answer.ok) throw new ApiError(400, ApiErrorCode.agentUnavailable, `${field} ${answer.reason}`, { field, missing: answer.missing });
+    // Workers report the registry's models; a script model's scenario is looked for by the worker that runs it.
+    const answer = namedAgentAvailability(registeredHarnessModel(spec, registry), reports, now, freshMs);
+    if (!answer.ok) throw new ApiError(FailureCode.agentUnavailable, `${field} ${answer.reason}`, { field, missing: answer.missing });
   }
 }

@@ -8,7 +8,7 @@ import Ajv from 'ajv';
 import Docker from 'dockerode';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../core/node/config';
-import { ApiErrorCode } from '../core/errors';
+import { FailureCode } from '../core/failures';
 import { bearerAuth } from './auth';
 import { ApiError, clientErrorHandler, frameworkErrors, registerErrorHandler } from './errors';
 import { RequestCounter } from './metrics';
@@ -72,7 +72,7 @@ export async function buildApp({ client, config, logger, docker }: AppDeps): Pro
     timeWindow: 60_000,
     allowList: (request) => request.url.startsWith('/v1/'),
     errorResponseBuilder: (_request, context) =>
-      new ApiError(429, ApiErrorCode.rateLimited, `too many requests: at most ${context.max} per minute on this path; retry in ${Math.ceil(context.ttl / 1000)} s`),
+      new ApiError(FailureCode.rateLimited, `too many requests: at most ${context.max} per minute on this path; retry in ${Math.ceil(context.ttl / 1000)} s`),
   });
   await app.register(swagger, {
     openapi: {

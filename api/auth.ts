@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiErrorCode } from '../core/errors';
+import { FailureCode } from '../core/failures';
 import { ApiError } from './errors';
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
@@ -18,6 +18,6 @@ export function bearerAuth(tokens: readonly string[]) {
     const offered = digest(match?.[1] ?? '');
     let ok = false;
     for (const token of accepted) ok = timingSafeEqual(token, offered) || ok;
-    if (!match || !ok) throw new ApiError(401, ApiErrorCode.unauthorized, 'a valid bearer token is required');
+    if (!match || !ok) throw new ApiError(FailureCode.unauthorized, 'a valid bearer token is required');
   };
 }

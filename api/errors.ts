@@ -1,25 +1,27 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiErrorCode } from '../core/errors';
+import { FailureCode, httpStatus, type ApiErrorCode } from '../core/failures';
 import { checkHarnessModel, type HarnessModelRegistry } from '../core/harness-models';
 import { answerMethodNotAllowed } from './method-not-allowed';
 
-/** An error the API reports as-is: status, stable code, message naming the field. */
+/** An error the API reports as-is: stable code (its HTTP status from the failure table), message naming the field. */
 export class ApiError extends Error {
+  readonly statusCode: number;
+
   constructor(
-    readonly statusCode: number,
     readonly code: ApiErrorCode,
     message: string,
     readonly details?: Record<string, unknown>,
   ) {
     super(message);
     this.name = 'ApiError';
+    this.statusCode = httpStatus(code);
   }
 }
 
 export function invalid(field: string, message: string): ApiError {
-  return new ApiError(400, ApiErrorCode.validation, `${field} ${message}`, { field });
+  return new ApiError(FailureCode.validation, `${field} ${message}`, { field });
 }
 
 /** `/branches/0` → `branches[0]`: how users name a field. */
@@ -51,25 +53,25 @@ export function registerErrorHandler(app: FastifyInstance): void {
       const params = first.params as { missingProperty?: string; additionalProperty?: string };
       const field = fieldOf(first.instancePath, params.missingProperty ?? params.additionalProperty) || error.validationContext || 'body';
       const message = params.missingProperty ? 'is required' : params.additionalProperty ? 'is not a known field' : (first.message ?? 'is invalid');
-      return reply.status(400).send({
-        error: { code: ApiErrorCode.validation, message: `${field} ${message}`, details: { field, in: error.validationContext } },
+      return reply.status(httpStatus(FailureCode.validation)).send({
+        error: { code: FailureCode.validation, message: `${field} ${message}`, details: { field, in: error.validationContext } },
       });
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // Fastify's own client errors (bad JSON, wrong content type, body too large).
-      return reply.status(status).send({ error: { code: ApiErrorCode.validation, message: error.message } });
+      return reply.status(status).send({ error: { code: FailureCode.validation, message: error.message } });
     }
     if (temporalUnreachable(error)) {
       request.log.warn({ err: error }, 'Temporal is unreachable');
-      return reply.status(503).header('retry-after', '5').send({ error: { code: ApiErrorCode.unavailable, message: 'Temporal is unreachable; nothing was started or changed; retry shortly' } });
+      return reply.status(httpStatus(FailureCode.unavailable)).header('retry-after', '5').send({ error: { code: FailureCode.unavailable, message: 'Temporal is unreachable; nothing was started or changed; retry shortly' } });
     }
     request.log.error({ err: error }, 'request failed');
-    return reply.status(500).send({ error: { code: ApiErrorCode.internal, message: 'internal error; see the server log' } });
+    return reply.status(httpStatus(FailureCode.internal)).send({ error: { code: FailureCode.internal, message: 'internal error; see the server log' } });
   });
   answerMethodNotAllowed(app);
   app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send({ error: { code: ApiErrorCode.notFound, message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
+    reply.status(httpStatus(FailureCode.notFound)).send({ error: { code: FailureCode.notFound, message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
   );
 }
 
@@ -81,11 +83,11 @@ export function registerErrorHandler(app: FastifyInstance): void {
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH' || error.code === 'FST_ERR_BAD_URL') {
     const message = error.code === 'FST_ERR_BAD_URL' ? 'the URL is not valid' : 'a path parameter is too long';
-    void reply.status(400).send({ error: { code: ApiErrorCode.validation, message, details: { in: 'params' } } });
+    void reply.status(httpStatus(FailureCode.validation)).send({ error: { code: FailureCode.validation, message, details: { in: 'params' } } });
     return;
   }
   request.log.error({ err: error }, 'request failed in routing');
-  void reply.status(500).send({ error: { code: ApiErrorCode.internal, message: 'internal error; see the server log' } });
+  void reply.status(httpStatus(FailureCode.internal)).send({ error: { code: FailureCode.internal, message: 'internal error; see the server log' } });
 }
 
 /**
@@ -101,7 +103,7 @@ export function clientErrorHandler(error: ConnectionError, socket: Socket): void
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'the request was not received in time']
         : [400, 'the request is not valid HTTP'];
-  const body = JSON.stringify({ error: { code: ApiErrorCode.validation, message } });
+  const body = JSON.stringify({ error: { code: FailureCode.validation, message } });
   if (socket.writable) {
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   }
@@ -116,6 +118,6 @@ export function assertKnownHarnessModels(specs: { field: string; spec: string | 
   for (const { field, spec } of specs) {
     if (spec === undefined) continue;
     const check = checkHarnessModel(spec, registry);
-    if (!check.ok) throw new ApiError(400, ApiErrorCode.unknownModel, `${field} ${check.message}`, { field, nearest: check.nearest });
+    if (!check.ok) throw new ApiError(FailureCode.unknownModel, `${field} ${check.message}`, { field, nearest: check.nearest });
   }
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { ApiErrorCode } from '../core/errors';
+import { FailureCode, httpStatus } from '../core/failures';
 
 /** A route path (`/v1/runs/:id`, `/docs/*`) as a pattern over concrete paths. */
 function pathPattern(url: string): RegExp {
@@ -29,8 +29,8 @@ export function answerMethodNotAllowed(app: FastifyInstance): void {
     if (allowed.size === 0) return;
     const allow = [...allowed].sort().join(', ');
     return reply
-      .status(405)
+      .status(httpStatus(FailureCode.methodNotAllowed))
       .header('allow', allow)
-      .send({ error: { code: ApiErrorCode.methodNotAllowed, message: `${request.method} is not served on ${path}; allowed: ${allow}` } });
+      .send({ error: { code: FailureCode.methodNotAllowed, message: `${request.method} is not served on ${path}; allowed: ${allow}` } });
   });
 }

@@ -29,22 +29,6 @@ export const LandingCreateSchema = Type.Object(
           resolver: Type.Optional(Type.String({ minLength: 3, maxLength: 200, description: 'harness#model resolving rebase conflicts' })),
           fixer: Type.Optional(Type.String({ minLength: 3, maxLength: 200, description: 'harness#model of the fixup round' })),
           ladder: Type.Optional(Type.Array(Type.String({ minLength: 3, maxLength: 200 }), { minItems: 1, maxItems: 20 })),
-          scriptEdits: Type.Optional(
-            Type.Array(
-              Type.Object(
-                { file: Type.String({ minLength: 1, maxLength: 500 }), find: Type.Optional(Type.String({ maxLength: 100_000 })), replace: Type.String({ maxLength: 100_000 }) },
-                { additionalProperties: false },
-              ),
-              { maxItems: 50, description: 'script harness only: edits the scripted fixer applies' },
-            ),
-          ),
-          scriptSlowMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000, description: 'script harness only: delay of slow agents' })),
-          scriptUsage: Type.Optional(
-            Type.Object(
-              { inputTokens: Type.Integer({ minimum: 0 }), outputTokens: Type.Integer({ minimum: 0 }), costUsd: Type.Number({ minimum: 0 }) },
-              { additionalProperties: false, description: 'script harness only: the usage scripted agents report' },
-            ),
-          ),
         },
         { additionalProperties: false },
       ),

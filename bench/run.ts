@@ -1,86 +1,75 @@
 /**
- * `npm run bench [count]`: a two-branch landing with a trivial gate, measured on the
- * real stack side by side with the same steps done by a bare shell script
- * (bench/bare-landing.sh: mirror, workspace, rebase with rerere off, gate container at
- * the exact tree, fast-forward push, cleanup). Prints both medians and the ratio, and
- * the median of each Tarmac step. Measures; asserts nothing.
+ * `npm run bench [count] [ratio|throughput|history …] [--landings n]` — measurements on the real
+ * stack (one Temporal dev server, one worker, the API, Docker), printed as JSON and kept in
+ * bench/results/. Measures; asserts nothing but that the landings it times did land. A section
+ * that fails is reported under `errors` and the others still run; the exit code is then 1.
+ *
+ * - ratio (bench/ratio.ts): a two-branch landing against the same steps in a bare shell script,
+ *   `count` times (default 5) after one warm-up.
+ * - throughput (bench/throughput.ts): `--landings` (default 20) two-branch landings at once.
+ * - history (bench/history.ts): the largest workflow history of a landing with a fixup round and
+ *   a review panel, against ≤ 1,000 events and no payload over 64 KiB.
+ *
+ * With no section named, all three run, in that order, on one stack: the ratio first, so what
+ * it measures is the same as when it ran alone. Through npm, flags need `--`
+ * (`npm run bench -- --landings 10`); section names do not (`npm run bench throughput`).
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { createFixtureRepo, gateFile } from '../infra/fixture-repo';
 import { startStack } from '../test/helpers/stack';
+import { parseArguments, type Options, type Section } from './arguments';
+import { measureHistory, type HistoryReport } from './history';
+import { measureRatio, type RatioReport } from './ratio';
+import { measureThroughput, type ThroughputReport } from './throughput';
 
-interface Step {
-  name: string;
-  startedAt: string;
-  endedAt?: string;
+interface Report extends Partial<RatioReport> {
+  date: string;
+  machine: { cpus: number; model: string | undefined; node: string };
+  stackStartMs: number;
+  throughput?: ThroughputReport;
+  history?: HistoryReport;
+  /** Sections that failed (e.g. a landing that did not land), with why. */
+  errors?: Partial<Record<Section, string>>;
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
-
-function fixture(index: number) {
-  return createFixtureRepo({
-    base: { 'Makefile': 'test:\n\ttrue\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]) },
-    branches: [
-      { name: `feature/a-${index}`, commits: [{ message: 'a', files: { 'a.txt': `${index}\n` } }] },
-      { name: `feature/b-${index}`, commits: [{ message: 'b', files: { 'b.txt': `${index}\n` } }] },
-    ],
-  });
+/** Runs one section; a failure is recorded in the report instead of losing the other sections' figures. */
+async function section<T>(report: Report, name: Section, measure: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await measure();
+  } catch (error) {
+    (report.errors ??= {})[name] = error instanceof Error ? error.message : String(error);
+    return undefined;
+  }
 }
 
-async function main(count: number): Promise<void> {
+async function main(options: Options): Promise<number> {
   const stackStarted = Date.now();
   const stack = await startStack();
-  const stackStartMs = Date.now() - stackStarted;
-  const tarmacMs: number[] = [];
-  const shellMs: number[] = [];
-  const steps: Record<string, number[]> = {};
+  const report: Report = {
+    date: new Date().toISOString(),
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+    stackStartMs: Date.now() - stackStarted,
+  };
   try {
-    // One warm-up of each, not measured: the first container start and git calls pay for cold caches.
-    for (let index = -1; index < count; index += 1) {
-      const repo = fixture(index + 100);
-      const branches = [`feature/a-${index + 100}`, `feature/b-${index + 100}`];
-      const begin = Date.now();
-      const created: { body: { id: string } } = await stack.api('POST', '/v1/landings', { repo: repo.url, branches, target: 'main' });
-      // Wait on the workflow result itself: polling the API would add up to a poll interval.
-      await stack.client.workflow.getHandle(created.body.id).result();
-      const elapsed = Date.now() - begin;
-      const view: { body: { steps: Step[]; outcome?: { status: string } } } = await stack.api('GET', `/v1/landings/${created.body.id}`);
-      if (view.body.outcome?.status !== 'landed') throw new Error(`bench landing did not land: ${JSON.stringify(view.body.outcome)}`);
-      const shellRepo = fixture(index + 200);
-      const shellBegin = Date.now();
-      execFileSync('bash', [join(__dirname, 'bare-landing.sh'), shellRepo.url, mkdtempSync(join(tmpdir(), 'tarmac-bare-')), 'main', `feature/a-${index + 200}`, `feature/b-${index + 200}`]);
-      const shellElapsed = Date.now() - shellBegin;
-      if (index < 0) continue;
-      tarmacMs.push(elapsed);
-      shellMs.push(shellElapsed);
-      for (const step of view.body.steps) {
-        if (step.endedAt) (steps[step.name] ??= []).push(Date.parse(step.endedAt) - Date.parse(step.startedAt));
-      }
-    }
+    // The ratio's figures stay at the top level, where they have always been.
+    if (options.only.has('ratio')) Object.assign(report, await section(report, 'ratio', () => measureRatio(stack, options.count)));
+    if (options.only.has('throughput')) report.throughput = await section(report, 'throughput', () => measureThroughput(stack, options.landings));
+    if (options.only.has('history')) report.history = await section(report, 'history', () => measureHistory(stack));
   } finally {
     await stack.stop();
   }
-  const report = {
-    date: new Date().toISOString(),
-    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
-    count,
-    stackStartMs,
-    tarmacMedianMs: median(tarmacMs),
-    shellMedianMs: median(shellMs),
-    ratio: Number((median(tarmacMs) / Math.max(1, median(shellMs))).toFixed(2)),
-    tarmacMs,
-    shellMs,
-    stepMedianMs: Object.fromEntries(Object.entries(steps).map(([name, values]) => [name, median(values)])),
-  };
   mkdirSync(join(__dirname, 'results'), { recursive: true });
   writeFileSync(join(__dirname, 'results', `landing-${Date.now()}.json`), `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  if (report.errors) process.stderr.write(`bench: failed sections: ${Object.entries(report.errors).map(([name, why]) => `${name}: ${why}`).join('; ')}\n`);
+  return report.errors ? 1 : 0;
 }
 
-main(Number(process.argv[2] ?? 5)).catch((error: unknown) => {
-  process.stderr.write(`${String(error)}\n`);
-  process.exit(1);
-});
+Promise.resolve()
+  .then(() => main(parseArguments(process.argv.slice(2))))
+  .then((code) => process.exit(code))
+  .catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });

@@ -1,6 +1,5 @@
 /** Types of fix loops. Pure data. */
 import type { Budget } from './recipe-schemas';
-import type { Usage } from './session-result';
 
 /** What a fix request asks for (policies/intent.ts routes it). */
 export type Intent = 'boot-fix' | 'build-fix' | 'test-fix' | 'design-question' | 'other-fix';
@@ -19,14 +18,6 @@ export interface FixRequest {
     implementer?: string;
     architect?: string;
     ladder?: string[];
-    /** Script harness only: edits the scripted implementer applies. */
-    scriptEdits?: { file: string; find?: string; replace: string }[];
-    /** Script harness only: the command a scripted gateway agent runs, and its pause before the last try. */
-    scriptTask?: { command?: string; pauseMs?: number };
-    /** Script harness only: how long slow scripted agents wait (tests of restarts mid-session). */
-    scriptSlowMs?: number;
-    /** Script harness only: the usage scripted agents report (tests of budgets). */
-    scriptUsage?: Usage;
   };
   /** Budget of the loop's sessions together (a landing passes what is left of its own); default each session's recipe budget. */
   budget?: Partial<Budget>;

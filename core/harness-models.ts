@@ -1,13 +1,17 @@
+import { scenarioNameProblem, splitScriptModel } from './script-scenario';
+
 /**
  * Dispatch validation: is a `harness#model` known to the registry? Pure, so the
  * same check runs in the API, in recipes and in activities before any container.
  */
 export interface HarnessModelRegistry {
-  [harness: string]: { models: readonly string[] };
+  /** `adapter` "script": the model may name a scenario of the worker's (`script#fixer:<scenario>`, core/script-scenario.ts). */
+  [harness: string]: { models: readonly string[]; adapter?: string };
 }
 
+/** `model` is the registry's model (a script model without its scenario); `scenario` the one named, if any. */
 export type HarnessModelCheck =
-  | { ok: true; harness: string; model: string }
+  | { ok: true; harness: string; model: string; scenario?: string }
   | { ok: false; message: string; nearest: string[] };
 
 /** Levenshtein distance, for "did you mean" suggestions. */
@@ -52,9 +56,21 @@ export function checkHarnessModel(spec: string, registry: HarnessModelRegistry):
     const nearest = nearestNames(parts.harness, Object.keys(registry));
     return { ok: false, nearest, message: `unknown harness "${parts.harness}" in "${spec}" (known harnesses nearest first: ${nearest.join(', ')})` };
   }
-  if (!harness.models.includes(parts.model)) {
-    const nearest = nearestNames(parts.model, harness.models).map((model) => `${parts.harness}#${model}`);
-    return { ok: false, nearest, message: `unknown model "${parts.model}" of harness "${parts.harness}" (nearest known: ${nearest.join(', ')})` };
+  const { behaviour: model, scenario } = harness.adapter === 'script' ? splitScriptModel(parts.model) : { behaviour: parts.model, scenario: undefined };
+  if (!harness.models.includes(model)) {
+    const nearest = nearestNames(model, harness.models).map((known) => `${parts.harness}#${known}`);
+    return { ok: false, nearest, message: `unknown model "${model}" of harness "${parts.harness}" (nearest known: ${nearest.join(', ')})` };
   }
-  return { ok: true, harness: parts.harness, model: parts.model };
+  if (scenario !== undefined) {
+    const problem = scenarioNameProblem(scenario);
+    if (problem) return { ok: false, nearest: [`${parts.harness}#${model}`], message: `${problem} in "${spec}"` };
+    return { ok: true, harness: parts.harness, model, scenario };
+  }
+  return { ok: true, harness: parts.harness, model };
+}
+
+/** The name the registry and the workers' availability reports know a spec by: a script model without its scenario. */
+export function registeredHarnessModel(spec: string, registry: HarnessModelRegistry): string {
+  const check = checkHarnessModel(spec, registry);
+  return check.ok ? `${check.harness}#${check.model}` : spec;
 }

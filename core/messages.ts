@@ -19,6 +19,11 @@ export const answerUpdate = defineUpdate<{ accepted: true; questionId: string },
 
 /** Target queue: a landing asks to be admitted to merge. */
 export const admissionRequestSignal = defineSignal<[{ landingId: string }]>('requestAdmission');
+/**
+ * Target queue: a landing asks to be admitted (update-with-start): `admitted: true` when the
+ * target is free — its turn now, no signal follows; otherwise it waits for `admitted`.
+ */
+export const admitUpdate = defineUpdate<{ admitted: boolean }, [{ landingId: string }]>('admit');
 /** Target queue → landing: your turn to merge. */
 export const admittedSignal = defineSignal<[{ queueId: string }]>('admitted');
 /** Landing → target queue: done merging (or not merging after all). */

@@ -1,6 +1,6 @@
 /** Types of agent sessions, shared by workflows, activities and the API. Pure data. */
 import type { Budget, SessionLimits } from './recipe-schemas';
-import type { SessionResult, Usage } from './session-result';
+import type { SessionResult } from './session-result';
 
 export const SessionRole = ['reviewer', 'fixer', 'implementer', 'resolver', 'architect'] as const;
 export type SessionRole = (typeof SessionRole)[number];
@@ -13,15 +13,6 @@ export interface SessionTask {
   prompt: string;
   /** Files the task is about (changed files for a reviewer, conflicted files for a resolver). */
   files?: string[];
-  /** Script harness only: literal edits the scripted fixer applies and commits. */
-  edits?: { file: string; find?: string; replace: string }[];
-  /** Script harness only: how long `slow` waits before delivering. */
-  slowMs?: number;
-  /** Script harness only: usage the scripted agent reports (to exercise budgets). */
-  reportUsage?: Usage;
-  /** Script harness only: the command a scripted gateway agent runs, and a pause before its last try. */
-  command?: string;
-  pauseMs?: number;
 }
 
 /** Where the session works: a landing's run workspace, or a fresh one made from repo + ref. */

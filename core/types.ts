@@ -1,5 +1,4 @@
 import type { Budget } from './recipe-schemas';
-import type { Usage } from './session-result';
 
 /**
  * Types shared by workflows, activities and the API. Pure data only: this file is
@@ -37,12 +36,6 @@ export interface LandingAgents {
   fixer?: string;
   /** Ladder for those sessions (validated); default the recipe ladder. */
   ladder?: string[];
-  /** Script harness only: literal edits the scripted fixer applies (deterministic tests and demos). */
-  scriptEdits?: { file: string; find?: string; replace: string }[];
-  /** Script harness only: how long slow scripted agents wait (tests of restarts mid-session). */
-  scriptSlowMs?: number;
-  /** Script harness only: the usage scripted agents report (tests of budgets). */
-  scriptUsage?: Usage;
 }
 
 export const LandingPhase = {
@@ -103,6 +96,13 @@ export interface Meters {
   outputTokens: number;
   costUsd: number;
   wallTimeMs: number;
+}
+
+/** When one part of a compound capsule ran (the landing records each part as its own step). */
+export interface StepTiming {
+  name: string;
+  startedAt: string;
+  endedAt: string;
 }
 
 export interface StepRecord {

@@ -55,7 +55,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   const docker = new Docker({ socketPath: config.dockerSocket });
   await docker.ping();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const activities = createActivities({ dataDir: config.dataDir, hostId: config.hostId, docker, taskQueue: config.taskQueue, modelUpstreams: config.modelUpstreams });
+  const activities = createActivities({ dataDir: config.dataDir, hostId: config.hostId, docker, taskQueue: config.taskQueue, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}) });
   const bundle = process.env.TARMAC_WORKFLOW_BUNDLE;
   const shared = await Worker.create({
     connection,

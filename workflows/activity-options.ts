@@ -1,8 +1,8 @@
-import type { ActivityOptions } from '@temporalio/workflow';
-import { FailureType } from '../core/errors';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
+import { nonRetryableCodes } from '../core/failures';
 
-/** Failure types no retry can fix: the workflow handles them as outcomes. */
-const permanent = Object.values(FailureType);
+/** Failure types no retry can fix (the failure table's non-retryable thrown codes): the workflow handles them as outcomes. */
+const permanent = [...nonRetryableCodes];
 
 /**
  * Capsules: deterministic host-side steps of about a second. Retried a few times for
@@ -11,6 +11,16 @@ const permanent = Object.values(FailureType);
 export const capsule: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 6, nonRetryableErrorTypes: permanent },
+};
+
+/**
+ * A capsule run as a local activity (workflows/pinned.ts): the same limits and retries, retried
+ * by the worker that runs the workflow; a worker that dies mid-step loses its workflow task and
+ * the next worker runs the step again (every capsule is idempotent).
+ */
+export const localCapsule: LocalActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  retry: capsule.retry,
 };
 
 /** Heartbeat period of long activities; the timeout is a few periods so a dead worker is noticed fast. */

@@ -2,16 +2,17 @@ import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from
 import type { Activities } from '../activities';
 import type { DispatchPlan } from '../activities/sessions';
 import { parseDuration } from '../core/duration';
-import { FailureType } from '../core/errors';
+import { FailureCode } from '../core/failures';
 import type { SessionAttemptReport, SessionOutcome, SessionRequest } from '../core/session-types';
 import { decideNext, type AttemptClass, type SessionDecision } from '../policies/session-policy';
 import { capsule } from './activity-options';
 import { placeOnHost, runAttempt, type Placement } from './session/attempt';
 import { SessionRecord } from './session/record';
 
+/** The failure type and message of an activity failure, read from its cause (`TARMAC_INTERNAL` when it has no type). */
 function failureOf(error: unknown): { type: string; message: string } {
   const cause = (error as { cause?: { type?: string; message?: string } }).cause;
-  return { type: cause?.type ?? 'TARMAC_INTERNAL', message: cause?.message ?? (error instanceof Error ? error.message : String(error)) };
+  return { type: cause?.type ?? FailureCode.internal, message: cause?.message ?? (error instanceof Error ? error.message : String(error)) };
 }
 
 /**
@@ -45,16 +46,14 @@ async function dispatch(record: SessionRecord, request: SessionRequest, shared: 
       ...(request.budget ? { budget: request.budget } : {}),
     });
   } catch (error) {
+    // Whatever refused the dispatch, nothing was started: the request is what cannot run.
     const failure = failureOf(error);
-    return { outcome: record.finish('invalid-request', `not dispatched: ${failure.message}; no container was started`, { failure }) };
+    return { outcome: record.fail(FailureCode.invalidRequest, `not dispatched: ${failure.message}; no container was started`, failure) };
   }
   record.harnessModel = plan.harnessModel;
   if (plan.unavailable !== undefined) {
     return {
-      outcome: record.finish('agent-unavailable', `agent-unavailable: ${plan.unavailable}; no container was started`, {
-        failure: { type: FailureType.agentUnavailable, message: plan.unavailable },
-        recipeVersion: plan.recipeVersion,
-      }),
+      outcome: record.fail(FailureCode.agentUnavailable, `agent-unavailable: ${plan.unavailable}; no container was started`, { message: plan.unavailable }, { recipeVersion: plan.recipeVersion }),
     };
   }
   const { tokens, costUsd, sessions, wall, onExhausted } = plan.budget;
@@ -75,9 +74,7 @@ async function runAttempts(record: SessionRecord, plan: DispatchPlan, request: S
       if (record.attempts.at(-1)?.class === 'lost-host') {
         if (request.workspace.kind !== 'fresh') {
           const hostId = placed.place.hostId;
-          return record.finish('failed', `the host ${hostId} of this run's workspace was lost; the session cannot move without it`, {
-            failure: { type: 'TARMAC_LOST_HOST', message: `no worker of host ${hostId} picked up the attempt` },
-          });
+          return record.fail(FailureCode.lostHost, `the host ${hostId} of this run's workspace was lost; the session cannot move without it`, { message: `no worker of host ${hostId} picked up the attempt` });
         }
         record.state = 'preparing';
         placed.place = await placeOnHost(record, plan, request, shared);
@@ -105,7 +102,7 @@ async function runAttempts(record: SessionRecord, plan: DispatchPlan, request: S
       return await CancellationScope.nonCancellable(async () => record.finish('cancelled', `cancelled after ${record.attempts.length} attempt(s)`));
     }
     const failure = failureOf(error);
-    return record.finish('failed', `failed: ${failure.message}`, { failure });
+    return record.fail(FailureCode.internal, `failed: ${failure.message}`, failure);
   }
 }
 
@@ -133,10 +130,7 @@ async function follow(record: SessionRecord, plan: DispatchPlan, decision: Sessi
       }
       if (attemptClass === 'agent-unavailable') {
         const reasons = attempts.flatMap((entry) => (entry.unavailable ? [entry.unavailable] : []));
-        return record.finish('agent-unavailable', `agent-unavailable: ${reasons.join('; ')} (no rung of the ladder left; ${reasons.length} of ${attempts.length} attempt(s) started nothing)`, {
-          failure: { type: FailureType.agentUnavailable, message: reasons.join('; ') },
-          recipeVersion: plan.recipeVersion,
-        });
+        return record.fail(FailureCode.agentUnavailable, `agent-unavailable: ${reasons.join('; ')} (no rung of the ladder left; ${reasons.length} of ${attempts.length} attempt(s) started nothing)`, { message: reasons.join('; ') }, { recipeVersion: plan.recipeVersion });
       }
       return record.finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, { recipeVersion: plan.recipeVersion });
     }

@@ -1,5 +1,6 @@
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { FixFailure } from '../core/failures';
 import type { FixOutcome, FixRequest } from '../core/fix-types';
 import { hostQueue } from '../core/queues';
 import type { SessionOutcome } from '../core/session-types';
@@ -21,7 +22,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
     partial = await loop(record);
   } catch (error) {
     const message = error instanceof Error ? ((error as { cause?: Error }).cause?.message ?? error.message) : String(error);
-    partial = isCancellation(error) ? record.finish('cancelled', `cancelled in phase ${record.state.phase}`, 'cancelled') : record.finish('failed', `failed in phase ${record.state.phase}: ${message}`, 'error');
+    partial = isCancellation(error) ? record.fail(FixFailure.cancelled, `cancelled in phase ${record.state.phase}`) : record.fail(FixFailure.error, `failed in phase ${record.state.phase}: ${message}`);
   }
   record.outcome = await CancellationScope.nonCancellable(() => finale(record, partial));
   record.journal.record({ kind: 'outcome', status: record.outcome.outcome, summary: record.outcome.summary });
@@ -42,8 +43,9 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
   if (record.routedTo === 'architect') {
     record.enter('answer');
     const answer = await agent(record, request.request, 'architect-1');
-    if (answer.status === 'agent-unavailable') return record.finish('agent-unavailable', answer.summary, 'agent-unavailable');
-    return record.finish(answer.status === 'delivered' ? 'answered' : 'failed', answer.result?.summary ?? answer.summary, answer.status === 'delivered' ? null : 'agent-failed');
+    if (answer.status === 'agent-unavailable') return record.fail(FixFailure.agentUnavailable, answer.summary);
+    const text = answer.result?.summary ?? answer.summary;
+    return answer.status === 'delivered' ? record.finish('answered', text) : record.fail(FixFailure.agentFailed, text);
   }
 
   record.enter('discover');
@@ -70,7 +72,7 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
     // A spent budget ends the loop before another agent starts (what it fixed so far stays).
     const whole = record.loopBudget();
     const spent = whole ? budgetExhausted(record.spend(), whole.limits) : undefined;
-    if (spent) return record.finish('exhausted', `the budget is spent (${spent}) after ${attempt} agent round(s); \`${reproCommand}\` still exits ${failure.exitCode}`, 'budget-exhausted');
+    if (spent) return record.fail(FixFailure.budgetExhausted, `the budget is spent (${spent}) after ${attempt} agent round(s); \`${reproCommand}\` still exits ${failure.exitCode}`);
     const tail = await host['fix.logTail']({ logRef: failure.logRef });
     const before = await host['capsule.workspaceHead']({ runId: request.runId, since: record.baseSha });
     // Reuse first: a repair is a follow-up message to the agent of the round before (when it
@@ -81,12 +83,12 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
     const prompt = [`${ask} Its output ends with:`, '```', tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n');
     previous = await agent(record, prompt, `${record.routedTo}-${attempt + 1}`, continues);
     // No agent could start: that is the answer, not a round that "changed nothing" (never thrashing).
-    if (previous.status === 'agent-unavailable') return record.finish('agent-unavailable', `${previous.summary}; \`${reproCommand}\` still exits ${failure.exitCode}`, 'agent-unavailable');
+    if (previous.status === 'agent-unavailable') return record.fail(FixFailure.agentUnavailable, `${previous.summary}; \`${reproCommand}\` still exits ${failure.exitCode}`);
     const after = await host['capsule.workspaceHead']({ runId: request.runId, since: before.headSha });
     // A round that changed nothing on disk is thrashing; two of them end the loop.
     if (after.commitsSince === 0) {
       idleRounds += 1;
-      if (idleRounds >= 2) return record.finish('thrashing', `${idleRounds} rounds changed nothing on disk; \`${reproCommand}\` still exits ${failure.exitCode}`, 'thrashing');
+      if (idleRounds >= 2) return record.fail(FixFailure.thrashing, `${idleRounds} rounds changed nothing on disk; \`${reproCommand}\` still exits ${failure.exitCode}`);
       continue;
     }
     record.enter('verify');
@@ -94,7 +96,7 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
     if (failure.exitCode === 0) return record.finish('fixed', `\`${reproCommand}\` exits 0 after ${attempt + 1} agent round(s)`);
     state.verifyFailed = true;
   }
-  return record.finish('exhausted', `\`${reproCommand}\` still exits ${failure.exitCode} after ${maxRepairs} repair(s)`, 'repairs-exhausted');
+  return record.fail(FixFailure.repairsExhausted, `\`${reproCommand}\` still exits ${failure.exitCode} after ${maxRepairs} repair(s)`);
 }
 
 /**

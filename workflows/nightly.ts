@@ -2,7 +2,7 @@ import { CancellationScope, executeChild, isCancellation, ParentClosePolicy, pro
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Activities } from '../activities';
 import { parseDuration } from '../core/duration';
-import { FailureType } from '../core/errors';
+import { FailureCode } from '../core/failures';
 import type { FixOutcome, FixRequest } from '../core/fix-types';
 import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath } from '../core/gate-file';
 import type { NightlyOutcome, NightlyRequest } from '../core/nightly-types';
@@ -35,7 +35,7 @@ export async function nightly(request: NightlyRequest): Promise<NightlyOutcome> 
     } else {
       const cause = (error as { cause?: { type?: string; message?: string } }).cause;
       const message = cause?.message ?? (error instanceof Error ? error.message : String(error));
-      outcome = record.finish('failed', `failed in phase ${record.view.phase}: ${message}`, { type: cause?.type ?? 'TARMAC_INTERNAL', message });
+      outcome = record.fail(FailureCode.internal, `failed in phase ${record.view.phase}: ${message}`, { type: cause?.type ?? FailureCode.internal, message });
     }
   }
   // The finale runs on every exit path, cancellation included: cleanup by manifest, then the record.
@@ -58,7 +58,7 @@ async function run(record: NightlyRecord, placed: { host?: Activities }): Promis
   if ('status' in gated) return gated;
   const fixed = await fix(record, gated);
   const next = afterFix(fixed);
-  if (next.kind === 'stop') return record.finish(next.status, `${gated.failing.join(', ')} red on ${record.request.target}; ${next.summary}`, { type: 'TARMAC_REPAIR_FAILED', message: fixed.summary });
+  if (next.kind === 'stop') return record.fail(FailureCode.repairFailed, `${gated.failing.join(', ')} red on ${record.request.target}; ${next.summary}`, { message: fixed.summary });
   return await land(record, gated, fixed, next.branch);
 }
 
@@ -72,7 +72,7 @@ async function gateTarget(record: NightlyRecord, placed: { host?: Activities }):
   view.targetSha = inspected.targetSha;
   if (!inspected.gate.ok) {
     const where = inspected.gate.field === '(file)' ? gateFilePath : `${gateFilePath}: ${inspected.gate.field}`;
-    return record.finish('invalid-gate-file', `${where} ${inspected.gate.message}`, { type: FailureType.invalidGateFile, message: `${where} ${inspected.gate.message}` });
+    return record.fail(FailureCode.invalidGateFile, `${where} ${inspected.gate.message}`, { message: `${where} ${inspected.gate.message}` });
   }
   const gate = inspected.gate.gate;
   const pinned = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(inspected.hostId) });
@@ -155,5 +155,5 @@ async function land(record: NightlyRecord, red: Red, fixed: FixOutcome, branch: 
   const repaired = `${red.failing.join(', ')} red on ${request.target} at ${red.targetSha.slice(0, 12)}; fix loop ${fixed.outcome}${fixed.playbookUsed ? ` (playbook ${fixed.playbookUsed})` : ''} on ${branch}`;
   return afterLanding(landing.status) === 'repaired'
     ? record.finish('repaired', `${repaired}; landing ${pin.landingId} landed: ${landing.summary}`)
-    : record.finish('landing-failed', `${repaired}; landing ${pin.landingId} ended ${landing.status}: ${landing.summary}`, { type: landing.failure?.type ?? 'TARMAC_LANDING_FAILED', message: landing.summary });
+    : record.fail(FailureCode.landingFailed, `${repaired}; landing ${pin.landingId} ended ${landing.status}: ${landing.summary}`, { type: landing.failure?.type ?? FailureCode.landingFailed, message: landing.summary });
 }

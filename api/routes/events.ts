@@ -4,7 +4,7 @@ import { WorkflowNotFoundError } from '@temporalio/common';
 import { QueryNotRegisteredError } from '@temporalio/client';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Config } from '../../core/node/config';
-import { ApiErrorCode } from '../../core/errors';
+import { FailureCode } from '../../core/failures';
 import { formatCursor, parseCursor, startCursor, type EventCursor } from '../../core/event-cursor';
 import type { RunEvent } from '../../core/events';
 import { eventsQuery } from '../../core/messages';
@@ -87,7 +87,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
       async (request, reply) => {
         const release = slots.take(StreamSlots.keyOf(request.headers.authorization));
         if (!release) {
-          throw new ApiError(429, ApiErrorCode.rateLimited, `too many open event streams for this token: at most ${slots.maxPerToken} at once; close one and retry`, {
+          throw new ApiError(FailureCode.rateLimited, `too many open event streams for this token: at most ${slots.maxPerToken} at once; close one and retry`, {
             maxStreamsPerToken: slots.maxPerToken,
           });
         }
@@ -99,7 +99,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
         if (resumeFrom !== undefined) {
           const parsed = parseCursor(resumeFrom);
           const field = request.headers['last-event-id'] !== undefined ? 'Last-Event-ID' : 'after';
-          if (!parsed) throw new ApiError(400, ApiErrorCode.validation, `${field} is not an event id of this stream`, { field });
+          if (!parsed) throw new ApiError(FailureCode.validation, `${field} is not an event id of this stream`, { field });
           cursor = parsed;
         }
         const handle = client.workflow.getHandle(request.params.id);
@@ -107,7 +107,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
         try {
           running = (await handle.describe()).status.name === 'RUNNING';
         } catch (error) {
-          if (error instanceof WorkflowNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no ${path.startsWith('/landings') ? 'landing' : 'run'} ${request.params.id}`);
+          if (error instanceof WorkflowNotFoundError) throw new ApiError(FailureCode.notFound, `no ${path.startsWith('/landings') ? 'landing' : 'run'} ${request.params.id}`);
           throw error;
         }
         // Sessions, nightlies and queues keep no journal: say so before the stream opens.
@@ -115,7 +115,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
           try {
             await handle.query(eventsQuery, { after: cursor.journal, limit: 1 });
           } catch (error) {
-            if (error instanceof QueryNotRegisteredError) throw new ApiError(404, ApiErrorCode.notFound, `run ${request.params.id} has no event stream (only landings, review panels and fix loops do); GET /v1/runs/${request.params.id} shows its status`);
+            if (error instanceof QueryNotRegisteredError) throw new ApiError(FailureCode.notFound, `run ${request.params.id} has no event stream (only landings, review panels and fix loops do); GET /v1/runs/${request.params.id} shows its status`);
             throw error;
           }
         }
@@ -189,7 +189,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
           }
         } catch (error) {
           request.log.error({ err: error, runId: request.params.id }, 'event stream failed');
-          if (open) raw.write(`event: error\ndata: ${JSON.stringify({ code: ApiErrorCode.internal, message: 'the event stream failed; reconnect with Last-Event-ID' })}\n\n`);
+          if (open) raw.write(`event: error\ndata: ${JSON.stringify({ code: FailureCode.internal, message: 'the event stream failed; reconnect with Last-Event-ID' })}\n\n`);
         } finally {
           clearInterval(keepAlive);
           end();

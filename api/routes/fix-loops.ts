@@ -27,12 +27,6 @@ const FixCreateSchema = Type.Object(
           implementer: Type.Optional(harnessModel),
           architect: Type.Optional(harnessModel),
           ladder: Type.Optional(Type.Array(harnessModel, { minItems: 1, maxItems: 20 })),
-          scriptEdits: Type.Optional(
-            Type.Array(Type.Object({ file: Type.String({ minLength: 1 }), find: Type.Optional(Type.String()), replace: Type.String() }, { additionalProperties: false }), { maxItems: 50 }),
-          ),
-          scriptTask: Type.Optional(
-            Type.Object({ command: Type.Optional(Type.String({ maxLength: 2000 })), pauseMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000 })) }, { additionalProperties: false }),
-          ),
         },
         { additionalProperties: false },
       ),

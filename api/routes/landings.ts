@@ -5,7 +5,7 @@ import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/node/config';
 import { startRun } from '../start-run';
-import { ApiErrorCode } from '../../core/errors';
+import { FailureCode } from '../../core/failures';
 import { landingId } from '../../core/node/landing-id';
 import { loadRecipes } from '../../core/node/recipes';
 import { branchNameProblem } from '../../core/refs';
@@ -129,7 +129,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       try {
         workflowStatus = (await handle.describe()).status.name;
       } catch (error) {
-        if (error instanceof WorkflowNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no landing ${request.params.id}`);
+        if (error instanceof WorkflowNotFoundError) throw new ApiError(FailureCode.notFound, `no landing ${request.params.id}`);
         throw error;
       }
       let view: LandingStatusView | undefined;
@@ -165,7 +165,7 @@ export const landingControlRoutes: FastifyPluginAsyncTypebox<{ client: Client }>
       const description = await handle.describe();
       return { handle, status: description.status.name };
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no landing ${id}`);
+      if (error instanceof WorkflowNotFoundError) throw new ApiError(FailureCode.notFound, `no landing ${id}`);
       throw error;
     }
   };
@@ -182,12 +182,12 @@ export const landingControlRoutes: FastifyPluginAsyncTypebox<{ client: Client }>
     },
     async (request) => {
       const { handle, status } = await existing(request.params.id);
-      if (status !== 'RUNNING') throw new ApiError(409, ApiErrorCode.conflict, `landing ${request.params.id} is not running (${status}); nothing to answer`);
+      if (status !== 'RUNNING') throw new ApiError(FailureCode.conflict, `landing ${request.params.id} is not running (${status}); nothing to answer`);
       try {
         return await handle.executeUpdate(answerUpdate, { args: [{ text: request.body.text, ...(request.body.questionId ? { questionId: request.body.questionId } : {}) }] });
       } catch (error) {
         if (error instanceof WorkflowUpdateFailedError) {
-          throw new ApiError(400, ApiErrorCode.validation, `text: ${error.cause instanceof Error ? error.cause.message : 'the answer was rejected'}`, { field: 'text' });
+          throw new ApiError(FailureCode.validation, `text: ${error.cause instanceof Error ? error.cause.message : 'the answer was rejected'}`, { field: 'text' });
         }
         throw error;
       }
@@ -205,7 +205,7 @@ export const landingControlRoutes: FastifyPluginAsyncTypebox<{ client: Client }>
     },
     async (request, reply) => {
       const { handle, status } = await existing(request.params.id);
-      if (status !== 'RUNNING') throw new ApiError(409, ApiErrorCode.conflict, `landing ${request.params.id} is not running (${status})`);
+      if (status !== 'RUNNING') throw new ApiError(FailureCode.conflict, `landing ${request.params.id} is not running (${status})`);
       await handle.cancel();
       return reply.status(202).send({ id: request.params.id, cancelRequested: true });
     },

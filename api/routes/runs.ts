@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { Type } from '@sinclair/typebox';
-import { ApiErrorCode } from '../../core/errors';
+import { FailureCode } from '../../core/failures';
 import { budgetUpdate } from '../../core/messages';
 import { ApiError } from '../errors';
 import { ErrorSchema, LandingIdParams } from '../schemas';
@@ -26,7 +26,7 @@ const BudgetCommandSchema = Type.Union([
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
 
 function notFound(id: string, error: unknown): never {
-  if (error instanceof WorkflowNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no run ${id}`);
+  if (error instanceof WorkflowNotFoundError) throw new ApiError(FailureCode.notFound, `no run ${id}`);
   throw error;
 }
 
@@ -66,7 +66,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (a
     async (request) => {
       const handle = client.workflow.getHandle(request.params.id);
       const description = await handle.describe().catch((error: unknown) => notFound(request.params.id, error));
-      const notRunning = (status: string) => new ApiError(409, ApiErrorCode.conflict, `run ${request.params.id} is not running (${status}); its budget is final`);
+      const notRunning = (status: string) => new ApiError(FailureCode.conflict, `run ${request.params.id} is not running (${status}); its budget is final`);
       if (description.status.name !== 'RUNNING') throw notRunning(description.status.name);
       try {
         const result = await handle.executeUpdate(budgetUpdate, { args: [request.body] });
@@ -74,7 +74,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (a
       } catch (error) {
         if (error instanceof WorkflowUpdateFailedError) {
           const message = error.cause instanceof Error ? error.cause.message : 'the update was rejected';
-          throw new ApiError(400, ApiErrorCode.validation, `budget: ${message}`, { field: 'body' });
+          throw new ApiError(FailureCode.validation, `budget: ${message}`, { field: 'body' });
         }
         // The run ended between the check above and the update (Temporal: "workflow execution already completed").
         if (error instanceof WorkflowNotFoundError) throw notRunning('closed');

@@ -3,7 +3,7 @@ import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, t
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/node/config';
 import { cronProblem, timezoneProblem } from '../../core/cron';
-import { ApiErrorCode } from '../../core/errors';
+import { FailureCode } from '../../core/failures';
 import type { NightlyOutcome, NightlyRequest } from '../../core/nightly-types';
 import { loadRecipes } from '../../core/node/recipes';
 import { branchNameProblem } from '../../core/refs';
@@ -43,11 +43,11 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
     try {
       description = await handle.describe();
     } catch (error) {
-      if (error instanceof ScheduleNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no schedule ${id}`);
+      if (error instanceof ScheduleNotFoundError) throw new ApiError(FailureCode.notFound, `no schedule ${id}`);
       throw error;
     }
     const definition = definitionOf(description.memo);
-    if (!definition || description.action.workflowType !== 'nightly') throw new ApiError(404, ApiErrorCode.notFound, `no schedule ${id}`);
+    if (!definition || description.action.workflowType !== 'nightly') throw new ApiError(FailureCode.notFound, `no schedule ${id}`);
     return { handle, description, definition };
   };
 
@@ -118,7 +118,7 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
       const { description, definition: current } = await existing(id);
       const same = JSON.stringify(current) === JSON.stringify(definition);
       if (!same) {
-        throw new ApiError(409, ApiErrorCode.conflict, `${repo} ${body.target} already has nightly schedule ${id} with cron "${current.cron}" (${current.timezone}); delete it first to change it`, {
+        throw new ApiError(FailureCode.conflict, `${repo} ${body.target} already has nightly schedule ${id} with cron "${current.cron}" (${current.timezone}); delete it first to change it`, {
           id,
           existing: { cron: current.cron, timezone: current.timezone, ...(current.agents ? { agents: current.agents } : {}) },
         });
@@ -178,7 +178,7 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
     async (request, reply) => {
       const { handle, description } = await existing(request.params.id);
       const running = description.info.runningActions.map((action) => action.workflow.workflowId);
-      if (running.length > 0) throw new ApiError(409, ApiErrorCode.conflict, `schedule ${request.params.id} has a run in progress: ${running.join(', ')}`, { running });
+      if (running.length > 0) throw new ApiError(FailureCode.conflict, `schedule ${request.params.id} has a run in progress: ${running.join(', ')}`, { running });
       // SKIP again on the server: of two triggers racing past the check above, one runs.
       await handle.trigger(ScheduleOverlapPolicy.SKIP);
       return reply.status(202).send({ id: request.params.id, triggered: true });
@@ -199,7 +199,7 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
       try {
         await handle.delete();
       } catch (error) {
-        if (error instanceof ScheduleNotFoundError) throw new ApiError(404, ApiErrorCode.notFound, `no schedule ${request.params.id}`);
+        if (error instanceof ScheduleNotFoundError) throw new ApiError(FailureCode.notFound, `no schedule ${request.params.id}`);
         throw error;
       }
       return { id: request.params.id, deleted: true };

@@ -58,6 +58,12 @@ export interface Config {
    * credentials in the URL (keys stay in `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`).
    */
   modelUpstreams: { anthropic: string; openai: string };
+  /**
+   * `TARMAC_SCRIPT_SCENARIOS`: a directory of scenarios of the `script` harness (`<name>.json`),
+   * which a script model names as `script#<behaviour>:<name>` (core/script-scenario.ts). For
+   * development and tests; default none, and a model naming a scenario cannot run.
+   */
+  scriptScenariosDir?: string;
 }
 
 export class ConfigError extends Error {
@@ -178,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: logLevel as Config['logLevel'],
     ...(temporalBin ? { temporalBin } : {}),
     modelUpstreams,
+    ...(env.TARMAC_SCRIPT_SCENARIOS?.trim() ? { scriptScenariosDir: resolve(env.TARMAC_SCRIPT_SCENARIOS.trim()) } : {}),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return redactSecrets(config);

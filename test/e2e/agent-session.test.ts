@@ -99,6 +99,15 @@ describe('agentSession on the real stack (script harness in containers)', () => 
     assert.equal(await containersCreated(stack.docker, since, `tarmac.run=${body.runId}`), 0);
   });
 
+  it('a script model naming a scenario the worker does not have: agent-unavailable naming the missing file; no container', async () => {
+    const since = Math.floor(Date.now() / 1000);
+    const body = request({ role: 'fixer', harnessModel: 'script#fixer:nowhere', ladder: ['script#fixer:nowhere'] });
+    const outcome = await run(body);
+    assert.equal(outcome.status, 'agent-unavailable', outcome.summary);
+    assert.match(outcome.summary, /script#fixer:nowhere cannot run: scenario file \/\S+\/nowhere\.json is missing/);
+    assert.equal(await containersCreated(stack.docker, since, `tarmac.run=${body.runId}`), 0);
+  });
+
   it('a fixer that claims success without a commit is a failed session', async () => {
     const outcome = await run(request({ role: 'fixer', harnessModel: 'script#claims-success', ladder: ['script#claims-success'], limits: { maxRespawns: 0 } }));
     assert.equal(outcome.status, 'failed');
@@ -108,12 +117,13 @@ describe('agentSession on the real stack (script harness in containers)', () => 
   });
 
   it('a fixer that commits is delivered with its commit', async () => {
+    stack.scriptScenario('remove-debugger', { edits: [{ file: 'src/extra.js', find: 'debugger;', replace: '// fixed' }] });
     const outcome = await run(
       request({
         role: 'fixer',
-        harnessModel: 'script#fixer',
-        ladder: ['script#fixer'],
-        task: { prompt: 'remove the debugger statement', edits: [{ file: 'src/extra.js', find: 'debugger;', replace: '// fixed' }] },
+        harnessModel: 'script#fixer:remove-debugger',
+        ladder: ['script#fixer:remove-debugger'],
+        task: { prompt: 'remove the debugger statement' },
       }),
     );
     assert.equal(outcome.status, 'delivered', outcome.summary);
@@ -122,10 +132,11 @@ describe('agentSession on the real stack (script harness in containers)', () => 
   });
 
   it('the session container is sandboxed per the contract (docker inspect)', async () => {
+    stack.scriptScenario('wait-4s', { slowMs: 4000 });
     const body = request({
-      harnessModel: 'script#slow',
-      ladder: ['script#slow'],
-      task: { prompt: 'take your time', slowMs: 4000 },
+      harnessModel: 'script#slow:wait-4s',
+      ladder: ['script#slow:wait-4s'],
+      task: { prompt: 'take your time' },
       limits: { memoryMb: 256, cpus: 0.5, pids: 100 },
     });
     const handle = await start(body);
@@ -140,7 +151,7 @@ describe('agentSession on the real stack (script harness in containers)', () => 
     assert.equal(inspected.HostConfig.Memory, 256 * 1024 * 1024);
     assert.equal(inspected.HostConfig.NanoCpus, 0.5e9);
     assert.equal(inspected.HostConfig.PidsLimit, 100);
-    for (const [key, value] of Object.entries({ 'tarmac.run': body.runId, 'tarmac.session': body.sessionId, 'tarmac.role': 'reviewer', 'tarmac.harness': 'script', 'tarmac.model': 'slow' })) {
+    for (const [key, value] of Object.entries({ 'tarmac.run': body.runId, 'tarmac.session': body.sessionId, 'tarmac.role': 'reviewer', 'tarmac.harness': 'script', 'tarmac.model': 'slow:wait-4s' })) {
       assert.equal(inspected.Config.Labels[key], value, key);
     }
     const binds = inspected.HostConfig.Binds ?? [];
@@ -155,17 +166,15 @@ describe('agentSession on the real stack (script harness in containers)', () => 
   });
 
   it('a token budget smaller than the usage pauses the run; extending it through the API resumes it', async () => {
+    // Both rungs report 600 tokens; the second one commits FIXED.md.
+    stack.scriptScenario('write-fixed-md-spend-600', { edits: [{ file: 'FIXED.md', replace: 'fixed\n' }], reportUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0.01 } });
     const body = request({
       role: 'fixer',
-      harnessModel: 'script#claims-success',
-      ladder: ['script#claims-success', 'script#fixer'],
+      harnessModel: 'script#claims-success:write-fixed-md-spend-600',
+      ladder: ['script#claims-success:write-fixed-md-spend-600', 'script#fixer:write-fixed-md-spend-600'],
       limits: { maxRespawns: 0 },
       budget: { tokens: 500, onExhausted: 'pause' },
-      task: {
-        prompt: 'fix it',
-        edits: [{ file: 'FIXED.md', replace: 'fixed\n' }],
-        reportUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0.01 },
-      },
+      task: { prompt: 'fix it' },
     });
     const handle = await start(body);
     const paused = await waitFor(
@@ -191,14 +200,15 @@ describe('agentSession on the real stack (script harness in containers)', () => 
   });
 
   it('with onExhausted "stop" the run stops instead of pausing', async () => {
+    stack.scriptScenario('spend-600', { reportUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0 } });
     const outcome = await run(
       request({
         role: 'fixer',
-        harnessModel: 'script#claims-success',
-        ladder: ['script#claims-success', 'script#fixer'],
+        harnessModel: 'script#claims-success:spend-600',
+        ladder: ['script#claims-success:spend-600', 'script#fixer:spend-600'],
         limits: { maxRespawns: 0 },
         budget: { tokens: 100, onExhausted: 'stop' },
-        task: { prompt: 'fix it', reportUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0 } },
+        task: { prompt: 'fix it' },
       }),
     );
     assert.equal(outcome.status, 'budget-exhausted');
@@ -206,7 +216,8 @@ describe('agentSession on the real stack (script harness in containers)', () => 
   });
 
   it('SIGKILL the worker mid-session: the same container is awaited and collected; one container ever', async () => {
-    const body = request({ harnessModel: 'script#slow', ladder: ['script#slow'], task: { prompt: 'slow review', slowMs: 8000, files: ['src/extra.js'] } });
+    stack.scriptScenario('wait-8s', { slowMs: 8000 });
+    const body = request({ harnessModel: 'script#slow:wait-8s', ladder: ['script#slow:wait-8s'], task: { prompt: 'slow review', files: ['src/extra.js'] } });
     const since = Math.floor(Date.now() / 1000);
     const handle = await start(body);
     const info = await runningContainer(stack.docker, [`tarmac.session=${body.sessionId}`], 'the session container to run', 60_000);
@@ -222,11 +233,12 @@ describe('agentSession on the real stack (script harness in containers)', () => 
   });
 
   it('a host that dies mid-session and stays gone → lost-host → the session starts over on another host and delivers', async () => {
+    stack.scriptScenario('wait-12s', { slowMs: 12_000 });
     const body = request({
-      harnessModel: 'script#slow',
-      ladder: ['script#slow'],
+      harnessModel: 'script#slow:wait-12s',
+      ladder: ['script#slow:wait-12s'],
       limits: { hostLostAfter: '5s' },
-      task: { prompt: 'slow review', slowMs: 12_000, files: ['src/extra.js'] },
+      task: { prompt: 'slow review', files: ['src/extra.js'] },
     });
     const handle = await start(body);
     await runningContainer(stack.docker, [`tarmac.session=${body.sessionId}`], 'the first attempt to run on test-host', 60_000);

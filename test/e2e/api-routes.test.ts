@@ -7,7 +7,7 @@ import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { connectApiToTemporal } from '../../api/temporal-connection';
-import { ApiErrorCode } from '../../core/errors';
+import { FailureCode } from '../../core/failures';
 import { loadConfig } from '../../core/node/config';
 import { freePort } from '../../infra/ports';
 import { findTemporalBin, startDevServer } from '../../infra/temporal-server';
@@ -56,9 +56,9 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
     assert.ok(operations.length >= 14, `the document lists the /v1 operations (${operations.length})`);
     for (const { path, method } of operations) {
       const url = concrete(path);
-      const anonymous = assertError(await stack.app.inject({ method, url }), 401, ApiErrorCode.unauthorized);
-      const wrong = assertError(await stack.app.inject({ method, url, headers: { authorization: 'Bearer not-the-token-0123456789' } }), 401, ApiErrorCode.unauthorized);
-      const malformed = assertError(await stack.app.inject({ method, url, headers: { authorization: testToken } }), 401, ApiErrorCode.unauthorized);
+      const anonymous = assertError(await stack.app.inject({ method, url }), 401, FailureCode.unauthorized);
+      const wrong = assertError(await stack.app.inject({ method, url, headers: { authorization: 'Bearer not-the-token-0123456789' } }), 401, FailureCode.unauthorized);
+      const malformed = assertError(await stack.app.inject({ method, url, headers: { authorization: testToken } }), 401, FailureCode.unauthorized);
       assert.equal(wrong.message, anonymous.message, `${method} ${path}: the 401 does not say which part was wrong`);
       assert.equal(malformed.message, anonymous.message);
     }
@@ -93,7 +93,7 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
       { method: 'GET', url: '/v1/landings?phase=flying', field: 'phase' },
     ];
     for (const { method, url, payload, field } of cases) {
-      const error = assertError(await stack.app.inject({ method, url, headers: auth, ...(payload === undefined ? {} : { payload }) }), 400, ApiErrorCode.validation);
+      const error = assertError(await stack.app.inject({ method, url, headers: auth, ...(payload === undefined ? {} : { payload }) }), 400, FailureCode.validation);
       assert.ok(error.message.includes(field) || JSON.stringify(error.details ?? {}).includes(field), `${method} ${url}: names ${field}: ${error.message}`);
     }
     const afterwards = (await stack.app.inject({ method: 'GET', url: '/v1/landings', headers: auth })).json().landings.length;
@@ -108,7 +108,7 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
     const config = loadConfig({ TARMAC_API_TOKENS: testToken, TARMAC_REPO_ALLOW: 'https://git.example.invalid/acme/', TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress, TARMAC_DATA_DIR: stack.dataDir });
     const strictApp = await buildApp({ client: stack.client, config });
     try {
-      const refused = assertError(await strictApp.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/allowed'], target: 'main' } }), 400, ApiErrorCode.validation);
+      const refused = assertError(await strictApp.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/allowed'], target: 'main' } }), 400, FailureCode.validation);
       assert.equal(refused.details?.field, 'repo');
       assert.match(refused.message, /not allowed/);
     } finally {
@@ -129,22 +129,22 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
     const error = assertError(
       await stack.app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: '/tmp', branches: ['a'], target: 'main', agents: { fixer: 'script#fixr' } } }),
       400,
-      ApiErrorCode.unknownModel,
+      FailureCode.unknownModel,
     );
     assert.equal(error.details?.field, 'agents.fixer');
     assert.ok((error.details?.nearest as string[]).includes('script#fixer'));
   });
 
   it('TARMAC_NOT_FOUND (unknown run, unknown route), TARMAC_METHOD_NOT_ALLOWED, TARMAC_CONFLICT (a finished landing)', async () => {
-    assertError(await stack.app.inject({ method: 'GET', url: '/v1/landings/landing-nope', headers: auth }), 404, ApiErrorCode.notFound);
-    assertError(await stack.app.inject({ method: 'GET', url: '/v1/runs/landing-nope', headers: auth }), 404, ApiErrorCode.notFound);
-    assertError(await stack.app.inject({ method: 'POST', url: '/v1/landings/landing-nope/cancel', headers: auth }), 404, ApiErrorCode.notFound);
-    assertError(await stack.app.inject({ method: 'GET', url: '/v1/nothing-here', headers: auth }), 404, ApiErrorCode.notFound);
+    assertError(await stack.app.inject({ method: 'GET', url: '/v1/landings/landing-nope', headers: auth }), 404, FailureCode.notFound);
+    assertError(await stack.app.inject({ method: 'GET', url: '/v1/runs/landing-nope', headers: auth }), 404, FailureCode.notFound);
+    assertError(await stack.app.inject({ method: 'POST', url: '/v1/landings/landing-nope/cancel', headers: auth }), 404, FailureCode.notFound);
+    assertError(await stack.app.inject({ method: 'GET', url: '/v1/nothing-here', headers: auth }), 404, FailureCode.notFound);
     const wrongMethod = await stack.app.inject({ method: 'DELETE', url: '/v1/landings', headers: auth });
-    assertError(wrongMethod, 405, ApiErrorCode.methodNotAllowed);
+    assertError(wrongMethod, 405, FailureCode.methodNotAllowed);
     assert.match(String(wrongMethod.headers.allow), /GET/);
-    assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/answers`, headers: auth, payload: { text: 'yes' } }), 409, ApiErrorCode.conflict);
-    assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/cancel`, headers: auth }), 409, ApiErrorCode.conflict);
+    assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/answers`, headers: auth, payload: { text: 'yes' } }), 409, FailureCode.conflict);
+    assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/cancel`, headers: auth }), 409, FailureCode.conflict);
   });
 
   it('TARMAC_RATE_LIMITED on unauthenticated paths', async () => {
@@ -152,7 +152,7 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
     const app = await buildApp({ client: stack.client, config });
     try {
       assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
-      assertError(await app.inject({ method: 'GET', url: '/healthz' }), 429, ApiErrorCode.rateLimited);
+      assertError(await app.inject({ method: 'GET', url: '/healthz' }), 429, FailureCode.rateLimited);
     } finally {
       await app.close();
     }
@@ -167,7 +167,7 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
     try {
       assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
       await server.stop();
-      const error = assertError(await app.inject({ method: 'GET', url: '/v1/landings/landing-x', headers: auth }), 503, ApiErrorCode.unavailable);
+      const error = assertError(await app.inject({ method: 'GET', url: '/v1/landings/landing-x', headers: auth }), 503, FailureCode.unavailable);
       assert.equal(String((await app.inject({ method: 'GET', url: '/v1/landings', headers: auth })).headers['retry-after']), '5', 'says when to retry');
       assert.doesNotMatch(error.message, /127\.0\.0\.1|grpc|at \w+ \(/, 'no address, library or stack in the message');
       const health = await app.inject({ method: 'GET', url: '/healthz' });
@@ -189,7 +189,7 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
       throw new Error('password=hunter2 at /srv/secret/path.ts:12');
     });
     try {
-      const error = assertError(await app.inject({ method: 'GET', url: '/v1/test-boom', headers: auth }), 500, ApiErrorCode.internal);
+      const error = assertError(await app.inject({ method: 'GET', url: '/v1/test-boom', headers: auth }), 500, FailureCode.internal);
       assert.doesNotMatch(JSON.stringify(error), /hunter2|secret|\.ts/);
     } finally {
       await app.close();

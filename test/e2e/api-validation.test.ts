@@ -35,6 +35,8 @@ describe('API input validation: 400 naming the field, nothing started', () => {
     { name: 'branch that does not exist', body: () => ({ repo: repoUrl, branches: ['feature/missing'], target: 'main' }), field: 'branches[0]', message: /does not exist/ },
     { name: 'target that does not exist', body: () => ({ repo: repoUrl, branches: ['feature/ok'], target: 'develop' }), field: 'target', message: /does not exist/ },
     { name: 'unknown field', body: () => ({ repo: repoUrl, branches: ['feature/ok'], target: 'main', force: true }), field: 'force' },
+    // Scripted behaviour is a scenario of the worker's (script#fixer:<scenario>), never part of a request.
+    { name: 'a script switch in the agents', body: () => ({ repo: repoUrl, branches: ['feature/ok'], target: 'main', agents: { fixer: 'script#fixer', scriptEdits: [{ file: 'FIXED', replace: 'yes\n' }] } }), field: 'agents.scriptEdits', message: /is not a known field/ },
     { name: 'branch equal to target', body: () => ({ repo: repoUrl, branches: ['main'], target: 'main' }), field: 'branches[0]' },
     { name: 'wrong type', body: () => ({ repo: repoUrl, branches: 'feature/ok', target: 'main' }), field: 'branches' },
   ];

@@ -9,7 +9,8 @@ import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 /** A gate that talks slowly (so a client can drop mid-run) and is red until FIXED exists. */
 const slowGate = gateFile([{ id: 'check', run: ['sh', '-c', 'for i in 1 2 3 4 5 6; do echo line-$i; sleep 0.3; done; sh check.sh'] }], { fixup: { maxRounds: 1 } });
-const fixerAgents = { fixer: 'script#fixer', ladder: ['script#fixer'], scriptEdits: [{ file: 'FIXED', replace: 'yes\n' }] };
+/** The scripted fixer in scenario `write-fixed` (written in `before`): it commits FIXED. */
+const fixerAgents = { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] };
 
 function fixupRepo() {
   return createFixtureRepo({
@@ -25,6 +26,7 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
   let stack: Stack;
   before(async () => {
     stack = await startStack();
+    stack.scriptScenario('write-fixed', { edits: [{ file: 'FIXED', replace: 'yes\n' }] });
   });
   after(async () => {
     await stack?.stop();

@@ -19,6 +19,9 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
   let stack: Stack;
   before(async () => {
     stack = await startStack();
+    // Scripted fixers' scenarios: write FIXED (the fixup repo's gate wants it); write 1 and report 600 tokens (the budget tests).
+    stack.scriptScenario('write-fixed', { edits: [{ file: 'FIXED', replace: 'yes\n' }] });
+    stack.scriptScenario('write-1-spend-600', { edits: [{ file: 'FIXED', replace: '1\n' }], reportUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0 } });
   });
   after(async () => {
     await stack?.stop();
@@ -124,7 +127,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
       base: { 'check.sh': 'test -f FIXED || { echo "FIXED is missing"; exit 4; }\n', '.config/tarmac/land-gate.json': gate() },
       branches: [{ name: 'feature/f', commits: [{ message: 'feature without the fix', files: { 'feature.txt': 'f\n' } }] }],
     });
-  const fixerAgents = (fixer: string) => ({ fixer, ladder: [fixer], scriptEdits: [{ file: 'FIXED', replace: 'yes\n' }] });
+  const fixerAgents = (behaviour: string) => ({ fixer: `${behaviour}:write-fixed`, ladder: [`${behaviour}:write-fixed`] });
 
   it('red gate → fixer commits → green re-gate supersedes the red → merged', async () => {
     const repo = fixupRepo();
@@ -186,12 +189,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
         base: { 'check.sh': 'test "$(cat FIXED 2>/dev/null)" = 2 || { echo "FIXED is not 2"; exit 4; }\n', '.config/tarmac/land-gate.json': gate({ fixup: { maxRounds: 2 } }) },
         branches: [{ name: 'feature/b', commits: [{ message: 'feature', files: { 'feature.txt': 'b\n' } }] }],
       });
-    const spender = {
-      fixer: 'script#fixer',
-      ladder: ['script#fixer'],
-      scriptEdits: [{ file: 'FIXED', replace: '1\n' }],
-      scriptUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0 },
-    };
+    const spender = { fixer: 'script#fixer:write-1-spend-600', ladder: ['script#fixer:write-1-spend-600'] };
     const pausedView = (id: string) =>
       waitFor(() => stack.api('GET', `/v1/landings/${id}`), (view) => view.body?.pausedFor !== undefined || view.body?.workflowStatus !== 'RUNNING', 180_000, `landing ${id} to pause for its budget`);
 

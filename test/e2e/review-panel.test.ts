@@ -100,11 +100,8 @@ describe('review panel with a per-model findings cache', () => {
 
   it('blocking findings → fixup round → re-review of the new tree → merge', async () => {
     const repo = reviewedRepo('script-trio', { 'src/debug.js': 'debugger;\nmodule.exports = 3;\n' });
-    const run = await landRepo(repo.url, {
-      fixer: 'script#fixer',
-      ladder: ['script#fixer'],
-      scriptEdits: [{ file: 'src/debug.js', find: 'debugger;', replace: '// fixed' }],
-    });
+    stack.scriptScenario('remove-debugger', { edits: [{ file: 'src/debug.js', find: 'debugger;', replace: '// fixed' }] });
+    const run = await landRepo(repo.url, { fixer: 'script#fixer:remove-debugger', ladder: ['script#fixer:remove-debugger'] });
     assert.equal(run.outcome.status, 'landed', run.outcome.summary);
     assert.deepEqual(run.outcome.reviews.map((review: { status: string }) => review.status), ['changes-requested', 'approved']);
     assert.equal(run.outcome.reviews[0].blocking[0].file, 'src/debug.js');

@@ -66,11 +66,13 @@ describe('worker restart mid-gate', () => {
     });
     execFileSync('git', ['-C', repo.path, 'config', 'core.logAllRefUpdates', 'always']);
     const since = Math.floor(Date.now() / 1000);
+    // The slow fixer waits 6 s (time to kill the worker mid-session), then commits FIXED.
+    stack.scriptScenario('slow-write-fixed', { slowMs: 6000, edits: [{ file: 'FIXED', replace: 'yes\n' }] });
     const created = await stack.api('POST', '/v1/landings', {
       repo: repo.url,
       branches: ['feature/needs-fix'],
       target: 'main',
-      agents: { fixer: 'script#slow-fixer', ladder: ['script#slow-fixer'], scriptSlowMs: 6000, scriptEdits: [{ file: 'FIXED', replace: 'yes\n' }] },
+      agents: { fixer: 'script#slow-fixer:slow-write-fixed', ladder: ['script#slow-fixer:slow-write-fixed'] },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const fixerLabel = `tarmac.role=implementer`;

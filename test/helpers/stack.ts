@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { connectApiToTemporal } from '../../api/temporal-connection';
 import { loadConfig, type Config } from '../../core/node/config';
+import { scenarioNameProblem, type ScriptScenario } from '../../core/script-scenario';
 import { freePort } from '../../infra/ports';
 import { findTemporalBin, startDevServer, stopChild, type DevServer } from '../../infra/temporal-server';
 
@@ -29,6 +30,11 @@ export interface Stack {
   /** Another worker process, e.g. a second host (`TARMAC_HOST_ID`); stopped with the stack. */
   startExtraWorker(overrides: Record<string, string>): Promise<ChildProcess>;
   killWorker(signal?: NodeJS.Signals): Promise<void>;
+  /**
+   * Writes a scenario of the script harness into the workers' scenarios directory
+   * (`TARMAC_SCRIPT_SCENARIOS`) and returns its name; a model names it as `script#<behaviour>:<name>`.
+   */
+  scriptScenario(name: string, scenario: ScriptScenario): string;
   /** Authenticated JSON request to the real HTTP API. */
   api(method: string, path: string, body?: unknown, token?: string | null): Promise<{ status: number; body: any }>;
   stop(): Promise<void>;
@@ -53,6 +59,8 @@ export interface StackOptions {
  */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tarmac-test-'));
+  // The workers' script scenarios (test data of the worker, never of a request).
+  const scenariosDir = mkdtempSync(join(tmpdir(), 'tarmac-test-scenarios-'));
   const port = await freePort();
   const server = await startDevServer({
     bin: findTemporalBin(process.env.TARMAC_TEMPORAL_BIN),
@@ -71,6 +79,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     TARMAC_HOST_ID: 'test-host',
     TARMAC_WORKER_METRICS_PORT: String(metricsPort),
     TARMAC_WORKER_METRICS_URL: `http://127.0.0.1:${metricsPort}/metrics`,
+    TARMAC_SCRIPT_SCENARIOS: scenariosDir,
     // The worker announces readiness at info level ("worker started").
     TARMAC_LOG_LEVEL: 'info',
   };
@@ -151,6 +160,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       worker.kill(signal);
       await exited;
     },
+    scriptScenario(name: string, scenario: ScriptScenario) {
+      const problem = scenarioNameProblem(name);
+      if (problem) throw new Error(problem);
+      writeFileSync(join(scenariosDir, `${name}.json`), `${JSON.stringify(scenario, null, 2)}\n`);
+      return name;
+    },
     api,
     async stop() {
       await app.close();
@@ -159,6 +174,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await connection.close();
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
+      rmSync(scenariosDir, { recursive: true, force: true });
     },
   };
 }

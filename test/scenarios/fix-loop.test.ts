@@ -97,6 +97,7 @@ describe('fix loop scenarios', () => {
   });
 
   it('an inverted comparison is fixed in the source by an agent; the suite passes', async () => {
+    stack.scriptScenario('fix-max', { edits: [{ file: 'src/max.js', find: 'a < b', replace: 'a > b' }] });
     const { outcome, repoPath, base } = await fix(
       {
         Makefile: 'test:\n\tnode test.js\n',
@@ -105,7 +106,7 @@ describe('fix loop scenarios', () => {
       },
       {
         request: 'the unit test for max fails',
-        agents: { implementer: 'script#fixer', ladder: ['script#fixer'], scriptEdits: [{ file: 'src/max.js', find: 'a < b', replace: 'a > b' }] },
+        agents: { implementer: 'script#fixer:fix-max', ladder: ['script#fixer:fix-max'] },
       },
     );
     assert.equal(outcome.outcome, 'fixed', outcome.summary);

@@ -34,13 +34,14 @@ describe('tool gateway scenarios', () => {
   const failingSuite = { Makefile: 'test:\n\tnode test.js\n', 'test.js': "console.error('expected 5, got 2'); process.exit(1);\n" };
 
   it('an agent working only through the gateway reads, edits the source, and the suite passes', async () => {
+    stack.scriptScenario('fix-max', { edits: [{ file: 'src/max.js', find: 'a < b', replace: 'a > b' }] });
     const { id } = await start(
       {
         Makefile: 'test:\n\tnode test.js\n',
         'src/max.js': 'module.exports = (a, b) => (a < b ? a : b);\n',
         'test.js': "if (require('./src/max.js')(2, 5) !== 5) { console.error('max(2, 5) should be 5'); process.exit(1); }\n",
       },
-      { request: 'the unit test for max fails', agents: { implementer: 'script#gateway-fixer', ladder: ['script#gateway-fixer'], scriptEdits: [{ file: 'src/max.js', find: 'a < b', replace: 'a > b' }] } },
+      { request: 'the unit test for max fails', agents: { implementer: 'script#gateway-fixer:fix-max', ladder: ['script#gateway-fixer:fix-max'] } },
     );
     const outcome = await result(id);
     assert.equal(outcome.outcome, 'fixed', outcome.summary);
@@ -51,7 +52,8 @@ describe('tool gateway scenarios', () => {
   });
 
   it('re-running a failing command: exactly two runs, the third refused; the loop still ends with the breaker recorded', async () => {
-    const { id } = await start(failingSuite, { request: 'the tests fail', maxRepairs: 0, agents: { implementer: 'script#gateway-repeater', ladder: ['script#gateway-repeater'], scriptTask: { command: 'make test' } } });
+    stack.scriptScenario('repeat-make-test', { command: 'make test' });
+    const { id } = await start(failingSuite, { request: 'the tests fail', maxRepairs: 0, agents: { implementer: 'script#gateway-repeater:repeat-make-test', ladder: ['script#gateway-repeater:repeat-make-test'] } });
     const outcome = await result(id);
     assert.ok(['exhausted', 'thrashing'].includes(outcome.outcome), outcome.summary);
     assert.equal(outcome.circuitBreakerTriggered, true);
@@ -75,10 +77,12 @@ describe('tool gateway scenarios', () => {
   });
 
   it('SIGKILL the worker mid-loop: the loop completes and the breaker state survives the restart', async () => {
+    // A 12 s pause before the third run: time to kill the worker between the second and the third.
+    stack.scriptScenario('repeat-make-test-pausing', { command: 'make test', pauseMs: 12_000 });
     const { id } = await start(failingSuite, {
       request: 'the tests fail again',
       maxRepairs: 0,
-      agents: { implementer: 'script#gateway-repeater', ladder: ['script#gateway-repeater'], scriptTask: { command: 'make test', pauseMs: 12_000 } },
+      agents: { implementer: 'script#gateway-repeater:repeat-make-test-pausing', ladder: ['script#gateway-repeater:repeat-make-test-pausing'] },
     });
     await waitFor(async () => telemetry(id).filter((entry) => entry.tool === 'run_command').length, (count) => count === 2, 120_000, 'two runs through the gateway');
     await stack.killWorker('SIGKILL');

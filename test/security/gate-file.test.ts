@@ -108,14 +108,13 @@ describe('security: the gate file does not change without an explicit approval',
     });
     const before = branchHead(repo.path, 'main');
     // The fixer makes the suite pass and also drops it from the gate file.
-    const fixerRewritesGate = {
-      fixer: 'script#fixer',
-      ladder: ['script#fixer'],
-      scriptEdits: [
+    stack.scriptScenario('fix-and-rewrite-gate', {
+      edits: [
         { file: 'FIXED', replace: 'yes\n' },
         { file: gateFilePath, replace: gateFile([{ id: 'nothing', run: ['true'] }]) },
       ],
-    };
+    });
+    const fixerRewritesGate = { fixer: 'script#fixer:fix-and-rewrite-gate', ladder: ['script#fixer:fix-and-rewrite-gate'] };
     const id = await land(repo, 'feature/f', { agents: fixerRewritesGate });
     const asked = await question(id);
     assert.equal(asked.phase, 'questions');

@@ -73,9 +73,10 @@ describe('security: the host never runs git in a repository an agent could write
 
   it('a fix loop whose agent poisons .git/config (hooks, fsmonitor, filters, ssh, ext) publishes its fix and nothing runs on the host', async () => {
     const marker = join(markers, 'fix-loop');
+    stack.scriptScenario('write-fixed', { edits: [{ file: 'fixed', replace: 'yes\n' }] });
     const outcome = await runFix(
       { Makefile: 'test:\n\ttest -f fixed\n', '.attack/payload.sh': payload(marker) },
-      { request: 'make test fails', reproCommand: 'make test', agents: { implementer: 'script#attacker-fixer', ladder: ['script#attacker-fixer'], scriptEdits: [{ file: 'fixed', replace: 'yes\n' }] } },
+      { request: 'make test fails', reproCommand: 'make test', agents: { implementer: 'script#attacker-fixer:write-fixed', ladder: ['script#attacker-fixer:write-fixed'] } },
     );
     assert.equal(outcome.outcome, 'fixed', outcome.summary);
     assert.ok(outcome.fixBranch, 'the fix was published (a push from the worker-owned workspace)');

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkHarnessModel, editDistance } from '../../core/harness-models';
+import { checkHarnessModel, editDistance, registeredHarnessModel } from '../../core/harness-models';
 import { loadRecipes, parseRecipes, RecipeError } from '../../core/node/recipes';
 
-const registry = { 'claude-code': { models: ['claude-haiku-4-5', 'claude-sonnet-4-5'] }, codex: { models: ['gpt-5-codex', 'gpt-5'] } };
+const registry = { 'claude-code': { models: ['claude-haiku-4-5', 'claude-sonnet-4-5'] }, codex: { models: ['gpt-5-codex', 'gpt-5'] }, script: { models: ['fixer', 'slow'], adapter: 'script' } };
 
 describe('checkHarnessModel (dispatch validation)', () => {
   const table = [
@@ -13,6 +13,14 @@ describe('checkHarnessModel (dispatch validation)', () => {
     { input: 'claud-code#claude-sonnet-4-5', ok: false, message: /unknown harness "claud-code".*claude-code/ },
     { input: 'gpt-5', ok: false, message: /not of the form harness#model/ },
     { input: 'codex#', ok: false, message: /not of the form/ },
+    // A script model may name a scenario of the worker's; the behaviour is what the registry knows.
+    { input: 'script#fixer', ok: true, message: undefined },
+    { input: 'script#fixer:write-fixed', ok: true, message: undefined },
+    { input: 'script#fixr:write-fixed', ok: false, message: /unknown model "fixr" of harness "script".*nearest known: script#fixer/ },
+    { input: 'script#fixer:../etc/x', ok: false, message: /scenario "\.\.\/etc\/x" must be lowercase letters, digits and "-".* in "script#fixer:\.\.\/etc\/x"/ },
+    { input: 'script#fixer:Write', ok: false, message: /scenario "Write" must be lowercase/ },
+    { input: 'script#fixer:', ok: false, message: /scenario "" must be/ },
+    { input: 'claude-code#claude-sonnet-4-5:write-fixed', ok: false, message: /unknown model "claude-sonnet-4-5:write-fixed" of harness "claude-code"/ },
   ];
   for (const { input, ok, message } of table) {
     it(input, () => {
@@ -21,6 +29,11 @@ describe('checkHarnessModel (dispatch validation)', () => {
       if (!check.ok && message) assert.match(check.message, message);
     });
   }
+  it('a script model is registered (and reported by workers) without its scenario', () => {
+    assert.equal(registeredHarnessModel('script#fixer:write-fixed', registry), 'script#fixer');
+    assert.deepEqual(checkHarnessModel('script#slow:wait-4s', registry), { ok: true, harness: 'script', model: 'slow', scenario: 'wait-4s' });
+    assert.equal(registeredHarnessModel('codex#gpt-5', registry), 'codex#gpt-5');
+  });
   it('edit distance', () => {
     assert.equal(editDistance('kitten', 'sitting'), 3);
     assert.equal(editDistance('', 'abc'), 3);

@@ -1,6 +1,7 @@
 import { setHandler } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { parseDuration } from '../../core/duration';
+import { fixOutcomeOf, type FixFailureType } from '../../core/failures';
 import type { FixOutcome, FixRequest, Intent } from '../../core/fix-types';
 import { eventsQuery, fixLoopStatusQuery, runEventSignal } from '../../core/messages';
 import type { SessionRequest } from '../../core/session-types';
@@ -63,7 +64,12 @@ export class FixRecord {
     this.journal.record({ kind: 'phase', phase });
   }
 
-  finish(kind: FixOutcome['outcome'], summary: string, failureType: string | null = null): PartialFixOutcome {
+  /** Ends the loop on a failure of its vocabulary, with the outcome the failure table gives it. */
+  fail(type: FixFailureType, summary: string): PartialFixOutcome {
+    return this.finish(fixOutcomeOf(type), summary, type);
+  }
+
+  finish(kind: FixOutcome['outcome'], summary: string, failureType: FixFailureType | null = null): PartialFixOutcome {
     const { state } = this;
     return {
       outcome: kind,

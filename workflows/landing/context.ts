@@ -1,4 +1,6 @@
 import type { Activities } from '../../activities';
+import type { RebaseResult } from '../../activities/rebase';
+import type { GateFileFacts } from '../../policies/gate-file-change';
 import type { GateFile } from '../../core/gate-file';
 import type { ConversationRef } from '../../core/session-types';
 import type { LandingOutcome } from '../../core/types';
@@ -15,8 +17,8 @@ export const end = (outcome: LandingOutcome): Next => ({ outcome });
 
 /** What every phase works with: the request, the record, the budget and gate-file controls (steps.ts), the queue. */
 export interface LandingContext extends LandingStepContext {
-  /** Activities on the shared queue (any host). */
-  shared: Activities;
+  /** Short steps any host can run, as local activities of the worker running the landing (no trip to the server). */
+  local: Activities;
   /** The target queue's admission (set by the `admitted` signal). */
   queue: { id?: string; admitted: boolean };
 }
@@ -35,6 +37,10 @@ export interface LandingState {
   /** The host of the run's workspace (from validate on), and its activities: every step after validate is pinned there. */
   hostId: string;
   host?: Activities;
+  /** The first rebase, done by validate's placement capsule (taken by the rebase phase, once). */
+  placement?: RebaseResult;
+  /** The gate file's facts on the head, when the step that made the head read them (else the questions phase does). */
+  headFacts?: { base: string; headSha: string; facts: GateFileFacts };
   /** The target's gate file: read again when the target moves. */
   gate?: GateFile;
   /** The target SHA the head is rebased onto (the expected value of the merge). */
@@ -69,11 +75,16 @@ export function placed(state: LandingState): { host: Activities; gate: GateFile;
   return { host: state.host, gate: state.gate, head: state.head };
 }
 
-/** The failure type and message of an activity failure, read from its cause. */
+/**
+ * The failure type and message of an activity failure, read from its cause — or from the error
+ * itself when it has no cause: a local activity's failure arrives as the ApplicationFailure the
+ * activity threw, not wrapped in an ActivityFailure.
+ */
 export function failureOf(error: unknown): { type?: string; message: string } {
   const cause = (error as { cause?: { type?: string; message?: string } }).cause;
   const message = cause?.message ?? (error instanceof Error ? error.message : String(error));
-  return { ...(cause?.type ? { type: cause.type } : {}), message };
+  const type = cause ? cause.type : (error as { type?: string }).type;
+  return { ...(type ? { type } : {}), message };
 }
 
 /** Records the workspace head the phases go on with. */

@@ -1,4 +1,4 @@
-import { FailureType } from '../../core/errors';
+import { FailureCode } from '../../core/failures';
 import type { FixOutcome } from '../../core/fix-types';
 import type { ConversationRef, SessionOutcome } from '../../core/session-types';
 import { end, go, placed, setHead, type LandingContext, type LandingState, type Next } from './context';
@@ -11,7 +11,7 @@ import { fixRedGate, session } from './steps';
  * count, and the new head goes back through the questions to a re-gate.
  */
 export async function fixup(ctx: LandingContext, state: LandingState): Promise<Next> {
-  const { runId, request, tracker } = ctx;
+  const { runId, tracker } = ctx;
   const { host, gate: gateFile, head } = placed(state);
   const repair = state.repair!;
   tracker.enter('fixup');
@@ -25,21 +25,17 @@ export async function fixup(ctx: LandingContext, state: LandingState): Promise<N
           `fixer-${round}`,
           head.headSha,
           state.hostId,
-          {
-            prompt: `The review panel requested changes. Blocking findings:\n${repair.findings}\nFix them and commit the fix.`,
-            ...(request.agents?.scriptEdits ? { edits: request.agents.scriptEdits } : {}),
-            ...(request.agents?.scriptSlowMs ? { slowMs: request.agents.scriptSlowMs } : {}),
-          },
+          { prompt: `The review panel requested changes. Blocking findings:\n${repair.findings}\nFix them and commit the fix.` },
           state.lastAgent,
         );
   state.lastAgent = deliveredAgent(repaired) ?? state.lastAgent;
   const unavailable = 'outcome' in repaired ? (repaired.outcome === 'agent-unavailable' ? repaired.summary : undefined) : repaired.status === 'agent-unavailable' ? repaired.summary : undefined;
   if (unavailable !== undefined) {
-    return end(tracker.finish('agent-unavailable', `${repair.problem}; fixup round ${round} could not start an agent: ${unavailable}; nothing was merged`, { type: FailureType.agentUnavailable, message: unavailable }));
+    return end(tracker.fail(FailureCode.agentUnavailable, `${repair.problem}; fixup round ${round} could not start an agent: ${unavailable}; nothing was merged`, { message: unavailable }));
   }
   const after = await host['capsule.workspaceHead']({ runId, since: head.headSha });
   if (after.commitsSince < 1) {
-    return end(tracker.finish('fixup-failed', `fixup round ${round} added no commit; ${repair.problem}`, { type: 'TARMAC_FIXUP_FAILED', message: 'the fixup round added no commit' }));
+    return end(tracker.fail(FailureCode.fixupFailed, `fixup round ${round} added no commit; ${repair.problem}`, { message: 'the fixup round added no commit' }));
   }
   setHead(ctx, state, await host['capsule.workspaceHead']({ runId, since: state.base }));
   state.when = `After fixup round ${round}`;

@@ -1,3 +1,4 @@
+import { FailureCode } from '../../core/failures';
 import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
 import { redSummary, runGate } from './steps';
 
@@ -18,12 +19,12 @@ export async function gate(ctx: LandingContext, state: LandingState): Promise<Ne
   state.verdict = verdict;
   if (verdict.green) return go(gateFile.review ? 'review' : 'verify');
   const red = redSummary(ctx, gateFile, head.treeSha, state.round);
-  if (state.moved) return end(tracker.finish('gate-failed', `re-gate after ${request.target} moved: ${red.summary}`, { type: 'TARMAC_GATE_FAILED', message: red.message }));
+  if (state.moved) return end(tracker.fail(FailureCode.gateFailed, `re-gate after ${request.target} moved: ${red.summary}`, { message: red.message }));
   if (state.fixups >= maxFixupRounds(state)) {
     return end(
       state.fixups === 0
-        ? tracker.finish('gate-failed', red.summary, { type: 'TARMAC_GATE_FAILED', message: red.message })
-        : tracker.finish('fixup-failed', `${red.summary}; still red after ${state.fixups} fixup round(s)`, { type: 'TARMAC_FIXUP_FAILED', message: red.message }),
+        ? tracker.fail(FailureCode.gateFailed, red.summary, { message: red.message })
+        : tracker.fail(FailureCode.fixupFailed, `${red.summary}; still red after ${state.fixups} fixup round(s)`, { message: red.message }),
     );
   }
   // A red gate is a failing command: a fix loop reproduces it (playbooks first, then an agent).

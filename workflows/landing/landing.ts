@@ -1,11 +1,11 @@
-import { CancellationScope, getExternalWorkflowHandle, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, getExternalWorkflowHandle, isCancellation, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { parseDuration } from '../../core/duration';
-import { FailureType } from '../../core/errors';
+import { FailureCode } from '../../core/failures';
 import { releaseSignal } from '../../core/messages';
 import type { BudgetCommand } from '../../core/session-types';
 import type { LandingOutcome, LandingRequest } from '../../core/types';
-import { capsule } from '../activity-options';
+import { localCapsule } from '../activity-options';
 import { failureOf, initialState, type LandingContext, type LandingState, type Next, type Phase } from './context';
 import { fixup } from './fixup';
 import { gate } from './gate';
@@ -51,7 +51,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     budgetControl,
     startedAt: Date.now(),
     gateFiles: { asked: 0 },
-    shared: proxyActivities<Activities>({ ...capsule, taskQueue }),
+    local: proxyLocalActivities<Activities>(localCapsule),
     queue: admission,
   };
   const state = initialState();
@@ -78,26 +78,31 @@ async function run(ctx: LandingContext, state: LandingState): Promise<LandingOut
 /** The outcome of a landing a phase did not finish: cancelled, out of budget, or failed (the cause named). */
 function endedBy(error: unknown, tracker: LandingTracker): LandingOutcome {
   if (isCancellation(error)) return tracker.finish('cancelled', `cancelled in phase ${tracker.phase}; nothing was merged by this run`);
-  if ((error as { type?: string }).type === FailureType.budgetExhausted) {
+  if ((error as { type?: string }).type === FailureCode.budgetExhausted) {
     const message = (error as Error).message;
-    return tracker.finish('budget-exhausted', `${message}; stopped in phase ${tracker.phase}; nothing was merged`, { type: FailureType.budgetExhausted, message });
+    return tracker.fail(FailureCode.budgetExhausted, `${message}; stopped in phase ${tracker.phase}; nothing was merged`, { message });
   }
+  // Anything else a phase did not turn into an outcome: failed, with the cause's own type when it has one.
   const failure = failureOf(error);
-  return tracker.finish('failed', `failed in phase ${tracker.phase}: ${failure.message}`, { type: failure.type ?? 'TARMAC_INTERNAL', message: failure.message });
+  return tracker.fail(FailureCode.internal, `failed in phase ${tracker.phase}: ${failure.message}`, failure);
 }
 
 /** Runs even when the workflow is cancelled: free the target, clean up by manifest, record the outcome. */
 async function finale({ runId, tracker, queue }: LandingContext, state: LandingState, outcome: LandingOutcome): Promise<void> {
-  // Free the target for the next landing, whether this one merged, failed or was cancelled.
-  if (queue.id) await getExternalWorkflowHandle(queue.id).signal(releaseSignal, { landingId: runId }).catch(() => undefined);
   const host = state.host;
-  if (!host) return;
+  // Free the target for the next landing, whether this one merged, failed or was cancelled: the
+  // cleanup does it first; without a cleanup (or when it failed), a signal of the landing's own.
+  const release = () => (queue.id ? getExternalWorkflowHandle(queue.id).signal(releaseSignal, { landingId: runId }).catch(() => undefined) : undefined);
+  if (!host) return void (await release());
   tracker.enter('cleanup');
   try {
-    await tracker.step('capsule.cleanupRun', 'capsule', () => host['capsule.cleanupRun']({ runId }));
+    // One round trip: release, cleanup, and the outcome stored in the run dir.
+    await tracker.step('capsule.cleanupRun', 'capsule', () => host['capsule.cleanupRun']({ runId, outcome, ...(queue.id ? { release: { queueId: queue.id } } : {}) }));
+    tracker.enter('done');
   } catch (error) {
     outcome.summary += ` (cleanup failed: ${failureOf(error).message})`;
+    tracker.enter('done');
+    await release();
+    await host['capsule.recordOutcome']({ outcome });
   }
-  tracker.enter('done');
-  await host['capsule.recordOutcome']({ outcome });
 }

@@ -1,4 +1,4 @@
-import { FailureType } from '../../core/errors';
+import { FailureCode } from '../../core/failures';
 import { end, failureOf, go, placed, type LandingContext, type LandingState, type Next } from './context';
 import { invalidGateFile } from './steps';
 
@@ -22,8 +22,8 @@ export async function merge(ctx: LandingContext, state: LandingState): Promise<N
     tracker.facts.mergedSha = merged.mergedSha;
   } catch (error) {
     const failure = failureOf(error);
-    if (failure.type !== FailureType.targetMoved) throw error;
-    if (state.mergeTries >= maxMergeTries) return end(tracker.finish('target-moved', `${failure.message}; gave up after ${state.mergeTries} tries; nothing was merged`, { type: failure.type, message: failure.message }));
+    if (failure.type !== FailureCode.targetMoved) throw error;
+    if (state.mergeTries >= maxMergeTries) return end(tracker.fail(FailureCode.targetMoved, `${failure.message}; gave up after ${state.mergeTries} tries; nothing was merged`, { message: failure.message }));
     return go('retarget');
   }
   const lineage = state.verdict?.lineage ?? [];

@@ -10,6 +10,7 @@ export async function questions(ctx: LandingContext, state: LandingState): Promi
   const { host, head } = placed(state);
   // The phase shows on the first pass; later passes enter it only when they ask.
   if (state.round === 0) ctx.tracker.enter('questions');
-  const stopped = await checkGateFile(ctx, host, state.base, head.headSha, state.when);
+  const known = state.headFacts?.base === state.base && state.headFacts.headSha === head.headSha ? state.headFacts.facts : undefined;
+  const stopped = await checkGateFile(ctx, host, state.base, head.headSha, state.when, known);
   return stopped ? end(stopped) : go('gate');
 }

@@ -1,4 +1,4 @@
-import { FailureType } from '../../core/errors';
+import { FailureCode } from '../../core/failures';
 import { end, go, setHead, type LandingContext, type LandingState, type Next } from './context';
 import { session } from './steps';
 
@@ -23,7 +23,9 @@ async function rebaseBranches(ctx: LandingContext, state: LandingState): Promise
   let resolvedHead: string | undefined;
   for (;;) {
     const resolution = resolvedHead;
-    const rebased = await tracker.step('capsule.rebaseBranches', 'capsule', () => host['capsule.rebaseBranches']({ runId, targetSha: state.base, heads: request.heads, ...(resolution ? { resolvedHead: resolution } : {}) }), (value) =>
+    const placed = state.placement;
+    state.placement = undefined;
+    const rebased = placed ?? await tracker.step('capsule.rebaseBranches', 'capsule', () => host['capsule.rebaseBranches']({ runId, targetSha: state.base, heads: request.heads, ...(resolution ? { resolvedHead: resolution } : {}) }), (value) =>
       value.status === 'done'
         ? `at ${value.headSha.slice(0, 12)}; ${value.provenance.length} original commit(s), ${value.dropped.length} missing`
         : `conflict in ${value.files.join(', ')} at ${value.commit.slice(0, 12)}`,
@@ -33,20 +35,19 @@ async function rebaseBranches(ctx: LandingContext, state: LandingState): Promise
       const dropped = rebased.dropped.filter((entry) => !state.declaredDrops.has(entry.original));
       if (dropped.length > 0) {
         return end(
-          tracker.finish('dropped-commits', `the rebased result is missing ${dropped.length} commit(s): ${dropped.map((entry) => `${entry.original.slice(0, 12)} "${entry.subject}" (${entry.branch})`).join(', ')}; nothing was merged`, {
-            type: 'TARMAC_DROPPED_COMMITS',
+          tracker.fail(FailureCode.droppedCommits, `the rebased result is missing ${dropped.length} commit(s): ${dropped.map((entry) => `${entry.original.slice(0, 12)} "${entry.subject}" (${entry.branch})`).join(', ')}; nothing was merged`, {
             message: dropped.map((entry) => entry.original).join(', '),
           }),
         );
       }
       setHead(ctx, state, { headSha: rebased.headSha, treeSha: rebased.treeSha, commitsSince: rebased.commitsSince });
+      state.headFacts = { base: state.base, headSha: rebased.headSha, facts: rebased.gateFile };
       state.when = 'After the rebase';
       return go('questions');
     }
     if (resolvers >= maxResolverSessions) {
       return end(
-        tracker.finish('conflict-unresolved', `rebase of ${rebased.branch} still conflicts at ${rebased.commit.slice(0, 12)} "${rebased.subject}" after ${resolvers} resolver session(s); nothing was merged`, {
-          type: 'TARMAC_CONFLICT_UNRESOLVED',
+        tracker.fail(FailureCode.conflictUnresolved, `rebase of ${rebased.branch} still conflicts at ${rebased.commit.slice(0, 12)} "${rebased.subject}" after ${resolvers} resolver session(s); nothing was merged`, {
           message: `conflicted files: ${rebased.files.join(', ')}`,
         }),
       );
@@ -64,8 +65,7 @@ async function rebaseBranches(ctx: LandingContext, state: LandingState): Promise
     // No resolver can run here: say so now, naming what is missing, instead of trying again.
     if (resolved.status === 'agent-unavailable') {
       return end(
-        tracker.finish('agent-unavailable', `rebase of ${rebased.branch} conflicts in ${rebased.files.join(', ')} and no resolver could start: ${resolved.summary}; nothing was merged`, {
-          type: FailureType.agentUnavailable,
+        tracker.fail(FailureCode.agentUnavailable, `rebase of ${rebased.branch} conflicts in ${rebased.files.join(', ')} and no resolver could start: ${resolved.summary}; nothing was merged`, {
           message: resolved.failure?.message ?? resolved.summary,
         }),
       );
@@ -82,8 +82,7 @@ async function rebaseOntoMoved(ctx: LandingContext, state: LandingState, current
   const moved = await tracker.step('capsule.rebaseOnto', 'capsule', () => host['capsule.rebaseOnto']({ runId, fromSha: state.base, ontoSha: current }));
   if (moved.status === 'conflict') {
     return end(
-      tracker.finish('target-moved', `${request.target} moved to ${current.slice(0, 12)} and the landing conflicts with it (${moved.files.join(', ')}); nothing was merged`, {
-        type: FailureType.targetMoved,
+      tracker.fail(FailureCode.targetMoved, `${request.target} moved to ${current.slice(0, 12)} and the landing conflicts with it (${moved.files.join(', ')}); nothing was merged`, {
         message: `conflicts with the new target in ${moved.files.join(', ')}`,
       }),
     );
@@ -92,8 +91,7 @@ async function rebaseOntoMoved(ctx: LandingContext, state: LandingState, current
   const lost = recheck.dropped.filter((entry) => !state.declaredDrops.has(entry.original));
   if (lost.length > 0) {
     return end(
-      tracker.finish('dropped-commits', `rebasing onto the moved target lost ${lost.map((entry) => `"${entry.subject}"`).join(', ')}; nothing was merged`, {
-        type: 'TARMAC_DROPPED_COMMITS',
+      tracker.fail(FailureCode.droppedCommits, `rebasing onto the moved target lost ${lost.map((entry) => `"${entry.subject}"`).join(', ')}; nothing was merged`, {
         message: lost.map((entry) => entry.original).join(', '),
       }),
     );

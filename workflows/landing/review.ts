@@ -1,3 +1,4 @@
+import { FailureCode } from '../../core/failures';
 import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
 import { reviewTree } from './steps';
 import { maxFixupRounds } from './gate';
@@ -18,15 +19,12 @@ export async function review(ctx: LandingContext, state: LandingState): Promise<
   const incomplete = verdict.status === 'review-incomplete';
   if (state.moved) {
     return end(
-      tracker.finish(incomplete ? 'review-incomplete' : 'review-blocked', `review after ${request.target} moved: ${verdict.summary}; nothing was merged`, {
-        type: incomplete ? 'TARMAC_REVIEW_INCOMPLETE' : 'TARMAC_REVIEW_BLOCKED',
-        message: verdict.summary,
-      }),
+      tracker.fail(incomplete ? FailureCode.reviewIncomplete : FailureCode.reviewBlocked, `review after ${request.target} moved: ${verdict.summary}; nothing was merged`, { message: verdict.summary }),
     );
   }
-  if (incomplete) return end(tracker.finish('review-incomplete', `${verdict.summary}; nothing was merged`, { type: 'TARMAC_REVIEW_INCOMPLETE', message: `missing reviewers: ${verdict.missing.join(', ')}` }));
+  if (incomplete) return end(tracker.fail(FailureCode.reviewIncomplete, `${verdict.summary}; nothing was merged`, { message: `missing reviewers: ${verdict.missing.join(', ')}` }));
   if (state.fixups >= maxFixupRounds(state)) {
-    return end(tracker.finish('review-blocked', `${verdict.summary}; no fixup round left; nothing was merged`, { type: 'TARMAC_REVIEW_BLOCKED', message: verdict.summary }));
+    return end(tracker.fail(FailureCode.reviewBlocked, `${verdict.summary}; no fixup round left; nothing was merged`, { message: verdict.summary }));
   }
   const findings = verdict.blocking.map((finding) => `- ${finding.file}:${finding.line ?? 0} [${finding.severity}] ${finding.message}`).join('\n');
   state.repair = { kind: 'findings', findings, problem: verdict.summary };

@@ -1,7 +1,7 @@
-import { ApplicationFailure, condition, executeChild, proxyActivities } from '@temporalio/workflow';
+import { condition, executeChild, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { parseDuration } from '../../core/duration';
-import { FailureType } from '../../core/errors';
+import { failure, FailureCode } from '../../core/failures';
 import type { FixOutcome, FixRequest } from '../../core/fix-types';
 import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile, type GateFileParse } from '../../core/gate-file';
 import { hostQueue } from '../../core/queues';
@@ -11,7 +11,7 @@ import type { LandingOutcome, LandingRequest } from '../../core/types';
 import { gateSuite } from '../activity-options';
 import type { LandingTracker } from './tracker';
 import { budgetExhausted, budgetLeft, extendBudget } from '../../policies/budget';
-import { classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval } from '../../policies/gate-file-change';
+import { classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval, type GateFileFacts } from '../../policies/gate-file-change';
 import { landingRepairRequest } from '../../policies/intent';
 import { repairPlan } from '../../policies/repair-plan';
 import { gateVerdict } from '../../policies/supersedes';
@@ -50,7 +50,7 @@ export async function budgetForChild(ctx: LandingStepContext): Promise<SessionRe
     const spentSoFar = { inputTokens: meters.inputTokens, outputTokens: meters.outputTokens, costUsd: meters.costUsd, sessionsSpawned: meters.agentSessions, wallTimeMs: Date.now() - ctx.startedAt };
     const spent = budgetExhausted(spentSoFar, limits);
     if (!spent) return { ...budgetLeft(spentSoFar, limits), onExhausted: 'stop' };
-    if (limits.onExhausted === 'stop') throw ApplicationFailure.create({ type: FailureType.budgetExhausted, message: `the landing's budget is spent (${spent})`, nonRetryable: true });
+    if (limits.onExhausted === 'stop') throw failure(FailureCode.budgetExhausted, `the landing's budget is spent (${spent})`);
     tracker.pausedFor = spent;
     tracker.journal.record({ kind: 'budget', state: 'paused', reason: spent });
     await condition(() => budgetControl.pending !== undefined);
@@ -58,7 +58,7 @@ export async function budgetForChild(ctx: LandingStepContext): Promise<SessionRe
     budgetControl.pending = undefined;
     tracker.pausedFor = undefined;
     tracker.journal.record({ kind: 'budget', state: command.action === 'stop' ? 'stopped' : 'extended', reason: command.action === 'stop' ? 'stopped by an operator' : 'extended by an operator' });
-    if (command.action === 'stop') throw ApplicationFailure.create({ type: FailureType.budgetExhausted, message: `stopped by an operator while paused for its budget (${spent})`, nonRetryable: true });
+    if (command.action === 'stop') throw failure(FailureCode.budgetExhausted, `stopped by an operator while paused for its budget (${spent})`);
     tracker.budget = extendBudget(limits, command);
   }
 }
@@ -111,11 +111,12 @@ export async function ask(ctx: LandingStepContext, id: string, question: string)
  * Before a head's gate counts: does `headSha` change the gate file relative to
  * `targetSha` (edit, add, delete, rename away or onto it)? The version an operator
  * approved passes; any other change is asked about, and only an answer from the fixed
- * vocabulary approves it — for that exact version. Returns the outcome when it stops.
+ * vocabulary approves it — for that exact version. `known`: the facts, when the step that made
+ * the head read them on the same SHAs. Returns the outcome when it stops.
  */
-export async function checkGateFile(ctx: LandingStepContext, host: Activities, targetSha: string, headSha: string, when: string): Promise<LandingOutcome | undefined> {
+export async function checkGateFile(ctx: LandingStepContext, host: Activities, targetSha: string, headSha: string, when: string, known?: GateFileFacts): Promise<LandingOutcome | undefined> {
   const { runId, tracker } = ctx;
-  const facts = await host['capsule.gateFileFacts']({ runId, targetSha, headSha });
+  const facts = known ?? (await host['capsule.gateFileFacts']({ runId, targetSha, headSha }));
   const decision = gateFileDecision(facts, ctx.gateFiles.approved);
   if (decision.kind !== 'ask') return undefined;
   if (tracker.phase !== 'questions') tracker.enter('questions');
@@ -128,7 +129,7 @@ export async function checkGateFile(ctx: LandingStepContext, host: Activities, t
     return undefined;
   }
   const refusal = gateFileRefusal(answer);
-  return tracker.finish('needs-decision', refusal.summary, { type: 'TARMAC_NEEDS_DECISION', message: refusal.message, file: gateFilePath });
+  return tracker.fail(FailureCode.needsDecision, refusal.summary, { message: refusal.message, file: gateFilePath });
 }
 
 /** The outcome for a target whose gate file is missing or invalid (`context`: when it was read, appended). */
@@ -136,7 +137,7 @@ export function invalidGateFile(ctx: LandingStepContext, parse: Extract<GateFile
   const { tracker } = ctx;
   const { field, message } = parse;
   const where = field === '(file)' ? gateFilePath : `${gateFilePath}: ${field}`;
-  return tracker.finish('invalid-gate-file', `${where} ${message}${context}`, { type: FailureType.invalidGateFile, message: `${where} ${message}`, file: gateFilePath, field });
+  return tracker.fail(FailureCode.invalidGateFile, `${where} ${message}${context}`, { message: `${where} ${message}`, file: gateFilePath, field });
 }
 
 /** Runs every suite on one tree; results join the gate record with their round. */
@@ -227,9 +228,6 @@ export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failin
             agents: {
               ...(agents?.fixer ? { implementer: agents.fixer } : {}),
               ...(agents?.ladder ? { ladder: agents.ladder } : {}),
-              ...(agents?.scriptEdits ? { scriptEdits: agents.scriptEdits } : {}),
-              ...(agents?.scriptSlowMs ? { scriptSlowMs: agents.scriptSlowMs } : {}),
-              ...(agents?.scriptUsage ? { scriptUsage: agents.scriptUsage } : {}),
             },
           } satisfies FixRequest,
         ],

@@ -9,10 +9,33 @@ import type {
   LandingStatusView,
   Meters,
   StepRecord,
+  StepTiming,
 } from '../../core/types';
+import { endsAs, type RunFailureCode } from '../../core/failures';
 import { metrics } from '../metrics';
 import { RunJournal } from '../run-journal';
 import { searchAttributes } from '../../core/search-attributes';
+
+/**
+ * What the tracker announces outside its own record: the phase and outcome search attributes and
+ * the phase and outcome metrics. Inside the workflow these are the SDK's (the default); the phase
+ * tests run outside one and pass their own, which record what was announced.
+ */
+export interface TrackerEffects {
+  phaseEntered(phase: LandingPhase, ended?: { phase: LandingPhase; durationMs: number }): void;
+  finished(status: LandingStatus): void;
+}
+
+export const workflowEffects: TrackerEffects = {
+  phaseEntered: (phase, ended) => {
+    if (ended) metrics.phaseEnded(ended.phase, ended.durationMs);
+    upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
+  },
+  finished: (status) => {
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: status }]);
+    metrics.landingFinished(status);
+  },
+};
 
 export function emptyMeters(): Meters {
   return { capsulesRun: 0, containersRun: 0, agentSessions: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0 };
@@ -45,14 +68,15 @@ export class LandingTracker {
   constructor(
     readonly runId: string,
     readonly request: LandingRequest,
+    private readonly effects: TrackerEffects = workflowEffects,
   ) {}
 
   enter(phase: LandingPhase): void {
     const now = Date.now();
-    if (this.phaseStartedAt !== undefined) metrics.phaseEnded(this.phase, now - this.phaseStartedAt);
+    const ended = this.phaseStartedAt === undefined ? undefined : { phase: this.phase, durationMs: now - this.phaseStartedAt };
     this.phaseStartedAt = now;
     this.phase = phase;
-    upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
+    this.effects.phaseEntered(phase, ended);
     this.journal.record({ kind: 'phase', phase });
   }
 
@@ -100,6 +124,34 @@ export class LandingTracker {
     }
   }
 
+  /**
+   * Runs a compound capsule (several steps in one round trip) and records each of its parts as
+   * the step it is, with the part's own times; while it runs, and when it fails, the step list
+   * shows the compound under its own name.
+   */
+  async compound<T extends { parts: StepTiming[] }>(name: string, run: () => Promise<T>): Promise<T> {
+    // step() pushes its record synchronously: it is the one at this index.
+    const at = this.steps.length;
+    const value = await this.step(name, 'capsule', run, (result) => result.parts.map((part) => part.name).join(', '));
+    this.steps.splice(at, 1);
+    this.meters.capsulesRun -= 1;
+    for (const part of value.parts) {
+      this.steps.push({ name: part.name, status: 'done', startedAt: part.startedAt, endedAt: part.endedAt });
+      this.meters.capsulesRun += 1;
+      this.journal.record({ kind: 'step', name: part.name, status: 'done' });
+    }
+    return value;
+  }
+
+  /**
+   * Ends the landing on a failure of the table, with the table's landing status. The recorded
+   * type is `code`, or the cause's own (`type`) when the failure came from elsewhere.
+   */
+  fail(code: RunFailureCode, summary: string, failure: Omit<NonNullable<LandingOutcome['failure']>, 'type'> & { type?: string }): LandingOutcome {
+    const { type = code, ...rest } = failure;
+    return this.finish(endsAs('landing', code), summary, { type, ...rest });
+  }
+
   finish(status: LandingStatus, summary: string, failure?: LandingOutcome['failure']): LandingOutcome {
     this.meters.wallTimeMs = Date.now() - this.startedAt;
     const heads: BranchHead[] = this.request.heads;
@@ -120,8 +172,7 @@ export class LandingTracker {
       ...(failure ? { failure } : {}),
       meters: { ...this.meters },
     };
-    upsertSearchAttributes([{ key: searchAttributes.outcome, value: status }]);
-    metrics.landingFinished(status);
+    this.effects.finished(status);
     this.journal.record({ kind: 'meters', meters: { ...this.meters } });
     this.journal.record({ kind: 'outcome', status, summary });
     return this.outcome;

@@ -1,24 +1,23 @@
-import { proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
-import { hostQueue } from '../../core/queues';
-import { capsule } from '../activity-options';
+import { pinnedTo } from '../pinned';
 import { end, go, type LandingContext, type LandingState, type Next } from './context';
 import { invalidGateFile } from './steps';
 
-/** validate: the target's head and gate file, and the host the run is pinned to from here on. */
+/**
+ * validate: the target's head and gate file, and the host the run is pinned to from here on. The
+ * same capsule makes the workspace and does the first rebase when the gate file is valid: prepare
+ * and rebase take those results instead of a round trip each.
+ */
 export async function validate(ctx: LandingContext, state: LandingState): Promise<Next> {
-  const { runId, request, tracker, shared } = ctx;
+  const { runId, request, tracker, local } = ctx;
   tracker.enter('validate');
-  const inspected = await tracker.step(
-    'capsule.inspectTarget',
-    'capsule',
-    () => shared['capsule.inspectTarget']({ runId, repo: request.repo, target: request.target, heads: request.heads }),
-    (value) => `target at ${value.targetSha.slice(0, 12)} on host ${value.hostId}`,
-  );
+  // Inspect, workspace and first rebase in one round trip on the host that takes it (each recorded as its step).
+  const placement = await tracker.compound('capsule.placeLanding', () => local['capsule.placeLanding']({ runId, repo: request.repo, target: request.target, heads: request.heads }));
+  const { inspected } = placement;
+  state.placement = placement.rebased;
   tracker.facts.targetSha = inspected.targetSha;
   // Everything after this touches the host's mirror, workspace or Docker daemon: pin to that host.
   state.hostId = inspected.hostId;
-  state.host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(inspected.hostId) });
+  state.host = pinnedTo(inspected.hostId);
   if (!inspected.gate.ok) return end(invalidGateFile(ctx, inspected.gate));
   state.gate = inspected.gate.gate;
   state.base = inspected.targetSha;
@@ -29,6 +28,6 @@ export async function validate(ctx: LandingContext, state: LandingState): Promis
 export async function prepare({ runId, request, tracker }: LandingContext, state: LandingState): Promise<Next> {
   tracker.enter('prepare');
   const host = state.host!;
-  await tracker.step('capsule.prepareRun', 'capsule', () => host['capsule.prepareRun']({ runId, repo: request.repo, targetSha: state.base }));
+  if (!state.placement) await tracker.step('capsule.prepareRun', 'capsule', () => host['capsule.prepareRun']({ runId, repo: request.repo, targetSha: state.base }));
   return go('rebase');
 }

@@ -1,4 +1,5 @@
 import { condition } from '@temporalio/workflow';
+import { FailureCode } from '../../core/failures';
 import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
 
 /**
@@ -13,7 +14,7 @@ export async function verify(ctx: LandingContext, state: LandingState): Promise<
   if (!state.moved && lineage.length > 0) tracker.facts.supersedes = lineage;
   tracker.enter('verify');
   const approvedGateFile = ctx.gateFiles.approved;
-  const verified = await tracker.step('capsule.verifyLanding', 'capsule', () =>
+  const verifying = tracker.step('capsule.verifyLanding', 'capsule', () =>
     host['capsule.verifyLanding']({
       runId,
       targetSha: state.base,
@@ -25,15 +26,24 @@ export async function verify(ctx: LandingContext, state: LandingState): Promise<
       ...(approvedGateFile ? { approvedGateFile } : {}),
     }),
   );
-  if (!verified.ok) return end(tracker.finish('verify-failed', `verification refused the merge: ${verified.problems.join('; ')}`, { type: 'TARMAC_VERIFY_FAILED', message: verified.problems.join('; ') }));
-  return go(ctx.queue.id ? 'merge' : 'queue');
+  // The queue is asked at the same time (one round trip for both); a refused merge releases it in the finale.
+  const [verified] = await Promise.all([verifying, ctx.queue.id ? undefined : requestAdmission(ctx)]);
+  if (!verified.ok) return end(tracker.fail(FailureCode.verifyFailed, `verification refused the merge: ${verified.problems.join('; ')}`, { message: verified.problems.join('; ') }));
+  return go(ctx.queue.admitted ? 'merge' : 'queue');
 }
 
-/** queue: merges to one target go one at a time; wait for this landing's turn. */
-export async function queue({ runId, request, tracker, shared, queue: admission }: LandingContext): Promise<Next> {
-  tracker.enter('queue');
-  const { queueId } = await tracker.step('queue.requestAdmission', 'capsule', () => shared['queue.requestAdmission']({ repo: request.repo, target: request.target, landingId: runId }));
-  admission.id = queueId;
-  await condition(() => admission.admitted);
+/** queue: merges to one target go one at a time; wait for this landing's turn (asked for in verify). */
+export async function queue(ctx: LandingContext): Promise<Next> {
+  ctx.tracker.enter('queue');
+  if (!ctx.queue.id) await requestAdmission(ctx);
+  await condition(() => ctx.queue.admitted);
   return go('merge');
+}
+
+async function requestAdmission({ runId, request, tracker, local, queue: admission }: LandingContext): Promise<void> {
+  const { queueId, admitted } = await tracker.step('queue.requestAdmission', 'capsule', () => local['queue.requestAdmission']({ repo: request.repo, target: request.target, landingId: runId }), (value) =>
+    value.admitted ? 'admitted at once' : 'waiting for its turn',
+  );
+  admission.id = queueId;
+  if (admitted) admission.admitted = true;
 }

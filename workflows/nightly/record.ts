@@ -1,5 +1,6 @@
 import { setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { NightlyOutcome, NightlyPhase, NightlyRequest, NightlyStatus, NightlyStatusView } from '../../core/nightly-types';
+import { endsAs, type RunFailureCode } from '../../core/failures';
 import { nightlyStatusQuery } from '../../core/messages';
 import { searchAttributes } from '../../core/search-attributes';
 import type { Meters } from '../../core/types';
@@ -37,6 +38,14 @@ export class NightlyRecord {
     this.meters.inputTokens += spent.inputTokens;
     this.meters.outputTokens += spent.outputTokens;
     this.meters.costUsd += spent.costUsd;
+  }
+
+  /**
+   * Ends the nightly on a failure of the table, with the table's nightly status. The recorded
+   * type is `code`, or the cause's own (`failure.type`: a child's failure) when it has one.
+   */
+  fail(code: RunFailureCode, summary: string, failure: { message: string; type?: string }): NightlyOutcome {
+    return this.finish(endsAs('nightly', code), summary, { type: failure.type ?? code, message: failure.message });
   }
 
   finish(status: NightlyStatus, summary: string, failure?: NightlyOutcome['failure']): NightlyOutcome {

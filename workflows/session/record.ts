@@ -1,6 +1,7 @@
 import { condition, getExternalWorkflowHandle, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ReportedRunEvent } from '../../core/events';
 import { budgetUpdate, runEventSignal, sessionStatusQuery } from '../../core/messages';
+import { endsAs, type RunFailureCode } from '../../core/failures';
 import { searchAttributes } from '../../core/search-attributes';
 import type { BudgetCommand, SessionDecisionRecord, SessionMeters, SessionOutcome, SessionRequest, SessionStatusView } from '../../core/session-types';
 import { budgetCommandProblem, budgetExhausted, extendBudget, type BudgetLimits } from '../../policies/budget';
@@ -52,6 +53,14 @@ export class SessionRecord {
         },
       },
     );
+  }
+
+  /**
+   * Ends the session on a failure of the table, with the table's session status. The recorded
+   * type is `code`, or the cause's own (`failure.type`) when the failure came from elsewhere.
+   */
+  fail(code: RunFailureCode, summary: string, failure: { message: string; type?: string }, extra: Partial<SessionOutcome> = {}): SessionOutcome {
+    return this.finish(endsAs('session', code), summary, { failure: { type: failure.type ?? code, message: failure.message }, ...extra });
   }
 
   finish(status: SessionOutcome['status'], summary: string, extra: Partial<SessionOutcome> = {}): SessionOutcome {

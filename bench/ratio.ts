@@ -1,0 +1,65 @@
+/**
+ * The ratio: one two-branch landing through the real stack (POST → workflow result), side by
+ * side with the same steps in a bare shell script (bench/bare-landing.sh: mirror, workspace,
+ * rebase with rerere off, gate container at the exact tree, fast-forward push, cleanup). Reports
+ * both medians, their ratio and the median of each Tarmac step.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Stack } from '../test/helpers/stack';
+import { twoBranchFixture } from './fixtures';
+import { median } from './stats';
+
+interface Step {
+  name: string;
+  startedAt: string;
+  endedAt?: string;
+}
+
+export interface RatioReport {
+  count: number;
+  tarmacMedianMs: number;
+  shellMedianMs: number;
+  ratio: number;
+  tarmacMs: number[];
+  shellMs: number[];
+  stepMedianMs: Record<string, number>;
+}
+
+export async function measureRatio(stack: Stack, count: number): Promise<RatioReport> {
+  const tarmacMs: number[] = [];
+  const shellMs: number[] = [];
+  const steps: Record<string, number[]> = {};
+  // One warm-up of each, not measured: the first container start and git calls pay for cold caches.
+  for (let index = -1; index < count; index += 1) {
+    const repo = twoBranchFixture(index + 100);
+    const begin = Date.now();
+    const created: { body: { id: string } } = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: repo.branches, target: 'main' });
+    // Wait on the workflow result itself: polling the API would add up to a poll interval.
+    await stack.client.workflow.getHandle(created.body.id).result();
+    const elapsed = Date.now() - begin;
+    const view: { body: { steps: Step[]; outcome?: { status: string } } } = await stack.api('GET', `/v1/landings/${created.body.id}`);
+    if (view.body.outcome?.status !== 'landed') throw new Error(`bench landing did not land: ${JSON.stringify(view.body.outcome)}`);
+    const shellRepo = twoBranchFixture(index + 200);
+    const shellBegin = Date.now();
+    execFileSync('bash', [join(__dirname, 'bare-landing.sh'), shellRepo.url, mkdtempSync(join(tmpdir(), 'tarmac-bare-')), 'main', ...shellRepo.branches]);
+    const shellElapsed = Date.now() - shellBegin;
+    if (index < 0) continue;
+    tarmacMs.push(elapsed);
+    shellMs.push(shellElapsed);
+    for (const step of view.body.steps) {
+      if (step.endedAt) (steps[step.name] ??= []).push(Date.parse(step.endedAt) - Date.parse(step.startedAt));
+    }
+  }
+  return {
+    count,
+    tarmacMedianMs: median(tarmacMs),
+    shellMedianMs: median(shellMs),
+    ratio: Number((median(tarmacMs) / Math.max(1, median(shellMs))).toFixed(2)),
+    tarmacMs,
+    shellMs,
+    stepMedianMs: Object.fromEntries(Object.entries(steps).map(([name, values]) => [name, median(values)])),
+  };
+}

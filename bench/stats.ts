@@ -1,0 +1,11 @@
+/** The upper median (index ⌊n/2⌋ of the sorted values), as the ratio has always reported it. */
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+
+/** Nearest-rank percentile (p in 0–100): the smallest value with at least p % of the values at or below it. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+/** Bytes as MiB with one decimal. */
+export const mib = (bytes: number) => Number((bytes / 1024 / 1024).toFixed(1));
