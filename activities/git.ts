@@ -24,11 +24,92 @@ export function gitArgs(baseDir: string, ...args: string[]): string[] {
   return [...automationSettings.flatMap((setting) => ['-c', setting]), '-C', baseDir, ...args];
 }
 
-/** Git for automation (simple-git with the settings above). */
-export function automationGit(baseDir: string): SimpleGit {
-  // simple-git refuses these settings unless told: here they switch hooks and fsmonitor off,
-  // and `protocol.*` only ever narrows what a command may use (see session-workspace.ts).
-  return simpleGit({ baseDir, config: automationSettings, unsafe: { allowUnsafeHooksPath: true, allowUnsafeFsMonitor: true, allowUnsafeProtocolOverride: true } });
+/**
+ * Git for automation in repositories the worker made (the mirror, run workspaces): one `git`
+ * process per call with the settings above, no shell. Spawned directly rather than through
+ * simple-git, whose task queue and plugins cost about as much again as the process itself (a
+ * landing runs a few dozen of these). A failure throws with git's own message (stderr).
+ */
+export interface AutomationGit {
+  /** stdout of `git <args>`. */
+  raw(args: string[]): Promise<string>;
+  /** stdout of `git rev-parse <args>`. */
+  revparse(args: string[]): Promise<string>;
+  /** stdout of `git show <args>`. */
+  show(args: string[]): Promise<string>;
+  /** `git init [--bare]`. */
+  init(bare: boolean): Promise<void>;
+}
+
+export function automationGit(baseDir: string): AutomationGit {
+  const raw = (args: string[]) => runGit(baseDir, args);
+  return {
+    raw,
+    revparse: (args) => raw(['rev-parse', ...args]),
+    show: (args) => raw(['show', ...args]),
+    init: async (bare) => void (await raw(bare ? ['init', '--quiet', '--bare'] : ['init', '--quiet'])),
+  };
+}
+
+/** One object as `git cat-file --batch` gives it; null when the name does not resolve. */
+export interface CatFileObject {
+  oid: string;
+  type: string;
+  content: Buffer;
+}
+
+/**
+ * Resolves and reads several objects with one `git cat-file --batch` process (names like
+ * `<sha>^{commit}` or `<sha>:<path>`): one process where a lookup each would be several.
+ */
+export function catFileBatch(baseDir: string, names: string[]): Promise<(CatFileObject | null)[]> {
+  return new Promise((resolve, reject) => {
+    if (names.some((name) => /[\n\r]/.test(name))) return reject(new Error('cat-file: an object name has a line break'));
+    const child = spawn('git', gitArgs(baseDir, 'cat-file', '--batch'), { stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(stderr.trim() || `git cat-file --batch exited ${code ?? 'on a signal'}`));
+      const data = Buffer.concat(out);
+      const objects: (CatFileObject | null)[] = [];
+      let at = 0;
+      for (let index = 0; index < names.length; index += 1) {
+        const end = data.indexOf(0x0a, at);
+        if (end < 0) return reject(new Error('git cat-file --batch: output ended early'));
+        const header = data.subarray(at, end).toString('utf8');
+        at = end + 1;
+        // "<oid> <type> <size>", or "<name> missing" / "<name> ambiguous".
+        const [oid, type, size] = header.split(' ');
+        if (!oid || !type || size === undefined || !/^\d+$/.test(size)) {
+          objects.push(null);
+          continue;
+        }
+        objects.push({ oid, type, content: data.subarray(at, at + Number(size)) });
+        at += Number(size) + 1;
+      }
+      resolve(objects);
+    });
+    child.stdin.end(names.map((name) => `${name}\n`).join(''));
+  });
+}
+
+function runGit(baseDir: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', gitArgs(baseDir, ...args), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) return resolve(Buffer.concat(out).toString('utf8'));
+      const stderr = Buffer.concat(err).toString('utf8').trim();
+      reject(new Error(stderr || `git ${args[0] ?? ''} exited ${code ?? 'on a signal'}`));
+    });
+  });
 }
 
 /**
@@ -83,13 +164,13 @@ export async function handToContainerUser(path: string): Promise<void> {
 }
 
 /** Paths `headSha` changes relative to `targetSha`. `--no-renames`: a rename lists both its paths. */
-export async function changedPaths(git: SimpleGit, targetSha: string, headSha: string): Promise<string[]> {
+export async function changedPaths(git: AutomationGit, targetSha: string, headSha: string): Promise<string[]> {
   const out = await git.raw(['diff', '--no-renames', '--name-only', '-z', targetSha, headSha, '--']);
   return out.split('\0').filter(Boolean);
 }
 
 /** The object at `path` in the tree of `sha` (a blob, or whatever was put in its place); null when absent. */
-export async function objectAt(git: SimpleGit, sha: string, path: string): Promise<{ type: string; oid: string } | null> {
+export async function objectAt(git: AutomationGit, sha: string, path: string): Promise<{ type: string; oid: string } | null> {
   const out = await git.raw(['ls-tree', '-z', '--full-tree', sha, '--', path]);
   // One entry: "<mode> <type> <oid>\t<path>\0".
   const entry = out.split('\0').find((line) => line.endsWith(`\t${path}`));
@@ -98,7 +179,7 @@ export async function objectAt(git: SimpleGit, sha: string, path: string): Promi
 }
 
 /** The gate file's state on exactly `headSha` against `targetSha`: changed paths and the objects at its path. */
-export async function gateFileFactsIn(git: SimpleGit, targetSha: string, headSha: string): Promise<GateFileFacts> {
+export async function gateFileFactsIn(git: AutomationGit, targetSha: string, headSha: string): Promise<GateFileFacts> {
   const [paths, target, head] = await Promise.all([changedPaths(git, targetSha, headSha), objectAt(git, targetSha, gateFilePath), objectAt(git, headSha, gateFilePath)]);
   return { changedPaths: paths, targetBlob: target?.oid ?? null, headBlob: head?.oid ?? null };
 }
@@ -183,10 +264,6 @@ export async function fetchRefs(mirror: string, repo: string, branches: string[]
   }
 }
 
-async function commitExists(mirror: string, sha: string): Promise<boolean> {
-  return (await gitExitCode(mirror, ['cat-file', '-e', `${sha}^{commit}`])) === 0;
-}
-
 export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
   return {
     /**
@@ -196,19 +273,15 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
     inspectTarget: async ({ repo, target, heads }: InspectTargetInput): Promise<InspectTargetResult> => {
       const mirror = await ensureMirror(dataDir, repo);
       await fetchRefs(mirror, repo, [target, ...heads.map((head) => head.branch)]);
-      const git = automationGit(mirror);
-      const targetSha = (await git.revparse([`refs/remotes/origin/${target}^{commit}`])).trim();
-      for (const head of heads) {
-        if (!(await commitExists(mirror, head.sha))) {
-          throw failure(FailureCode.refNotFound, `commit ${head.sha} of branch ${head.branch} is not in ${repo}`);
-        }
-      }
-      let text: string | undefined;
-      try {
-        text = await git.show([`${targetSha}:${gateFilePath}`]);
-      } catch (error) {
-        if (!/does not exist|exists on disk, but not in/i.test((error as Error).message)) throw error;
-      }
+      // The target, the pinned heads and the target's gate file in one process.
+      const [targetCommit, gateObject, ...headCommits] = await catFileBatch(mirror, [`refs/remotes/origin/${target}^{commit}`, `refs/remotes/origin/${target}^{commit}:${gateFilePath}`, ...heads.map((head) => `${head.sha}^{commit}`)]);
+      if (!targetCommit) throw failure(FailureCode.refNotFound, `branch ${target} is not in ${repo}`);
+      const targetSha = targetCommit.oid;
+      heads.forEach((head, index) => {
+        if (!headCommits[index]) throw failure(FailureCode.refNotFound, `commit ${head.sha} of branch ${head.branch} is not in ${repo}`);
+      });
+      // A path that is not a file there (a directory, a submodule) is no gate file either.
+      const text = gateObject?.type === 'blob' ? gateObject.content.toString('utf8') : undefined;
       const gate: GateFileParse =
         text === undefined
           ? { ok: false, field: '(file)', message: `is missing from target ${target} at ${targetSha.slice(0, 12)}` }

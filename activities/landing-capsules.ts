@@ -5,7 +5,7 @@ import type { GateSuiteResult } from '../core/types';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
 import { verifyProblems } from '../policies/verify';
 import { gateFileProblem, type GateFileApproval, type GateFileFacts } from '../policies/gate-file-change';
-import { automationGit, changedPaths, ensureMirror, ensureWorkspace, fetchRefs, gateFileFactsIn, gitExitCode, objectAt } from './git';
+import { automationGit, changedPaths, ensureMirror, ensureWorkspace, fetchRefs, gateFileFactsIn, gitExitCode, objectAt, originGit } from './git';
 import { recordInManifest, runPaths } from './run-store';
 
 export interface WorkspaceHead {
@@ -125,7 +125,8 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      */
     fastForwardTarget: async ({ runId, repo, target, expectedTargetSha, headSha }: FastForwardInput): Promise<{ mergedSha: string; alreadyMerged: boolean }> => {
       const worktree = runPaths(dataDir, runId).worktree;
-      const git = workspaceGit(runId);
+      // Every command here talks to the origin: only its own protocol, no prompt (originGit).
+      const git = originGit(worktree, repo);
       const targetRef = `refs/heads/${target}`;
       const remoteHead = async () => (await git.listRemote([repo, targetRef])).trim().split(/\s+/)[0] ?? '';
       /** True when the target's history (as origin has it now) already holds the verified head. */
@@ -156,7 +157,9 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
         // it under the ref's lock, so a target moved by anyone since is refused, not
         // overwritten), and the check just above makes `expectedTargetSha` an ancestor of
         // `headSha`: the only update this push can make is that one fast-forward.
-        await git.raw(['push', '--quiet', '--no-verify', `--force-with-lease=${targetRef}:${expectedTargetSha}`, repo, `${headSha}:${targetRef}`]);
+        const pushed = await git.raw(['push', '--porcelain', '--no-verify', `--force-with-lease=${targetRef}:${expectedTargetSha}`, repo, `${headSha}:${targetRef}`]);
+        // `=`: the target already is the head (a retry after a push that landed); git checks no lease then.
+        if (pushed.split('\n').some((line) => line.startsWith('=\t'))) return merged('target already is the verified head');
       } catch (error) {
         const now = await remoteHead();
         // A retry after a push that landed is refused by the lease: the target already holds the head.

@@ -106,14 +106,17 @@ async function patchIds(workspace: string, shas: string[]): Promise<Map<string, 
  * as a rebased copy (same author, date and subject), or as a patch already in
  * the target. Anything else is reported as dropped.
  */
-async function checkPatchesIn(workspace: string, { targetSha, heads }: PatchCheckInput): Promise<{ provenance: ProvenanceEntry[]; dropped: ProvenanceEntry[] }> {
+async function checkPatchesIn(workspace: string, { targetSha, heads }: PatchCheckInput): Promise<{ provenance: ProvenanceEntry[]; dropped: ProvenanceEntry[]; commitsSince: number; headTree?: string }> {
   const git = automationGit(workspace);
   const identity = '%an%x00%ae%x00%ad%x00%s';
   const rebased = new Map<string, string>();
-  for (const line of (await git.raw(['log', '--format=%H%x00' + identity, '--date=raw', `${targetSha}..HEAD`])).split('\n').filter(Boolean)) {
-    const [sha, ...rest] = line.split('\0');
+  // Newest first: the first line's tree is HEAD's; the lines are the commits over the target.
+  const lines = (await git.raw(['log', '--format=%H%x00%T%x00' + identity, '--date=raw', `${targetSha}..HEAD`])).split('\n').filter(Boolean);
+  for (const line of lines) {
+    const [sha, , ...rest] = line.split('\0');
     rebased.set(rest.join('\0'), sha!);
   }
+  const headTree = lines[0]?.split('\0')[1];
   const seen = new Set<string>();
   const candidates: { branch: string; original: string; subject: string; copy?: string }[] = [];
   for (const head of heads) {
@@ -139,7 +142,7 @@ async function checkPatchesIn(workspace: string, { targetSha, heads }: PatchChec
     const cherry = (await git.raw(['cherry', 'HEAD', original, `${original}^`])).trim();
     provenance.push({ branch, original, subject, rebased: null, how: cherry.startsWith('-') ? 'already-upstream' : 'dropped' });
   }
-  return { provenance, dropped: provenance.filter((entry) => entry.how === 'dropped') };
+  return { provenance, dropped: provenance.filter((entry) => entry.how === 'dropped'), commitsSince: lines.length, ...(headTree ? { headTree } : {}) };
 }
 
 export function createRebaseActivities({ dataDir }: { dataDir: string }) {
@@ -165,7 +168,9 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
       const workspace = runPaths(dataDir, runId).worktree;
       const git = automationGit(workspace);
       const state = await readState(runId, targetSha);
-      const save = () => writeFileAtomic(statePath(runId), `${JSON.stringify(state, null, 2)}\n`);
+      // Atomic but not synced: it resumes a rebase after a worker crash, and the workspace it
+      // describes is not synced either (a lost host re-prepares the run).
+      const save = () => writeFileAtomic(statePath(runId), `${JSON.stringify(state, null, 2)}\n`, { durable: false });
 
       if (state.inProgress) {
         const onto = state.applied[state.applied.length - 1]?.newHead ?? targetSha;
@@ -198,18 +203,13 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
       }
       // Done: the patch check and the facts the next phases need, in the same capsule (one round
       // trip), read side by side.
-      const headSha = (await git.revparse(['HEAD'])).trim();
-      const [patches, treeSha, commitsSince, gateFile] = await Promise.all([
-        checkPatchesIn(workspace, { runId, targetSha, heads }),
-        git.revparse([`${headSha}^{tree}`]),
-        git.raw(['rev-list', '--count', `${targetSha}..${headSha}`]),
-        gateFileFactsIn(git, targetSha, headSha),
-      ]);
+      const headSha = state.applied[state.applied.length - 1]?.newHead ?? (await git.revparse(['HEAD'])).trim();
+      const [{ commitsSince, headTree, ...patches }, gateFile] = await Promise.all([checkPatchesIn(workspace, { runId, targetSha, heads }), gateFileFactsIn(git, targetSha, headSha)]);
       return {
         status: 'done',
         headSha,
-        treeSha: treeSha.trim(),
-        commitsSince: Number(commitsSince.trim()),
+        treeSha: headTree ?? (await git.revparse([`${headSha}^{tree}`])).trim(),
+        commitsSince,
         // No rename detection: a renamed file shows both its old and its new path.
         changedFiles: gateFile.changedPaths,
         gateFile,
@@ -235,7 +235,10 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
     },
 
     /** The patch check alone (after a rebase onto a moved target). */
-    checkPatches: async (input: PatchCheckInput) => await checkPatchesIn(runPaths(dataDir, input.runId).worktree, input),
+    checkPatches: async (input: PatchCheckInput) => {
+      const { provenance, dropped } = await checkPatchesIn(runPaths(dataDir, input.runId).worktree, input);
+      return { provenance, dropped };
+    },
   };
 }
 

@@ -55,13 +55,14 @@ export interface Manifest {
 }
 
 /** Writes a file atomically: temp file, fsync, rename. A reader sees the old or the new content. */
-export async function writeFileAtomic(path: string, content: string): Promise<void> {
+export async function writeFileAtomic(path: string, content: string, { durable = true }: { durable?: boolean } = {}): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
   const handle = await open(temp, 'w');
   try {
     await handle.writeFile(content);
-    await handle.sync();
+    // Durable: on disk before it replaces the old file (survives a power loss, not only a crash).
+    if (durable) await handle.sync();
   } finally {
     await handle.close();
   }

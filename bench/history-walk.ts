@@ -24,6 +24,8 @@ export interface PayloadSite {
 export interface HistoryWeight {
   events: number;
   eventsByKind: Record<string, number>;
+  /** Signals received, by signal name (a child's journal events arrive as signals). */
+  signalsByName: Record<string, number>;
   payloadBytes: number;
   /** All payloads, biggest first. */
   payloads: PayloadSite[];
@@ -104,6 +106,7 @@ function workflowTypeOf(events: Event[]): string {
 export function weighHistory(history: History): HistoryWeight {
   const events = history.events ?? [];
   const eventsByKind: Record<string, number> = {};
+  const signalsByName: Record<string, number> = {};
   const payloads: PayloadSite[] = [];
   const children: HistoryWeight['children'] = [];
   // Completions name their activity or update only through the id of the event that began it.
@@ -112,8 +115,9 @@ export function weighHistory(history: History): HistoryWeight {
   for (const event of events) {
     const [kind, attributes] = attributesOf(event);
     const eventId = text(event.eventId) ?? '0';
-    eventsByKind[kind] = (eventsByKind[kind] ?? 0) + 1;
     const about = aboutOf(attributes, began) || workflowType;
+    eventsByKind[kind] = (eventsByKind[kind] ?? 0) + 1;
+    if (kind === 'workflowExecutionSignaled') signalsByName[about] = (signalsByName[about] ?? 0) + 1;
     began.set(eventId, about);
     const found: { bytes: number; path: string }[] = [];
     findPayloads(attributes, '', found);
@@ -124,7 +128,7 @@ export function weighHistory(history: History): HistoryWeight {
     }
   }
   payloads.sort((a, b) => b.bytes - a.bytes);
-  return { events: events.length, eventsByKind, payloadBytes: payloads.reduce((sum, site) => sum + site.bytes, 0), payloads, children };
+  return { events: events.length, eventsByKind, signalsByName, payloadBytes: payloads.reduce((sum, site) => sum + site.bytes, 0), payloads, children };
 }
 
 export interface RetriedActivity {

@@ -24,7 +24,7 @@ export interface HistoryReport {
   landingId: string;
   /** Every workflow of the landing, most events first. */
   workflows: WorkflowWeight[];
-  largest: { workflowId: string; events: number; eventsByKind: Record<string, number> };
+  largest: { workflowId: string; events: number; eventsByKind: Record<string, number>; signalsByName: Record<string, number> };
   biggestPayloads: (PayloadSite & { workflowId: string })[];
   targets: { events: { limit: number; largest: number; met: boolean }; payloadBytes: { limit: number; biggest: number; met: boolean } };
   /** Only when a target is missed: what is big. */
@@ -70,13 +70,13 @@ export async function measureHistory(stack: Stack): Promise<HistoryReport> {
   }
 
   const workflows: WorkflowWeight[] = [];
-  const kinds = new Map<string, Record<string, number>>();
+  const kinds = new Map<string, Pick<ReturnType<typeof weighHistory>, 'eventsByKind' | 'signalsByName'>>();
   const payloads: (PayloadSite & { workflowId: string })[] = [];
   const queue: { workflowId: string; runId?: string }[] = [{ workflowId: landingId }];
   for (let next = queue.shift(); next; next = queue.shift()) {
     const weight = weighHistory(await stack.client.workflow.getHandle(next.workflowId, next.runId).fetchHistory());
     workflows.push({ workflowId: next.workflowId, events: weight.events, payloadBytes: weight.payloadBytes, biggestPayload: weight.payloads[0] });
-    kinds.set(next.workflowId, weight.eventsByKind);
+    kinds.set(next.workflowId, weight);
     payloads.push(...weight.payloads.map((site) => ({ ...site, workflowId: next.workflowId })));
     queue.push(...weight.children);
   }
@@ -86,7 +86,8 @@ export async function measureHistory(stack: Stack): Promise<HistoryReport> {
   const biggest = payloads[0];
   const eventsMet = largest.events <= historyTargets.events;
   const payloadMet = (biggest?.bytes ?? 0) <= historyTargets.payloadBytes;
-  const eventsByKind = Object.fromEntries(Object.entries(kinds.get(largest.workflowId) ?? {}).sort(([, a], [, b]) => b - a));
+  const byCount = (counts: Record<string, number> = {}) => Object.fromEntries(Object.entries(counts).sort(([, a], [, b]) => b - a));
+  const eventsByKind = byCount(kinds.get(largest.workflowId)?.eventsByKind);
   const whatIsBig = [
     ...(eventsMet ? [] : [`${largest.workflowId} has ${largest.events} events; most are ${Object.entries(eventsByKind).slice(0, 4).map(([kind, count]) => `${kind} ×${count}`).join(', ')}`]),
     ...payloads
@@ -98,7 +99,7 @@ export async function measureHistory(stack: Stack): Promise<HistoryReport> {
     scenario,
     landingId,
     workflows,
-    largest: { workflowId: largest.workflowId, events: largest.events, eventsByKind },
+    largest: { workflowId: largest.workflowId, events: largest.events, eventsByKind, signalsByName: byCount(kinds.get(largest.workflowId)?.signalsByName) },
     biggestPayloads: payloads.slice(0, 5),
     targets: {
       events: { limit: historyTargets.events, largest: largest.events, met: eventsMet },

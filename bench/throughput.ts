@@ -4,6 +4,7 @@
  * landings per minute over the whole batch, p50/p95 latency (POST → workflow result) and the
  * worker process's resident memory while it ran. A landing that does not land fails the bench.
  */
+import { branchHead } from '../infra/fixture-repo';
 import type { Stack } from '../test/helpers/stack';
 import { twoBranchFixture } from './fixtures';
 import { retriedActivities, type RetriedActivity } from './history-walk';
@@ -41,12 +42,15 @@ interface LandingOutcome {
   summary?: string;
 }
 
-async function land(stack: Stack, repo: ReturnType<typeof twoBranchFixture>): Promise<{ id: string; ms: number; outcome: LandingOutcome }> {
+async function land(stack: Stack, repo: ReturnType<typeof twoBranchFixture>): Promise<{ id: string; ms: number; outcome: LandingOutcome; targetMoved: boolean }> {
+  const targetBefore = branchHead(repo.path, 'main');
   const begin = Date.now();
   const created: { status: number; body: { id: string } } = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: repo.branches, target: 'main' });
   if (created.status !== 201) throw new Error(`POST /v1/landings answered ${created.status}: ${JSON.stringify(created.body)}`);
   const outcome = (await stack.client.workflow.getHandle(created.body.id).result()) as LandingOutcome;
-  return { id: created.body.id, ms: Date.now() - begin, outcome };
+  const ms = Date.now() - begin;
+  // A landing that did not land must not have moved its target; one that did is worse than slow.
+  return { id: created.body.id, ms, outcome, targetMoved: branchHead(repo.path, 'main') !== targetBefore };
 }
 
 /** What made a slow landing slow: its three longest steps, and its retried activities with the failure before the retry. */
@@ -71,26 +75,30 @@ export async function measureThroughput(stack: Stack, landings: number): Promise
   const results = await Promise.all(repos.map((repo) => land(stack, repo)));
   const wallMs = Date.now() - begin;
   const memory = rss.stop();
+  const latencyMs = results.map((result) => result.ms);
+  const p50Ms = percentile(latencyMs, 50);
+  const p95Ms = percentile(latencyMs, 95);
+  const landingsPerMinute = Number(((landings * 60_000) / wallMs).toFixed(1));
   const failed = results.filter((result) => result.outcome.status !== 'landed');
   if (failed.length > 0) {
     // Grouped by outcome: twenty landings that failed the same way are one line, with one id to look at.
     const byOutcome = new Map<string, string[]>();
     for (const result of failed) {
-      const key = `${result.outcome.status} (${result.outcome.summary ?? ''})`;
+      const summary = (result.outcome.summary ?? '').replaceAll(result.id, '<landing>');
+      const key = `${result.outcome.status} (${summary})${result.targetMoved ? ' although its target was fast-forwarded' : ''}`;
       byOutcome.set(key, [...(byOutcome.get(key) ?? []), result.id]);
     }
     const lines = [...byOutcome].map(([outcome, ids]) => `${ids.length}× ${outcome}, e.g. ${ids[0]}`);
-    throw new Error(`${failed.length} of ${landings} concurrent landings did not land: ${lines.join('; ')}`);
+    const asRun = `${landingsPerMinute}/min, p50 ${p50Ms} ms, p95 ${p95Ms} ms, worker RSS peak ${mib(memory.peak)} MiB`;
+    throw new Error(`${failed.length} of ${landings} concurrent landings did not land: ${lines.join('; ')} (the batch as run, failures included: ${asRun})`);
   }
-  const latencyMs = results.map((result) => result.ms);
-  const p50Ms = percentile(latencyMs, 50);
   const stragglers = await Promise.all(results.filter((result) => result.ms > 2 * p50Ms).map((result) => explain(stack, result.id, result.ms)));
   return {
     landings,
     wallMs,
-    landingsPerMinute: Number(((landings * 60_000) / wallMs).toFixed(1)),
+    landingsPerMinute,
     p50Ms,
-    p95Ms: percentile(latencyMs, 95),
+    p95Ms,
     latencyMs: [...latencyMs].sort((a, b) => a - b),
     workerRssMiB: { before: mib(memory.before), peak: mib(memory.peak), after: mib(memory.after), lifetimePeak: mib(memory.lifetimePeak) },
     stragglers,

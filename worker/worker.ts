@@ -26,7 +26,7 @@ async function reportAgents(client: Client, config: Config, docker: Docker): Pro
 }
 
 export interface WorkerHandle {
-  /** Resolves when both workers have stopped. */
+  /** Resolves when every worker of this process has stopped. */
   done: Promise<void>;
   shutdown(): void;
 }
@@ -36,7 +36,8 @@ let runtimeInstalled = false;
 /**
  * Starts this host's workers: one on the shared queue (workflows and capsules any
  * host can run) and one on the host's own queue (steps that touch this host's
- * worktrees and Docker daemon). This is the only place real clients are made.
+ * worktrees and Docker daemon), or only the one `TARMAC_WORKER_QUEUES` names.
+ * This is the only place real clients are made.
  */
 export async function startWorker(config: Config, logger: Logger): Promise<WorkerHandle> {
   if (!runtimeInstalled) {
@@ -57,19 +58,20 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const activities = createActivities({ dataDir: config.dataDir, hostId: config.hostId, docker, taskQueue: config.taskQueue, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}) });
   const bundle = process.env.TARMAC_WORKFLOW_BUNDLE;
-  const shared = await Worker.create({
-    connection,
-    namespace: config.namespace,
-    taskQueue: config.taskQueue,
-    ...(bundle ? { workflowBundle: { codePath: bundle } } : { workflowsPath: require.resolve('../workflows') }),
-    activities,
-  });
-  const host = await Worker.create({
-    connection,
-    namespace: config.namespace,
-    taskQueue: hostQueue(config.hostId),
-    activities,
-  });
+  // TARMAC_WORKER_QUEUES: a deployment may run workflow workers and host workers as separate processes.
+  const workers: Worker[] = [];
+  if (config.workerQueues.includes('shared')) {
+    workers.push(
+      await Worker.create({
+        connection,
+        namespace: config.namespace,
+        taskQueue: config.taskQueue,
+        ...(bundle ? { workflowBundle: { codePath: bundle } } : { workflowsPath: require.resolve('../workflows') }),
+        activities,
+      }),
+    );
+  }
+  if (config.workerQueues.includes('host')) workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: hostQueue(config.hostId), activities }));
   // The registry hears this host before it takes work, so the API knows at once what it can run.
   const clientConnection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection: clientConnection, namespace: config.namespace });
@@ -78,10 +80,14 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   const reporting = setInterval(() => void report(), agentsReportEveryMs);
   reporting.unref();
   logger.info(
-    { taskQueue: config.taskQueue, hostQueue: hostQueue(config.hostId), ...(config.workerMetricsPort > 0 ? { metrics: `http://${config.workerMetricsHost}:${config.workerMetricsPort}/metrics` } : {}) },
+    {
+      ...(config.workerQueues.includes('shared') ? { taskQueue: config.taskQueue } : {}),
+      ...(config.workerQueues.includes('host') ? { hostQueue: hostQueue(config.hostId) } : {}),
+      ...(config.workerMetricsPort > 0 ? { metrics: `http://${config.workerMetricsHost}:${config.workerMetricsPort}/metrics` } : {}),
+    },
     'worker started',
   );
-  const done = Promise.all([shared.run(), host.run()]).then(async () => {
+  const done = Promise.all(workers.map((worker) => worker.run())).then(async () => {
     clearInterval(reporting);
     await clientConnection.close();
     await connection.close();
@@ -90,8 +96,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   return {
     done,
     shutdown() {
-      if (shared.getState() === 'RUNNING') shared.shutdown();
-      if (host.getState() === 'RUNNING') host.shutdown();
+      for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
     },
   };
 }

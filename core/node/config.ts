@@ -16,6 +16,13 @@ export interface Config {
   taskQueue: string;
   /** `TARMAC_HOST_ID`, default the machine's hostname: names this worker's host queue. */
   hostId: string;
+  /**
+   * `TARMAC_WORKER_QUEUES`, default `shared,host`: which queues `tarmac worker` polls. `shared`
+   * (workflows and capsules any host can run) and `host` (this host's queue: its worktrees, its
+   * Docker daemon, its agents) can run as separate processes. A landing is placed on the host of
+   * the worker that runs its first workflow task, so that host id needs a `host` worker too.
+   */
+  workerQueues: readonly WorkerQueue[];
   /** `TARMAC_API_HOST`, default `127.0.0.1`. */
   apiHost: string;
   /** `TARMAC_API_PORT`, default `8080`. */
@@ -74,6 +81,9 @@ export class ConfigError extends Error {
 }
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const workerQueueNames = ['shared', 'host'] as const;
+/** A queue a worker process can poll (`TARMAC_WORKER_QUEUES`). */
+export type WorkerQueue = (typeof workerQueueNames)[number];
 
 /**
  * Reads and validates the configuration. Fails fast with every bad variable named.
@@ -102,6 +112,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const hostId = text('TARMAC_HOST_ID', hostname());
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(hostId)) {
     problems.push(`TARMAC_HOST_ID: "${hostId}" must be letters, digits, ".", "_" or "-" (max 63)`);
+  }
+  const workerQueuesText = text('TARMAC_WORKER_QUEUES', 'shared,host');
+  const workerQueueList = workerQueuesText.split(',').map((name) => name.trim());
+  const workerQueues = workerQueueNames.filter((name) => workerQueueList.includes(name));
+  if (workerQueueList.some((name) => !(workerQueueNames as readonly string[]).includes(name))) {
+    problems.push(`TARMAC_WORKER_QUEUES: "${workerQueuesText}" must be shared,host (the default), shared (workflows and shared capsules) or host (this host's queue)`);
   }
   const logLevel = text('TARMAC_LOG_LEVEL', 'info');
   if (!(logLevels as readonly string[]).includes(logLevel)) {
@@ -170,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     temporalUiPort: port('TARMAC_TEMPORAL_UI_PORT', 8233),
     taskQueue: text('TARMAC_TASK_QUEUE', 'tarmac'),
     hostId,
+    workerQueues,
     apiHost: text('TARMAC_API_HOST', '127.0.0.1'),
     apiPort: port('TARMAC_API_PORT', 8080),
     apiTokens,

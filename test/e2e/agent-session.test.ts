@@ -242,9 +242,10 @@ describe('agentSession on the real stack (script harness in containers)', () => 
     });
     const handle = await start(body);
     await runningContainer(stack.docker, [`tarmac.session=${body.sessionId}`], 'the first attempt to run on test-host', 60_000);
-    // A second host joins; then the first one dies and does not come back.
-    await stack.startExtraWorker({ TARMAC_HOST_ID: 'test-host-b' });
+    // The first host dies mid-session and does not come back; then a second host joins. (In this
+    // order the kill lands inside the agent's 12 s whatever a worker's start-up takes on a busy machine.)
     await stack.killWorker('SIGKILL');
+    await stack.startExtraWorker({ TARMAC_HOST_ID: 'test-host-b' });
     try {
       const outcome = (await handle.result()) as SessionOutcome;
       assert.equal(outcome.status, 'delivered', outcome.summary);

@@ -26,7 +26,8 @@ export interface Stack {
   worker(): ChildProcess;
   /** Where the worker processes' output goes (kept after the test). */
   workerLog: string;
-  startWorker(): Promise<void>;
+  /** (Re)starts the stack's worker; `overrides` of its environment (e.g. `TARMAC_WORKER_QUEUES`) last until the next start. */
+  startWorker(overrides?: Record<string, string>): Promise<void>;
   /** Another worker process, e.g. a second host (`TARMAC_HOST_ID`); stopped with the stack. */
   startExtraWorker(overrides: Record<string, string>): Promise<ChildProcess>;
   killWorker(signal?: NodeJS.Signals): Promise<void>;
@@ -123,8 +124,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     child.stderr?.pipe(log);
     return child;
   };
-  const startWorker = async () => {
-    worker = await spawnWorker();
+  const startWorker = async (overrides: Record<string, string> = {}) => {
+    worker = await spawnWorker(overrides);
   };
   await startWorker();
 

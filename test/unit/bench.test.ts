@@ -32,6 +32,7 @@ describe('bench: weighHistory', () => {
     assert.equal(weight.eventsByKind.activityTaskCompleted, 1);
     assert.equal(weight.eventsByKind.workflowTaskScheduled, 1);
     assert.deepEqual(weight.children, [{ workflowId: 'l.review-1', runId: 'run-1' }]);
+    assert.deepEqual(weight.signalsByName, { admitted: 1 });
   });
 
   it('finds every payload, biggest first, naming the event, what it is about and where', () => {

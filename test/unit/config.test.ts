@@ -74,6 +74,20 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads TARMAC_WORKER_QUEUES (default both) and refuses an unknown queue, naming the variable', () => {
+    assert.deepEqual([...loadConfig({}).workerQueues], ['shared', 'host']);
+    assert.deepEqual([...loadConfig({ TARMAC_WORKER_QUEUES: 'shared' }).workerQueues], ['shared']);
+    assert.deepEqual([...loadConfig({ TARMAC_WORKER_QUEUES: ' host ' }).workerQueues], ['host']);
+    assert.deepEqual([...loadConfig({ TARMAC_WORKER_QUEUES: 'host,shared' }).workerQueues], ['shared', 'host']);
+    for (const bad of ['workflows', 'shared,', 'shared;host']) {
+      assert.throws(
+        () => loadConfig({ TARMAC_WORKER_QUEUES: bad }),
+        (error: unknown) => error instanceof ConfigError && /^TARMAC_WORKER_QUEUES: ".*" must be shared,host/.test(error.problems[0] ?? ''),
+        bad,
+      );
+    }
+  });
+
   it('never serialises the API tokens', () => {
     const secret = 'super-secret-token-value-123';
     const config = loadConfig({ TARMAC_API_TOKENS: `${secret},another-secret-token-456` });

@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import { FailureCode } from '../../core/failures';
+import { hostBoundCapsules } from '../../core/host-bound';
+import { hostQueue } from '../../core/queues';
+import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
+import { landingFinished, runningContainer, startStack, type Stack } from '../helpers/stack';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** One landing's history as the steps a reader cares about: local activities (and the local tries of host-bound capsules), activity tasks, workflow tasks. */
+function readHistory(events: HistoryEvent[]) {
+  const locals = events.flatMap((event, index) => {
+    const marker = event.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    const data = defaultPayloadConverter.fromPayload<{ activity_type?: string; activityType?: string }>(marker.details!.data!.payloads![0]!);
+    const failure = marker.failure?.applicationFailureInfo?.type ?? marker.failure?.cause?.applicationFailureInfo?.type;
+    return [{ index, activityType: data.activity_type ?? data.activityType, failure: failure ?? (marker.failure ? 'failed' : undefined) }];
+  });
+  const scheduled = events.flatMap((event, index) => {
+    const attributes = event.activityTaskScheduledEventAttributes;
+    if (!attributes) return [];
+    const started = events.find((other) => other.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === event.eventId?.toString());
+    return [{ index, activityType: attributes.activityType!.name!, taskQueue: attributes.taskQueue!.name!, startedBy: started?.activityTaskStartedEventAttributes?.identity ?? undefined }];
+  });
+  const workflowTasks = events.flatMap((event, index) => (event.workflowTaskCompletedEventAttributes ? [{ index, identity: event.workflowTaskCompletedEventAttributes.identity ?? '' }] : []));
+  return { locals, localTries: locals.filter((entry) => entry.activityType === 'capsule.onHost'), scheduled, workflowTasks };
+}
+
+/** The worker identity the SDK gives a process by default: `<pid>@<hostname>`. */
+const processOf = (identity: string | undefined) => identity?.split('@')[0];
+
+describe('host-bound capsules: local on the run’s host, through its queue anywhere else', () => {
+  let stack: Stack;
+  const otherDataDir = mkdtempSync(join(tmpdir(), 'tarmac-test-host-b-'));
+  before(async () => {
+    stack = await startStack();
+  });
+  after(async () => {
+    await stack?.stop();
+    rmSync(otherDataDir, { recursive: true, force: true });
+  });
+
+  /** Two branches whose gate (`make test`) sleeps `seconds`, then checks both changes are in. */
+  function twoBranchRepo(seconds: number) {
+    return createFixtureRepo({
+      base: {
+        'a.txt': 'a\n',
+        'b.txt': 'b\n',
+        Makefile: `test:\n\tsleep ${seconds}\n\tgrep -q A a.txt && grep -q B b.txt\n`,
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }], { fixup: { maxRounds: 0 } }),
+      },
+      branches: [
+        { name: 'feature/a', commits: [{ message: 'a: upper', files: { 'a.txt': 'A\n' } }] },
+        { name: 'feature/b', commits: [{ message: 'b: upper', files: { 'b.txt': 'B\n' } }] },
+      ],
+    });
+  }
+  async function land(repoUrl: string): Promise<string> {
+    const created = await stack.api('POST', '/v1/landings', { repo: repoUrl, branches: ['feature/a', 'feature/b'], target: 'main' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    return created.body.id as string;
+  }
+  /** Lands, and the target is exactly the head whose tree was gated. */
+  function assertLandedGatedHead(view: any, repoPath: string) {
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    const merged = branchHead(repoPath, 'main');
+    assert.equal(merged, view.outcome.mergedSha);
+    assert.equal(merged, view.outcome.headSha, 'the target is the verified head');
+    assert.equal(execFileSync('git', ['-C', repoPath, 'rev-parse', `${merged}^{tree}`], { encoding: 'utf8' }).trim(), view.gates[0].treeSha, 'the gated tree is the merged tree');
+  }
+  const bound = new Set<string>(hostBoundCapsules);
+
+  it('one worker, the run’s host: every host-bound capsule runs locally, none through a task queue', async () => {
+    const repo = twoBranchRepo(0);
+    const id = await land(repo.url);
+    assertLandedGatedHead(await landingFinished(stack, id, 120_000), repo.path);
+    const history = readHistory((await stack.client.workflow.getHandle(id).fetchHistory()).events ?? []);
+    assert.ok(history.localTries.length >= 3, `host-bound capsules ran as local activities (${history.localTries.length})`);
+    assert.deepEqual(history.localTries.filter((entry) => entry.failure), [], 'no local try was refused');
+    assert.deepEqual(history.scheduled.filter((entry) => bound.has(entry.activityType)).map((entry) => entry.activityType), [], 'no host-bound capsule went through a task queue');
+  });
+
+  it('the workflow moves to a worker of another host: host-bound capsules are refused there (TARMAC_WRONG_HOST) and run through the run’s host queue', async () => {
+    const repo = twoBranchRepo(4);
+    const id = await land(repo.url);
+    const gate = await runningContainer(stack.docker, [`tarmac.run=${id}`], 'the gate container to run', 60_000);
+    const firstWorker = stack.worker().pid;
+    await stack.killWorker('SIGKILL');
+    // From here on only B runs workflow tasks (it polls no host queue) and only A runs A's host queue
+    // (it polls nothing else): every host-bound step the landing takes now must go B → A's queue.
+    const other: ChildProcess = await stack.startExtraWorker({ TARMAC_HOST_ID: 'test-host-b', TARMAC_DATA_DIR: otherDataDir, TARMAC_WORKER_QUEUES: 'shared' });
+    await stack.startWorker({ TARMAC_WORKER_QUEUES: 'host' });
+    const hostWorker = stack.worker().pid;
+
+    const view = await landingFinished(stack, id, 120_000);
+    assertLandedGatedHead(view, repo.path);
+    assert.equal(view.gates[0].reattached, true, 'the gate retried on A reattached to its container');
+    const left = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${id}`] }) });
+    assert.deepEqual(left.map((container) => container.Id), [], 'no container of the run is left');
+    assert.ok((await stack.docker.listContainers({ all: true, filters: JSON.stringify({ id: [gate.Id] }) })).length === 0, 'the gate container was removed');
+
+    const history = readHistory((await stack.client.workflow.getHandle(id).fetchHistory()).events ?? []);
+    const refused = history.localTries.filter((entry) => entry.failure);
+    assert.ok(refused.length >= 3, `local tries were refused after the move (${refused.length})`);
+    assert.deepEqual([...new Set(refused.map((entry) => entry.failure))], [FailureCode.wrongHost]);
+    const firstRefused = refused[0]!.index;
+    assert.ok(
+      history.locals.some((entry) => entry.activityType === 'capsule.placeLanding' && !entry.failure && entry.index < firstRefused),
+      'before the move the landing was placed (on A) by a local activity',
+    );
+    assert.ok(history.localTries.filter((entry) => entry.index > firstRefused).every((entry) => entry.failure), 'after the move no local try succeeds');
+    // Every refusal is followed by exactly one activity task on A's host queue: the same step, taken by A.
+    const fallbacks = history.scheduled.filter((entry) => bound.has(entry.activityType));
+    assert.equal(fallbacks.length, refused.length, JSON.stringify(fallbacks));
+    for (const name of ['capsule.verifyLanding', 'capsule.fastForwardTarget', 'capsule.cleanupRun']) {
+      const step = fallbacks.find((entry) => entry.activityType === name);
+      assert.ok(step, `${name} was scheduled as an activity`);
+      assert.ok(step.index > firstRefused, `${name} went through the queue after a refused local try`);
+      assert.equal(step.taskQueue, hostQueue('test-host'), `${name} went to A's host queue`);
+      assert.equal(processOf(step.startedBy), String(hostWorker), `${name} was run by worker A (restarted)`);
+    }
+    assert.ok(fallbacks.every((entry) => entry.taskQueue === hostQueue('test-host') && processOf(entry.startedBy) === String(hostWorker)));
+    // The workflow tasks: A's before the kill, B's after (the refused tries were B's).
+    const moved = history.workflowTasks.filter((task) => task.index < firstRefused).at(-1)!;
+    const afterMove = history.workflowTasks.filter((task) => task.index >= moved.index);
+    assert.ok(afterMove.every((task) => processOf(task.identity) === String(other.pid)), `B ran every workflow task from the move on: ${JSON.stringify(afterMove)}`);
+    assert.ok(history.workflowTasks.some((task) => processOf(task.identity) === String(firstWorker)), 'A ran the workflow before the kill');
+  });
+});
