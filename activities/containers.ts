@@ -11,6 +11,8 @@ export const labelKeys = {
   step: 'tarmac.step',
   role: 'tarmac.role',
   tree: 'tarmac.tree',
+  /** Made (and maybe started) ahead of its step by the landing's placement: the step's first run, not a reattach. */
+  ahead: 'tarmac.ahead',
 } as const;
 
 export interface ContainerSpec {
@@ -42,10 +44,13 @@ export interface ContainerSpec {
    */
   networkMode?: string;
   /**
-   * Work the container needs before it starts (its workspace on the host), done only for a new
-   * container and side by side with creating it; the container starts when both are done.
+   * Work the container needs before it first starts (its workspace on the host): done side by
+   * side with creating a new container, and again for a container found never started unless
+   * `isPrepared` says an earlier attempt finished it (a crash between create and start, or a
+   * container made ahead of time by `createStepContainerAhead`).
    */
   prepare?: () => Promise<void>;
+  isPrepared?: () => Promise<boolean>;
   /** Called with the container id as soon as it is known (new or reattached), before it runs. */
   onContainer?: (containerId: string) => void;
   /** Called once the container runs (started now, or found from an earlier attempt). */
@@ -153,42 +158,75 @@ async function racingContainer(docker: Docker, name: string, labels: Record<stri
  * label lookup, Docker refuses the second create (409 Conflict) and that attempt
  * reattaches to the first one's container, so a step never has two.
  */
+/**
+ * The step's container: found by its labels (an earlier attempt's, or one made ahead), or
+ * created under its deterministic name with `prepare` side by side. A create that loses a race
+ * (409) takes the racing attempt's container.
+ */
+async function ensureStepContainer(docker: Docker, spec: ContainerSpec): Promise<{ container: Docker.Container; existing?: Docker.ContainerInfo }> {
+  const stepLabels = { [labelKeys.run]: spec.labels['tarmac.run'], [labelKeys.step]: spec.labels['tarmac.step'] };
+  const found = await findByLabels(docker, stepLabels);
+  if (found) return { container: docker.getContainer(found.Id), existing: found };
+  const name = containerName(spec.labels['tarmac.run'], spec.labels['tarmac.step']);
+  const create = async (): Promise<{ container: Docker.Container; existing?: Docker.ContainerInfo }> => {
+    await ensureImage(docker, spec.image);
+    try {
+      return { container: await createStepContainer(docker, spec, name, spec.maxLogBytes ?? defaultMaxLogBytes) };
+    } catch (error) {
+      if (statusCode(error) !== 409) throw error;
+      const raced = await racingContainer(docker, name, stepLabels);
+      return { container: docker.getContainer(raced.Id), existing: raced };
+    }
+  };
+  const [made] = await Promise.all([create(), spec.prepare?.()]);
+  return made;
+}
+
+/**
+ * Makes a step's container ahead of its step (prepared, created, not started): the step then
+ * only starts it. Same checks as the step itself (network, image).
+ */
+export async function createStepContainerAhead(docker: Docker, spec: ContainerSpec): Promise<Docker.Container> {
+  const network = checkNetwork(spec.labels[labelKeys.role], spec.networkMode);
+  if (!network.ok) throw failure(FailureCode.invalidRequest, network.message);
+  return (await ensureStepContainer(docker, { ...spec, labels: { ...spec.labels, [labelKeys.ahead]: 'true' } })).container;
+}
+
+/** Starts a container made ahead (a step that finds it running takes it on as its own run, not a reattach). */
+export async function startStepContainerAhead(container: Docker.Container): Promise<void> {
+  try {
+    await container.start();
+  } catch (error) {
+    if (statusCode(error) !== 304) throw error;
+  }
+}
+
 export async function runStepContainer(docker: Docker, spec: ContainerSpec): Promise<ContainerResult> {
   const context = Context.current();
   const network = checkNetwork(spec.labels[labelKeys.role], spec.networkMode);
   if (!network.ok) throw failure(FailureCode.invalidRequest, network.message);
-  const stepLabels = { [labelKeys.run]: spec.labels['tarmac.run'], [labelKeys.step]: spec.labels['tarmac.step'] };
   const maxLogBytes = spec.maxLogBytes ?? defaultMaxLogBytes;
-  let existing = await findByLabels(docker, stepLabels);
-  let container: Docker.Container;
-  if (existing) {
-    container = docker.getContainer(existing.Id);
-  } else {
-    const name = containerName(spec.labels['tarmac.run'], spec.labels['tarmac.step']);
-    const create = async (): Promise<{ container: Docker.Container; raced?: Docker.ContainerInfo }> => {
-      await ensureImage(docker, spec.image);
-      try {
-        return { container: await createStepContainer(docker, spec, name, maxLogBytes) };
-      } catch (error) {
-        if (statusCode(error) !== 409) throw error;
-        const raced = await racingContainer(docker, name, stepLabels);
-        return { container: docker.getContainer(raced.Id), raced };
-      }
-    };
-    const [created] = await Promise.all([create(), spec.prepare?.()]);
-    container = created.container;
-    existing = created.raced;
-  }
+  const made = await ensureStepContainer(docker, spec);
+  const { container } = made;
+  // A container made ahead of the step is the first attempt's own run, whatever state it is in
+  // (a later attempt that finds it reattaches, as to any other).
+  let existing = made.existing?.Labels?.[labelKeys.ahead] === 'true' && context.info.attempt === 1 ? undefined : made.existing;
+  const madeAhead = Boolean(made.existing) && !existing;
   context.heartbeat({ containerId: container.id });
   spec.onContainer?.(container.id);
   let state = (await container.inspect()).State;
   const foundFinished = Boolean(existing) && state.Status === 'exited';
   if (state.Status === 'created') {
+    // Never started: whoever made it, this attempt is the first to run it.
+    if ((existing || madeAhead) && spec.prepare && !(await spec.isPrepared?.())) await spec.prepare();
+    existing = undefined;
     try {
       await container.start();
     } catch (error) {
-      // 304: a racing attempt started it a moment ago; waiting on it is all that is left.
-      if (statusCode(error) !== 304) throw error;
+      // 304: a racing attempt (or the placement that made it ahead) started it a moment ago;
+      // waiting on it is all that is left. Any other refusal counts only if it did not start.
+      const now = (await container.inspect()).State.Status;
+      if (statusCode(error) !== 304 && now !== 'running' && now !== 'exited') throw error;
     }
     state = (await container.inspect()).State;
   }

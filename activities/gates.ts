@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import type { GateSuite } from '../core/gate-file';
 import type { GateSuiteResult } from '../core/types';
-import { labelKeys, removeRunContainers, runStepContainer } from './containers';
+import { createStepContainerAhead, labelKeys, removeRunContainers, runStepContainer, type ContainerSpec } from './containers';
 import { containerUser, gitArgs, handToContainerUser } from './git';
 import { dataRef, mirrorPath, recordInManifest, runPaths } from './run-store';
 
@@ -54,44 +55,55 @@ async function exportTree(repository: string, commitSha: string, dir: string): P
 export function createGateActivities({ dataDir, hostId, docker }: GateActivityDeps) {
   const user = containerUser();
 
-  return {
-    /**
-     * Runs one suite of the gate in a sandbox container against exactly one tree.
-     * The suite's result is data (passed / failed / timed-out), not an activity failure.
-     */
-    runGateSuite: async (input: RunGateSuiteInput): Promise<GateSuiteResult> => {
-      const { runId, repo, commitSha, treeSha, suite, image, timeoutMs, round } = input;
-      const paths = runPaths(dataDir, runId);
-      const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}`;
-      const snapshot = join(paths.snapshots, step);
-      const logFile = join(paths.logs, `${step}.log`);
-      const labels = {
+  /** The container of one suite on one tree, and the snapshot of that tree it mounts. */
+  const suiteContainer = ({ runId, repo, commitSha, treeSha, suite, image, timeoutMs, round }: RunGateSuiteInput): { spec: ContainerSpec; logFile: string } => {
+    const paths = runPaths(dataDir, runId);
+    const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}`;
+    const snapshot = join(paths.snapshots, step);
+    // Written once the snapshot is complete: a container found never started runs on it as is.
+    const ready = `${snapshot}.ready`;
+    const logFile = join(paths.logs, `${step}.log`);
+    const spec: ContainerSpec = {
+      labels: {
         [labelKeys.run]: runId,
         [labelKeys.step]: step,
         [labelKeys.role]: 'gate',
         [labelKeys.tree]: treeSha,
         'tarmac.suite': suite.id,
         'tarmac.host': hostId,
-      };
-      const result = await runStepContainer(docker, {
-        labels,
-        image,
-        cmd: suite.run,
-        user: `${user.uid}:${user.gid}`,
-        env: ['HOME=/tmp', 'CI=1', `TARMAC_SUITE=${suite.id}`, `TARMAC_TREE_SHA=${treeSha}`],
-        binds: [`${snapshot}:/workspace:rw`],
-        workingDir: '/workspace',
-        timeoutMs,
-        logFile,
-        // A fresh container gets a fresh snapshot (exported while the container is created); a
-        // reattached one keeps the tree its container is using.
-        prepare: async () => {
-          await recordInManifest(paths.manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [snapshot] });
-          // The workspace holds the run's own commits (rebased, fixed) and reads the rest from the mirror.
-          await exportTree(paths.worktree, commitSha, snapshot);
-          await handToContainerUser(snapshot);
-        },
-      });
+      },
+      image,
+      cmd: suite.run,
+      user: `${user.uid}:${user.gid}`,
+      env: ['HOME=/tmp', 'CI=1', `TARMAC_SUITE=${suite.id}`, `TARMAC_TREE_SHA=${treeSha}`],
+      binds: [`${snapshot}:/workspace:rw`],
+      workingDir: '/workspace',
+      timeoutMs,
+      logFile,
+      // A fresh container gets a fresh snapshot (exported while the container is created); a
+      // reattached one keeps the tree its container is using.
+      prepare: async () => {
+        await rm(ready, { force: true });
+        await recordInManifest(paths.manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [snapshot, ready] });
+        // The workspace holds the run's own commits (rebased, fixed) and reads the rest from the mirror.
+        await exportTree(paths.worktree, commitSha, snapshot);
+        await handToContainerUser(snapshot);
+        await writeFile(ready, `${commitSha}\n`);
+      },
+      isPrepared: async () => existsSync(ready),
+    };
+    return { spec, logFile };
+  };
+
+  return {
+    /**
+     * Runs one suite of the gate in a sandbox container against exactly one tree.
+     * The suite's result is data (passed / failed / timed-out), not an activity failure.
+     */
+    runGateSuite: async (input: RunGateSuiteInput): Promise<GateSuiteResult> => {
+      const { suite, treeSha } = input;
+      const { spec, logFile } = suiteContainer(input);
+      const result = await runStepContainer(docker, spec);
       return {
         suiteId: suite.id,
         treeSha,
@@ -102,6 +114,13 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
         reattached: result.reattached,
       };
     },
+
+    /**
+     * Makes a suite's container ahead of its gate round (snapshot exported, container created, not
+     * started), so the round only starts it; the landing's placement does this beside its patch
+     * check, and starts it when nothing can stop the landing before its gate.
+     */
+    prepareGateSuite: async (input: RunGateSuiteInput): Promise<Docker.Container> => await createStepContainerAhead(docker, suiteContainer(input).spec),
 
     /** Removes the run's containers, found by the run's label only. */
     removeRunContainers: async ({ runId }: { runId: string }): Promise<{ removed: number }> => {

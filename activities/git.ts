@@ -310,16 +310,10 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
       const paths = runPaths(dataDir, runId);
       const manifest = await readManifest(paths.manifest);
       if (!manifest) return { removed: [] };
-      const removed: string[] = [];
       const inside = (path: string) => path.startsWith(`${paths.runDir}/`);
-      for (const worktree of manifest.worktrees.filter(inside)) {
-        await rm(worktree, { recursive: true, force: true });
-        removed.push(worktree);
-      }
-      for (const dir of manifest.dirs.filter(inside)) {
-        await rm(dir, { recursive: true, force: true });
-        removed.push(dir);
-      }
+      const owned = [...manifest.worktrees.filter(inside), ...manifest.dirs.filter(inside)];
+      await Promise.all(owned.map((path) => rm(path, { recursive: true, force: true })));
+      const removed = owned;
       return { removed };
     },
   };

@@ -46,7 +46,7 @@ export function createActivities(deps: ActivityDeps) {
   const queue = createQueueActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
   const nightly = createNightlyActivities();
   const activities = {
-    'capsule.placeLanding': createPlacement({ git, landing, rebase }),
+    'capsule.placeLanding': createPlacement({ dataDir: deps.dataDir, git, landing, rebase, gates }),
     'capsule.inspectTarget': git.inspectTarget,
     'capsule.prepareRun': landing.prepareRun,
     'capsule.rebaseBranches': rebase.rebaseBranches,
@@ -79,12 +79,14 @@ export function createActivities(deps: ActivityDeps) {
      * queue, releases it first (the landing's last trip: no signal of its own to wait for).
      */
     async 'capsule.cleanupRun'({ runId, outcome, release }: { runId: string; outcome?: LandingOutcome; release?: { queueId: string } }): Promise<{ removedPaths: string[]; removedContainers: number }> {
-      // The target first: the next landing may merge while this one cleans up.
-      if (release) await queue.release({ queueId: release.queueId, landingId: runId });
-      // Containers first: none may still write into a directory being removed.
-      const { removed } = await gates.removeRunContainers({ runId });
+      // Side by side: the target freed for the next landing, the outcome stored, the run's
+      // containers removed — and then its files (no container may still write into them).
+      const [, , { removed }] = await Promise.all([
+        release ? queue.release({ queueId: release.queueId, landingId: runId }) : undefined,
+        outcome ? writeFileAtomic(runPaths(deps.dataDir, outcome.runId).outcome, `${JSON.stringify(outcome, null, 2)}\n`) : undefined,
+        gates.removeRunContainers({ runId }),
+      ]);
       const files = await git.cleanupRunFiles({ runId });
-      if (outcome) await writeFileAtomic(runPaths(deps.dataDir, outcome.runId).outcome, `${JSON.stringify(outcome, null, 2)}\n`);
       return { removedPaths: files.removed, removedContainers: removed };
     },
     /** Stores the outcome next to the run's logs, so it outlives Temporal's retention. */

@@ -5,7 +5,7 @@ import type { GateSuiteResult } from '../core/types';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
 import { verifyProblems } from '../policies/verify';
 import { gateFileProblem, type GateFileApproval, type GateFileFacts } from '../policies/gate-file-change';
-import { automationGit, changedPaths, ensureMirror, ensureWorkspace, fetchRefs, gateFileFactsIn, gitExitCode, objectAt, originGit } from './git';
+import { automationGit, catFileBatch, changedPaths, ensureMirror, ensureWorkspace, fetchRefs, gateFileFactsIn, gitExitCode, objectAt, originGit } from './git';
 import { recordInManifest, runPaths } from './run-store';
 
 export interface WorkspaceHead {
@@ -101,14 +101,21 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      */
     verifyLanding: async ({ runId, targetSha, headSha, gates, suiteIds, dropped, reviewedTreeSha, approvedGateFile }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> => {
       const git = workspaceGit(runId);
-      // Every fact read again here, on exactly the SHAs to be merged: the workflow's view is not the only guard.
+      // Every fact read again here, on exactly the SHAs to be merged: the workflow's view is not the
+      // only guard. The reads are independent: side by side.
+      const [commitsOver, trees, ancestry, gateFacts] = await Promise.all([
+        git.raw(['rev-list', '--count', `${targetSha}..${headSha}`]),
+        catFileBatch(runPaths(dataDir, runId).worktree, [`${headSha}^{tree}`, `${targetSha}^{tree}`]),
+        gitExitCode(runPaths(dataDir, runId).worktree, ['merge-base', '--is-ancestor', targetSha, headSha]),
+        gateFileFactsIn(git, targetSha, headSha),
+      ]);
       const problems = verifyProblems({
-        commitsOver: Number((await git.raw(['rev-list', '--count', `${targetSha}..${headSha}`])).trim()),
-        headTree: (await git.revparse([`${headSha}^{tree}`])).trim(),
-        targetTree: (await git.revparse([`${targetSha}^{tree}`])).trim(),
-        headDescendsFromTarget: (await gitExitCode(runPaths(dataDir, runId).worktree, ['merge-base', '--is-ancestor', targetSha, headSha])) === 0,
+        commitsOver: Number(commitsOver.trim()),
+        headTree: trees[0]?.oid ?? '',
+        targetTree: trees[1]?.oid ?? '',
+        headDescendsFromTarget: ancestry === 0,
         dropped,
-        gateFileProblem: gateFileProblem(await gateFileFactsIn(git, targetSha, headSha), approvedGateFile) ?? undefined,
+        gateFileProblem: gateFileProblem(gateFacts, approvedGateFile) ?? undefined,
         reviewedTreeSha,
         gates,
         suiteIds,

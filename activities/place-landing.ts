@@ -1,4 +1,12 @@
+import { log } from '@temporalio/activity';
+import type Docker from 'dockerode';
+import { gateFileDecision } from '../policies/gate-file-change';
+import { startStepContainerAhead } from './containers';
+import { defaultRunnerImage, suiteTimeoutMs } from '../core/gate-file';
 import type { StepTiming } from '../core/types';
+import type { GateActivities } from './gates';
+import { automationGit } from './git';
+import { runPaths } from './run-store';
 import type { GitActivities, InspectTargetInput, InspectTargetResult } from './git';
 import type { LandingCapsules } from './landing-capsules';
 import type { RebaseActivities, RebaseResult } from './rebase';
@@ -18,7 +26,12 @@ export interface PlaceLandingResult {
  * are gone. A retry runs them again: each is idempotent on its host (the workspace and the
  * rebase state are kept and resumed).
  */
-export function createPlacement({ git, landing, rebase }: { git: GitActivities; landing: LandingCapsules; rebase: RebaseActivities }) {
+/** After this first rebase the landing's next step is its first gate round: no conflict, no dropped patch, no gate-file question. */
+function gateRunsNext(rebased: RebaseResult): boolean {
+  return rebased.status === 'done' && rebased.dropped.length === 0 && gateFileDecision(rebased.gateFile, undefined).kind !== 'ask';
+}
+
+export function createPlacement({ dataDir, git, landing, rebase, gates }: { dataDir: string; git: GitActivities; landing: LandingCapsules; rebase: RebaseActivities; gates: GateActivities }) {
   return async function placeLanding(input: InspectTargetInput): Promise<PlaceLandingResult> {
     const parts: StepTiming[] = [];
     const timed = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
@@ -31,7 +44,32 @@ export function createPlacement({ git, landing, rebase }: { git: GitActivities; 
     if (!inspected.gate.ok) return { inspected, parts };
     const { runId, repo, heads } = input;
     await timed('capsule.prepareRun', () => landing.prepareRun({ runId, repo, targetSha: inspected.targetSha }));
-    const rebased = await timed('capsule.rebaseBranches', () => rebase.rebaseBranches({ runId, targetSha: inspected.targetSha, heads }));
+    const gate = inspected.gate.gate;
+    // The first gate round's containers are made beside the patch check (snapshot exported,
+    // container created): the round then only takes them on. Best effort — the round makes
+    // whatever is missing itself, and reports what fails (a missing image) in its own phase.
+    const ahead: Docker.Container[] = [];
+    const gateAhead = async (headSha: string) => {
+      const treeSha = (await automationGit(runPaths(dataDir, runId).worktree).revparse([`${headSha}^{tree}`])).trim();
+      await Promise.all(
+        gate.suites.map((suite) =>
+          gates
+            .prepareGateSuite({ runId, repo, commitSha: headSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs: suiteTimeoutMs(suite), round: 1 })
+            .then((container) => void ahead.push(container))
+            .catch((error: unknown) => {
+              log.info('gate container not made ahead; the round makes it', { suite: suite.id, error: String(error) });
+            }),
+        ),
+      );
+    };
+    const rebased = await timed('capsule.rebaseBranches', () => rebase.rebaseBranches({ runId, targetSha: inspected.targetSha, heads }, { rebased: gateAhead }));
+    // Started now when nothing can stop the landing before its gate (every patch present, the gate
+    // file as the target has it): the suites run while the landing goes on to its gate phase.
+    if (ahead.length === gate.suites.length && gateRunsNext(rebased)) {
+      await Promise.all(ahead.map((container) => startStepContainerAhead(container))).catch((error: unknown) => {
+        log.info('gate containers not started ahead; the round starts them', { error: String(error) });
+      });
+    }
     return { inspected, rebased, parts };
   };
 }

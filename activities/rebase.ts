@@ -163,8 +163,9 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
      * workspace, with rerere off. Resumable: it continues where an earlier call left
      * off, taking a resolver's delivered head for the branch that stopped. Stops at a
      * conflict and reports the commit and the conflicted files; never resolves anything itself.
+     * `rebased` (the placement's) runs beside the patch check once the head is known.
      */
-    rebaseBranches: async ({ runId, targetSha, heads, resolvedHead }: RebaseInput): Promise<RebaseResult> => {
+    rebaseBranches: async ({ runId, targetSha, heads, resolvedHead }: RebaseInput, { rebased }: { rebased?: (headSha: string) => Promise<void> } = {}): Promise<RebaseResult> => {
       const workspace = runPaths(dataDir, runId).worktree;
       const git = automationGit(workspace);
       const state = await readState(runId, targetSha);
@@ -204,7 +205,7 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
       // Done: the patch check and the facts the next phases need, in the same capsule (one round
       // trip), read side by side.
       const headSha = state.applied[state.applied.length - 1]?.newHead ?? (await git.revparse(['HEAD'])).trim();
-      const [{ commitsSince, headTree, ...patches }, gateFile] = await Promise.all([checkPatchesIn(workspace, { runId, targetSha, heads }), gateFileFactsIn(git, targetSha, headSha)]);
+      const [{ commitsSince, headTree, ...patches }, gateFile] = await Promise.all([checkPatchesIn(workspace, { runId, targetSha, heads }), gateFileFactsIn(git, targetSha, headSha), rebased?.(headSha)]);
       return {
         status: 'done',
         headSha,

@@ -42,15 +42,14 @@ interface LandingOutcome {
   summary?: string;
 }
 
-async function land(stack: Stack, repo: ReturnType<typeof twoBranchFixture>): Promise<{ id: string; ms: number; outcome: LandingOutcome; targetMoved: boolean }> {
-  const targetBefore = branchHead(repo.path, 'main');
+type Fixture = ReturnType<typeof twoBranchFixture>;
+
+async function land(stack: Stack, repo: Fixture): Promise<{ id: string; ms: number; outcome: LandingOutcome }> {
   const begin = Date.now();
   const created: { status: number; body: { id: string } } = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: repo.branches, target: 'main' });
   if (created.status !== 201) throw new Error(`POST /v1/landings answered ${created.status}: ${JSON.stringify(created.body)}`);
   const outcome = (await stack.client.workflow.getHandle(created.body.id).result()) as LandingOutcome;
-  const ms = Date.now() - begin;
-  // A landing that did not land must not have moved its target; one that did is worse than slow.
-  return { id: created.body.id, ms, outcome, targetMoved: branchHead(repo.path, 'main') !== targetBefore };
+  return { id: created.body.id, ms: Date.now() - begin, outcome };
 }
 
 /** What made a slow landing slow: its three longest steps, and its retried activities with the failure before the retry. */
@@ -70,6 +69,7 @@ export async function measureThroughput(stack: Stack, landings: number): Promise
   await land(stack, twoBranchFixture(300));
   // The repositories are made before the clock starts: they are the input, not the work.
   const repos = Array.from({ length: landings }, (_, index) => twoBranchFixture(400 + index));
+  const targetsBefore = repos.map((repo) => branchHead(repo.path, 'main'));
   const rss = sampleRss(pid);
   const begin = Date.now();
   const results = await Promise.all(repos.map((repo) => land(stack, repo)));
@@ -84,8 +84,11 @@ export async function measureThroughput(stack: Stack, landings: number): Promise
     // Grouped by outcome: twenty landings that failed the same way are one line, with one id to look at.
     const byOutcome = new Map<string, string[]>();
     for (const result of failed) {
+      const index = results.indexOf(result);
+      // A landing that did not land must not have moved its target; one that did is worse than slow.
+      const targetMoved = branchHead(repos[index]!.path, 'main') !== targetsBefore[index];
       const summary = (result.outcome.summary ?? '').replaceAll(result.id, '<landing>');
-      const key = `${result.outcome.status} (${summary})${result.targetMoved ? ' although its target was fast-forwarded' : ''}`;
+      const key = `${result.outcome.status} (${summary})${targetMoved ? ' although its target was fast-forwarded' : ''}`;
       byOutcome.set(key, [...(byOutcome.get(key) ?? []), result.id]);
     }
     const lines = [...byOutcome].map(([outcome, ids]) => `${ids.length}× ${outcome}, e.g. ${ids[0]}`);

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Value, ValueErrorType, type ValueError } from '@sinclair/typebox/value';
-import { durationPattern } from './duration';
+import { durationPattern, parseDuration } from './duration';
 
 /** Where a target repository declares its gates, relative to the repository root. */
 export const gateFilePath = '.config/tarmac/land-gate.json';
@@ -10,6 +10,11 @@ export const defaultRunnerImage = 'tarmac/runner:bookworm';
 
 /** Suite timeout when the gate file names none. */
 export const defaultSuiteTimeout = '10m';
+
+/** A suite's timeout in milliseconds (its own, or the default). */
+export function suiteTimeoutMs(suite: { timeout?: string }): number {
+  return parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
+}
 
 const SuiteSchema = Type.Object(
   {

@@ -83,7 +83,7 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
     const id = await land(repo.url);
     assertLandedGatedHead(await landingFinished(stack, id, 120_000), repo.path);
     const history = readHistory((await stack.client.workflow.getHandle(id).fetchHistory()).events ?? []);
-    assert.ok(history.localTries.length >= 3, `host-bound capsules ran as local activities (${history.localTries.length})`);
+    assert.ok(history.localTries.length >= 2, `host-bound capsules ran as local activities (${history.localTries.length})`);
     assert.deepEqual(history.localTries.filter((entry) => entry.failure), [], 'no local try was refused');
     assert.deepEqual(history.scheduled.filter((entry) => bound.has(entry.activityType)).map((entry) => entry.activityType), [], 'no host-bound capsule went through a task queue');
   });
@@ -109,7 +109,7 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
 
     const history = readHistory((await stack.client.workflow.getHandle(id).fetchHistory()).events ?? []);
     const refused = history.localTries.filter((entry) => entry.failure);
-    assert.ok(refused.length >= 3, `local tries were refused after the move (${refused.length})`);
+    assert.ok(refused.length >= 2, `local tries were refused after the move (${refused.length})`);
     assert.deepEqual([...new Set(refused.map((entry) => entry.failure))], [FailureCode.wrongHost]);
     const firstRefused = refused[0]!.index;
     assert.ok(
@@ -120,7 +120,7 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
     // Every refusal is followed by exactly one activity task on A's host queue: the same step, taken by A.
     const fallbacks = history.scheduled.filter((entry) => bound.has(entry.activityType));
     assert.equal(fallbacks.length, refused.length, JSON.stringify(fallbacks));
-    for (const name of ['capsule.verifyLanding', 'capsule.fastForwardTarget', 'capsule.cleanupRun']) {
+    for (const name of ['capsule.verifyLanding', 'capsule.fastForwardTarget']) {
       const step = fallbacks.find((entry) => entry.activityType === name);
       assert.ok(step, `${name} was scheduled as an activity`);
       assert.ok(step.index > firstRefused, `${name} went through the queue after a refused local try`);
@@ -128,6 +128,9 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
       assert.equal(processOf(step.startedBy), String(hostWorker), `${name} was run by worker A (restarted)`);
     }
     assert.ok(fallbacks.every((entry) => entry.taskQueue === hostQueue('test-host') && processOf(entry.startedBy) === String(hostWorker)));
+    // The cleanup always goes through the host's queue (it destroys what a repeated local step would read).
+    const cleanup = history.scheduled.find((entry) => entry.activityType === 'capsule.cleanupRun');
+    assert.equal(cleanup?.taskQueue, hostQueue('test-host'), 'the cleanup ran on A');
     // The workflow tasks: A's before the kill, B's after (the refused tries were B's).
     const moved = history.workflowTasks.filter((task) => task.index < firstRefused).at(-1)!;
     const afterMove = history.workflowTasks.filter((task) => task.index >= moved.index);

@@ -31,6 +31,13 @@ describe('worker restart mid-gate', () => {
 
     const running = await runningContainer(stack.docker, [runLabel], 'the gate container to run', 60_000);
     const containerId = running.Id;
+    // The placement may start the container ahead of the gate step: kill while the step itself runs.
+    await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.body?.steps?.some((step: { name: string; status: string }) => step.name.startsWith('gate.runSuite') && step.status === 'running'),
+      60_000,
+      'the gate step to run',
+    );
     await stack.killWorker('SIGKILL');
     const stillRunning = await stack.docker.getContainer(containerId).inspect();
     assert.equal(stillRunning.State.Running, true, 'the gate container outlives the worker');

@@ -1,9 +1,8 @@
 import { condition, executeChild, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
-import { parseDuration } from '../../core/duration';
 import { failure, FailureCode } from '../../core/failures';
 import type { FixOutcome, FixRequest } from '../../core/fix-types';
-import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile, type GateFileParse } from '../../core/gate-file';
+import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, suiteTimeoutMs, type GateFile, type GateFileParse } from '../../core/gate-file';
 import { hostQueue } from '../../core/queues';
 import type { PanelRequest, PanelVerdict } from '../../core/review-types';
 import type { BudgetCommand, ConversationRef, SessionOutcome, SessionRequest } from '../../core/session-types';
@@ -144,7 +143,7 @@ export function invalidGateFile(ctx: LandingStepContext, parse: Extract<GateFile
 export async function runGate(ctx: LandingStepContext, pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string) {
   const { runId, request, tracker } = ctx;
   for (const suite of gate.suites) {
-    const timeoutMs = parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
+    const timeoutMs = suiteTimeoutMs(suite);
     const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(pinned) });
     const result = await tracker.step(
       `gate.runSuite:${suite.id}#${round}`,
@@ -200,7 +199,7 @@ export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failin
   const plan = repairPlan(gate.suites, failing);
   const reproCommand = plan.kind === 'repair' ? plan.reproCommand : 'true';
   const suites = gate.suites.filter((suite) => failing.includes(suite.id));
-  const reproTimeoutMs = Math.max(...suites.map((suite) => parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000));
+  const reproTimeoutMs = Math.max(...suites.map(suiteTimeoutMs));
   const label = `fixup-${fixup}`;
   const agents = request.agents;
   const budget = await budgetForChild(ctx);
