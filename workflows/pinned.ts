@@ -12,6 +12,8 @@ import { capsule, localCapsule } from './activity-options';
  * itself and refuses with TARMAC_WRONG_HOST anywhere else, and then (only then) the step goes
  * through the host's task queue as before. Replay takes the recorded result of the local try,
  * so the choice is deterministic. Long steps (gate suites, sessions) always go through the queue.
+ * Never await two local activities side by side: live and replay may deliver their results in
+ * different activations, and what the run recorded in between (its journal) would differ.
  */
 /** The failure type of an activity failure: wrapped in an ActivityFailure, or (a local activity's) bare. */
 function failureType(error: unknown): string | undefined {

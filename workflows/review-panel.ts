@@ -77,18 +77,33 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
     }),
   );
 
+  const verdict = panelVerdict(panel, reports, reviewers, { treeSha, cache, restored: status.restored, misses });
+  status.state = 'done';
+  status.verdict = verdict;
+  journal.record({ kind: 'outcome', status: verdict.status, summary: verdict.summary });
+  journal.finished = true;
+  return verdict;
+}
+
+/** The verdict: the quorum over every reviewer's report (cached or fresh), in the panel's order. */
+function panelVerdict(
+  panel: { name: string; reviewers: string[]; quorum: number; blockingSeverities: Parameters<typeof decidePanel>[2] },
+  reports: Map<string, ReviewerReport>,
+  reviewers: PanelVerdict['reviewers'],
+  { treeSha, cache, restored, misses }: Pick<PanelVerdict, 'treeSha' | 'cache' | 'restored' | 'misses'>,
+): PanelVerdict {
   const decision = decidePanel(
     panel.reviewers.map((name) => reports.get(name)!),
     panel.quorum,
     panel.blockingSeverities,
   );
-  const verdict: PanelVerdict = {
+  return {
     status: decision.status,
     summary: `${panelSummary(decision, panel.quorum)} [REVIEW_CACHE=${cache}]`,
-    treeSha: treeSha,
+    treeSha,
     panel: panel.name,
     cache,
-    restored: status.restored,
+    restored,
     misses,
     reviewers: panel.reviewers.map((name) => reviewers.find((entry) => entry.harnessModel === name)!),
     quorum: panel.quorum,
@@ -98,11 +113,6 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
     blocking: decision.blocking,
     sessionsStarted: misses.length,
   };
-  status.state = 'done';
-  status.verdict = verdict;
-  journal.record({ kind: 'outcome', status: verdict.status, summary: verdict.summary });
-  journal.finished = true;
-  return verdict;
 }
 
 /** Standalone (POST /v1/reviews): a workspace of its own at the head, the facts of base...head, then the panel; cleaned up after. */

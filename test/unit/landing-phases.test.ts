@@ -155,19 +155,14 @@ describe('rebase phase after the target moved: the verified head onto the new ta
 });
 
 describe('verify phase: the exact head and target before the queue', () => {
-  const table: { name: string; verdict: { ok: boolean; problems: string[] }; queue: LandingContext['queue']; next?: Phase; admissionAsked: boolean; free?: boolean }[] = [
-    { name: 'verified, not queued yet, another landing merging → queue, admission asked in the same round trip', verdict: { ok: true, problems: [] }, queue: { admitted: false }, next: 'queue', admissionAsked: true },
-    { name: 'verified, not queued yet, the target free → admitted at once, straight to merge', verdict: { ok: true, problems: [] }, queue: { admitted: false }, next: 'merge', admissionAsked: true, free: true },
-    { name: 'verified after a moved target, already admitted → straight back to merge', verdict: { ok: true, problems: [] }, queue: { id: 'queue-main', admitted: true }, next: 'merge', admissionAsked: false },
-    { name: 'refused → verify-failed naming each problem', verdict: { ok: false, problems: ['gate not green on this tree', 'no commit over the target'] }, queue: { admitted: false }, admissionAsked: true },
+  const table: { name: string; verdict: { ok: boolean; problems: string[] }; queue: LandingContext['queue']; next?: Phase }[] = [
+    { name: 'verified, not queued yet → queue', verdict: { ok: true, problems: [] }, queue: { admitted: false }, next: 'queue' },
+    { name: 'verified after a moved target, already admitted → straight back to merge', verdict: { ok: true, problems: [] }, queue: { id: 'queue-main', admitted: true }, next: 'merge' },
+    { name: 'refused → verify-failed naming each problem; the queue is not asked', verdict: { ok: false, problems: ['gate not green on this tree', 'no commit over the target'] }, queue: { admitted: false } },
   ];
-  for (const { name, verdict, queue, next, admissionAsked, free = false } of table) {
+  for (const { name, verdict, queue, next } of table) {
     it(name, async () => {
-      const landing = landingAt({
-        host: { 'capsule.verifyLanding': async () => verdict },
-        local: { 'queue.requestAdmission': async () => ({ queueId: 'queue-main', admitted: free }) },
-        state: { approvedTree: sha('t') },
-      });
+      const landing = landingAt({ host: { 'capsule.verifyLanding': async () => verdict }, state: { approvedTree: sha('t') } });
       landing.ctx.queue = queue;
       const decided = await verify(landing.ctx, landing.state);
       const [verifyCall] = landing.hostCalls;
@@ -176,7 +171,7 @@ describe('verify phase: the exact head and target before the queue', () => {
         { targetSha: base, headSha: head.headSha, suiteIds: ['test'], reviewed: false },
         'verified on the exact target and head; no review asked of a gate file without one',
       );
-      assert.equal(landing.localCalls.some((call) => call.name === 'queue.requestAdmission'), admissionAsked);
+      assert.equal(landing.localCalls.length, 0, 'verify asks no queue');
       if (next) {
         assert.deepEqual(decided, { next });
         return;
@@ -187,7 +182,7 @@ describe('verify phase: the exact head and target before the queue', () => {
   }
 
   it('a gate file with a review panel: the approved tree goes to verification', async () => {
-    const landing = landingAt({ host: { 'capsule.verifyLanding': async () => ({ ok: true, problems: [] }) }, local: { 'queue.requestAdmission': async () => ({ queueId: 'q', admitted: false }) }, state: { gate: { ...gateFile, review: { panel: 'default', quorum: 2 } }, approvedTree: sha('t') } });
+    const landing = landingAt({ host: { 'capsule.verifyLanding': async () => ({ ok: true, problems: [] }) }, state: { gate: { ...gateFile, review: { panel: 'default', quorum: 2 } }, approvedTree: sha('t') } });
     await verify(landing.ctx, landing.state);
     assert.equal(landing.hostCalls[0]!.input.reviewedTreeSha, sha('t'));
   });

@@ -14,7 +14,7 @@ export async function verify(ctx: LandingContext, state: LandingState): Promise<
   if (!state.moved && lineage.length > 0) tracker.facts.supersedes = lineage;
   tracker.enter('verify');
   const approvedGateFile = ctx.gateFiles.approved;
-  const verifying = tracker.step('capsule.verifyLanding', 'capsule', () =>
+  const verified = await tracker.step('capsule.verifyLanding', 'capsule', () =>
     host['capsule.verifyLanding']({
       runId,
       targetSha: state.base,
@@ -26,16 +26,17 @@ export async function verify(ctx: LandingContext, state: LandingState): Promise<
       ...(approvedGateFile ? { approvedGateFile } : {}),
     }),
   );
-  // The queue is asked at the same time (one round trip for both); a refused merge releases it in the finale.
-  const [verified] = await Promise.all([verifying, ctx.queue.id ? undefined : requestAdmission(ctx)]);
   if (!verified.ok) return end(tracker.fail(FailureCode.verifyFailed, `verification refused the merge: ${verified.problems.join('; ')}`, { message: verified.problems.join('; ') }));
-  return go(ctx.queue.admitted ? 'merge' : 'queue');
+  return go(ctx.queue.id ? 'merge' : 'queue');
 }
 
-/** queue: merges to one target go one at a time; wait for this landing's turn (asked for in verify). */
+/**
+ * queue: merges to one target go one at a time; wait for this landing's turn — no wait at all when
+ * the target is free (the request's answer admits it).
+ */
 export async function queue(ctx: LandingContext): Promise<Next> {
   ctx.tracker.enter('queue');
-  if (!ctx.queue.id) await requestAdmission(ctx);
+  await requestAdmission(ctx);
   await condition(() => ctx.queue.admitted);
   return go('merge');
 }
