@@ -6,7 +6,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import type Docker from 'dockerode';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
-import { ApiErrorCode } from '../../core/errors';
+import { FailureCode as ApiErrorCode } from '../../core/failures';
 import { answerUpdate, budgetUpdate, eventsQuery, landingStatusQuery } from '../../core/messages';
 import { loadConfig, type Config } from '../../core/node/config';
 import { searchAttributes } from '../../core/search-attributes';
