@@ -1,13 +1,12 @@
 import { log } from '@temporalio/activity';
 import type Docker from 'dockerode';
-import { gateFileDecision } from '../policies/gate-file-change';
-import { startStepContainerAhead } from './containers';
 import { defaultRunnerImage, suiteTimeoutMs } from '../core/gate-file';
 import type { StepTiming } from '../core/types';
+import { gateFileDecision } from '../policies/gate-file-change';
+import { startStepContainerAhead } from './containers';
 import type { GateActivities } from './gates';
-import { automationGit } from './git';
+import { automationGit, type GitActivities, type InspectTargetInput, type InspectTargetResult } from './git';
 import { runPaths } from './run-store';
-import type { GitActivities, InspectTargetInput, InspectTargetResult } from './git';
 import type { LandingCapsules } from './landing-capsules';
 import type { RebaseActivities, RebaseResult } from './rebase';
 
@@ -19,6 +18,11 @@ export interface PlaceLandingResult {
   parts: StepTiming[];
 }
 
+/** After this first rebase the landing's next step is its first gate round: no conflict, no dropped patch, no gate-file question. */
+function gateRunsNext(rebased: RebaseResult): boolean {
+  return rebased.status === 'done' && rebased.dropped.length === 0 && gateFileDecision(rebased.gateFile, undefined).kind !== 'ask';
+}
+
 /**
  * The first three steps of a landing in one round trip, on the host that takes it: inspect
  * the target (fetch, pinned heads, gate file), make the run's workspace, rebase the branches
@@ -26,11 +30,6 @@ export interface PlaceLandingResult {
  * are gone. A retry runs them again: each is idempotent on its host (the workspace and the
  * rebase state are kept and resumed).
  */
-/** After this first rebase the landing's next step is its first gate round: no conflict, no dropped patch, no gate-file question. */
-function gateRunsNext(rebased: RebaseResult): boolean {
-  return rebased.status === 'done' && rebased.dropped.length === 0 && gateFileDecision(rebased.gateFile, undefined).kind !== 'ask';
-}
-
 export function createPlacement({ dataDir, git, landing, rebase, gates }: { dataDir: string; git: GitActivities; landing: LandingCapsules; rebase: RebaseActivities; gates: GateActivities }) {
   return async function placeLanding(input: InspectTargetInput): Promise<PlaceLandingResult> {
     const parts: StepTiming[] = [];
