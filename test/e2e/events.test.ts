@@ -5,7 +5,7 @@ import { freePort } from '../../infra/ports';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { searchAttributes } from '../../core/search-attributes';
 import { readEvents, type WireEvent } from '../helpers/sse';
-import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
+import { landingFinished, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 /** A gate that talks slowly (so a client can drop mid-run) and is red until FIXED exists. */
 const slowGate = gateFile([{ id: 'check', run: ['sh', '-c', 'for i in 1 2 3 4 5 6; do echo line-$i; sleep 0.3; done; sh check.sh'] }], { fixup: { maxRounds: 1 } });
@@ -141,6 +141,11 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
     assert.ok(closedIn < 5_000, `app.close() took ${closedIn} ms with a stream open`);
     assert.ok(events.length > 0, 'the stream had delivered events before the shutdown');
     assert.notEqual(events.at(-1)!.event, 'end', 'the run was still going: the stream was cut by the shutdown, not finished');
+    // Cancelled and finished before the stack stops: its finale removes the gate container.
     await stack.api('POST', `/v1/landings/${created.body.id}/cancel`);
+    const cancelled = await landingFinished(stack, created.body.id, 60_000);
+    assert.equal(cancelled.outcome.status, 'cancelled', cancelled.outcome.summary);
+    const left = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${created.body.id}`] }) });
+    assert.deepEqual(left, [], 'no container of the cancelled run is left');
   });
 });
