@@ -327,7 +327,9 @@ describe('security: limits — output, networks, merge idempotency, one containe
       assert.ok(docs.body.paths['/v1/landings/{id}/events'].get.responses['429'], 'the 429 is in the OpenAPI schema');
     } finally {
       for (const stream of streams) stream.close();
+      // Finished before the stack stops: the finale removes the gate container.
       await stack.api('POST', `/v1/landings/${created.body.id}/cancel`, {});
+      await finished(stack, created.body.id);
     }
   });
 });
