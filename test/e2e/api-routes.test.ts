@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@temporalio/client';
-import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { connectApiToTemporal } from '../../api/temporal-connection';
 import { FailureCode } from '../../core/failures';
@@ -12,22 +11,11 @@ import { loadConfig } from '../../core/node/config';
 import { freePort } from '../../infra/ports';
 import { findTemporalBin, startDevServer } from '../../infra/temporal-server';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
+import { assertError, assertEveryRouteNeedsToken } from '../helpers/api-assertions';
 import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 const auth = { authorization: `Bearer ${testToken}` };
-type Inject = Awaited<ReturnType<FastifyInstance['inject']>>;
 
-function assertError(response: Inject, status: number, code: string): { code: string; message: string; details?: Record<string, unknown> } {
-  assert.equal(response.statusCode, status, response.body);
-  const body = response.json<{ error: { code: string; message: string; details?: Record<string, unknown> } }>();
-  assert.deepEqual(Object.keys(body), ['error'], 'one error shape');
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, 'string');
-  return body.error;
-}
-
-/** A concrete URL for an OpenAPI path: `{id}` filled with a plausible id. */
-const concrete = (path: string) => path.replace(/\{[^}]+\}/g, 'landing-x');
 
 describe('API routes through app.inject: auth on every /v1 route, every error code', () => {
   let stack: Stack;
@@ -49,21 +37,7 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
   });
 
   it('every /v1 route in the OpenAPI document answers 401 without a token and with a wrong one, the same way', async () => {
-    const document = stack.app.swagger() as { paths: Record<string, Record<string, unknown>> };
-    const operations = Object.entries(document.paths)
-      .filter(([path]) => path.startsWith('/v1/'))
-      .flatMap(([path, methods]) => Object.keys(methods).map((method) => ({ path, method: method.toUpperCase() as 'GET' | 'POST' | 'DELETE' })));
-    assert.ok(operations.length >= 14, `the document lists the /v1 operations (${operations.length})`);
-    for (const { path, method } of operations) {
-      const url = concrete(path);
-      const anonymous = assertError(await stack.app.inject({ method, url }), 401, FailureCode.unauthorized);
-      const wrong = assertError(await stack.app.inject({ method, url, headers: { authorization: 'Bearer not-the-token-0123456789' } }), 401, FailureCode.unauthorized);
-      const malformed = assertError(await stack.app.inject({ method, url, headers: { authorization: testToken } }), 401, FailureCode.unauthorized);
-      assert.equal(wrong.message, anonymous.message, `${method} ${path}: the 401 does not say which part was wrong`);
-      assert.equal(malformed.message, anonymous.message);
-    }
-    const unauthenticated = Object.keys(document.paths).filter((path) => !path.startsWith('/v1/'));
-    assert.deepEqual(unauthenticated.sort(), ['/healthz', '/metrics'], 'only health and metrics are served without a token');
+    await assertEveryRouteNeedsToken(stack.app, testToken);
   });
 
   it('each read route answers with a token: lists, views, recipes, the outcome of a finished run', async () => {

@@ -13,6 +13,7 @@ import { searchAttributes } from '../../core/search-attributes';
 import type { LandingOutcome, LandingStatusView } from '../../core/types';
 import { branchHead, createFixtureRepo, type FixtureRepo } from '../../infra/fixture-repo';
 import { RunJournal } from '../../workflows/run-journal';
+import { assertError, assertEveryRouteNeedsToken } from '../helpers/api-assertions';
 import { TemporalStandIn } from '../helpers/temporal-stand-in';
 
 /**
@@ -24,16 +25,6 @@ import { TemporalStandIn } from '../helpers/temporal-stand-in';
 
 const token = 'unit-token-0123456789abcdef';
 const auth = { authorization: `Bearer ${token}` };
-type Inject = Awaited<ReturnType<FastifyInstance['inject']>>;
-
-function assertError(response: Inject, status: number, code: string): { code: string; message: string; details?: Record<string, unknown> } {
-  assert.equal(response.statusCode, status, response.body);
-  const body = response.json<{ error: { code: string; message: string; details?: Record<string, unknown> } }>();
-  assert.deepEqual(Object.keys(body), ['error'], 'one error shape');
-  assert.equal(body.error.code, code);
-  assert.equal(typeof body.error.message, 'string');
-  return body.error;
-}
 
 /** Docker as the health check sees it: a ping that answers while `reachable`, else fails as a missing socket does. */
 function dockerStandIn() {
@@ -42,8 +33,6 @@ function dockerStandIn() {
   return { state, docker };
 }
 
-/** A concrete URL for an OpenAPI path: `{id}` filled with a plausible id. */
-const concrete = (path: string) => path.replace(/\{[^}]+\}/g, 'landing-x');
 
 const sha = (digit: string) => digit.repeat(40);
 
@@ -104,20 +93,7 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
   });
 
   it('every /v1 route in the OpenAPI document answers 401 without a token, with a wrong one and a malformed header, the same way', async () => {
-    const document = app.swagger() as { paths: Record<string, Record<string, unknown>> };
-    const operations = Object.entries(document.paths)
-      .filter(([path]) => path.startsWith('/v1/'))
-      .flatMap(([path, methods]) => Object.keys(methods).map((method) => ({ path, method: method.toUpperCase() as 'GET' | 'POST' | 'DELETE' })));
-    assert.ok(operations.length >= 14, `the document lists the /v1 operations (${operations.length})`);
-    for (const { path, method } of operations) {
-      const url = concrete(path);
-      const anonymous = assertError(await app.inject({ method, url }), 401, ApiErrorCode.unauthorized);
-      const wrong = assertError(await app.inject({ method, url, headers: { authorization: 'Bearer not-the-token-0123456789' } }), 401, ApiErrorCode.unauthorized);
-      const malformed = assertError(await app.inject({ method, url, headers: { authorization: token } }), 401, ApiErrorCode.unauthorized);
-      assert.equal(wrong.message, anonymous.message, `${method} ${path}: the 401 does not say which part was wrong`);
-      assert.equal(malformed.message, anonymous.message);
-    }
-    assert.deepEqual(Object.keys(document.paths).filter((path) => !path.startsWith('/v1/')).sort(), ['/healthz', '/metrics'], 'only health and metrics are served without a token');
+    await assertEveryRouteNeedsToken(app, token);
     assert.equal(temporal.startCalls.length + temporal.updateCalls.length + temporal.visibilityQueries.length, 0, 'no unauthenticated request reached Temporal');
   });
 
