@@ -3,7 +3,7 @@ import { log } from '@temporalio/activity';
 import { failure, FailureCode } from '../core/failures';
 import type { GateSuiteResult } from '../core/types';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
-import { verifyProblems } from '../policies/verify';
+import { conflictMarkersIn, verifyVerdict } from '../policies/verify';
 import { gateFileProblem, type GateFileApproval, type GateFileFacts } from '../policies/gate-file-change';
 import { automationGit, catFileBatch, changedPaths, ensureMirror, ensureWorkspace, fetchRefs, gateFileFactsIn, gitExitCode, objectAt, originGit } from './git';
 import { recordInManifest, runPaths } from './run-store';
@@ -99,17 +99,19 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      * target has it or as an operator approved it, and every declared suite passed on
      * exactly this tree.
      */
-    verifyLanding: async ({ runId, targetSha, headSha, gates, suiteIds, dropped, reviewedTreeSha, approvedGateFile }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[] }> => {
+    verifyLanding: async ({ runId, targetSha, headSha, gates, suiteIds, dropped, reviewedTreeSha, approvedGateFile }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[]; repairable: boolean }> => {
       const git = workspaceGit(runId);
       // Every fact read again here, on exactly the SHAs to be merged: the workflow's view is not the
       // only guard. The reads are independent: side by side.
-      const [commitsOver, trees, ancestry, gateFacts] = await Promise.all([
+      const [commitsOver, trees, ancestry, gateFacts, markerDiff] = await Promise.all([
         git.raw(['rev-list', '--count', `${targetSha}..${headSha}`]),
         catFileBatch(runPaths(dataDir, runId).worktree, [`${headSha}^{tree}`, `${targetSha}^{tree}`]),
         gitExitCode(runPaths(dataDir, runId).worktree, ['merge-base', '--is-ancestor', targetSha, headSha]),
         gateFileFactsIn(git, targetSha, headSha),
+        // Only the files whose changes add or remove a conflict marker line (-G), zero context, no diff drivers.
+        git.raw(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', '-U0', '-G^(<{7}|>{7}|[|]{7})( |$)|^={7}$', targetSha, headSha]),
       ]);
-      const problems = verifyProblems({
+      return verifyVerdict({
         commitsOver: Number(commitsOver.trim()),
         headTree: trees[0]?.oid ?? '',
         targetTree: trees[1]?.oid ?? '',
@@ -119,8 +121,8 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
         reviewedTreeSha,
         gates,
         suiteIds,
+        conflictMarkers: conflictMarkersIn(markerDiff),
       });
-      return { ok: problems.length === 0, problems };
     },
 
     /**

@@ -26,6 +26,9 @@ export interface RebaseInput {
   resolvedHead?: string;
 }
 
+/** A rebase onto a moved target: the new head, or the conflict it stopped at (left stopped for a resolver). */
+export type RebaseOntoResult = { status: 'done'; headSha: string } | Extract<RebaseResult, { status: 'conflict' }>;
+
 export type RebaseResult =
   | {
       status: 'done';
@@ -66,7 +69,7 @@ async function unmergedFiles(workspace: string): Promise<string[]> {
   return out.split('\n').filter(Boolean);
 }
 
-async function conflictAt(workspace: string, branch: string): Promise<RebaseResult> {
+async function conflictAt(workspace: string, branch: string): Promise<Extract<RebaseResult, { status: 'conflict' }>> {
   const git = automationGit(workspace);
   const stopped = (await readFile(join(workspace, '.git', 'rebase-merge', 'stopped-sha'), 'utf8').catch(() => '')).trim();
   const commit = stopped || (await git.revparse(['REBASE_HEAD']).catch(() => '')).trim();
@@ -219,18 +222,28 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
     },
 
     /**
-     * Moves the workspace's commits over `fromSha` onto `ontoSha` (the target moved
-     * while the landing waited to merge), rerere off. A conflict aborts the rebase and
-     * is reported; the workspace is left as it was.
+     * Moves the workspace's commits over `fromSha` onto `ontoSha` (the target moved while the
+     * landing waited to merge), rerere off. A conflict leaves the rebase stopped in the workspace and
+     * is reported like a branch's (commit, subject, files): a resolver finishes it in a copy of its own,
+     * and the next call takes its delivered head (`resolvedHead`) when that head is built on `ontoSha`.
+     * Resumable: a call that finds the rebase still stopped reports the conflict again.
      */
-    rebaseOnto: async ({ runId, fromSha, ontoSha }: { runId: string; fromSha: string; ontoSha: string }): Promise<{ status: 'done'; headSha: string } | { status: 'conflict'; files: string[] }> => {
+    rebaseOnto: async ({ runId, fromSha, ontoSha, resolvedHead }: { runId: string; fromSha: string; ontoSha: string; resolvedHead?: string }): Promise<RebaseOntoResult> => {
       const workspace = runPaths(dataDir, runId).worktree;
       const git = automationGit(workspace);
+      const label = `onto ${ontoSha.slice(0, 12)}`;
+      if (rebaseRunning(workspace)) {
+        if (!resolvedHead || (await gitExitCode(workspace, ['merge-base', '--is-ancestor', ontoSha, resolvedHead])) !== 0) return await conflictAt(workspace, label);
+        await gitExitCode(workspace, ['rebase', '--abort']);
+        await git.raw(['checkout', '--quiet', '--detach', resolvedHead]);
+        return { status: 'done', headSha: resolvedHead };
+      }
+      // Done already (a retry after the result was lost): the head is on the new target.
+      if ((await gitExitCode(workspace, ['merge-base', '--is-ancestor', ontoSha, 'HEAD'])) === 0) return { status: 'done', headSha: (await git.revparse(['HEAD'])).trim() };
       const code = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--no-autosquash', '--onto', ontoSha, fromSha]);
       if (code !== 0) {
-        const files = rebaseRunning(workspace) ? await unmergedFiles(workspace) : [];
-        if (rebaseRunning(workspace)) await gitExitCode(workspace, ['rebase', '--abort']);
-        return { status: 'conflict', files };
+        if (rebaseRunning(workspace)) return await conflictAt(workspace, label);
+        throw new Error(`git rebase onto ${ontoSha} failed (exit ${code}) without stopping at a conflict`);
       }
       return { status: 'done', headSha: (await git.revparse(['HEAD'])).trim() };
     },

@@ -83,7 +83,15 @@ export const LandingViewSchema = Type.Object({
   steps: Type.Array(StepSchema),
   gates: Type.Array(GateResultSchema),
   meters: Type.Record(Type.String(), Type.Number()),
-  pendingQuestions: Type.Array(Type.Object({ id: Type.String(), question: Type.String() })),
+  pendingQuestions: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      question: Type.String(),
+      from: Type.Optional(Type.String({ description: 'who asked: the landing itself, or an agent session (`resolver-1 (resolver, harness#model)`)' })),
+      why: Type.Optional(Type.String({ description: 'what the run was doing when the question came' })),
+    }),
+    { description: 'questions the run waits on (its own and its agents\'): answer with POST /v1/landings/:id/answers; nothing more runs until then' },
+  ),
   reviews: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'review panels: verdict, REVIEW_CACHE status, restored reviewers' }),
   budget: Type.Optional(
     Type.Object(

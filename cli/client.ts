@@ -23,7 +23,7 @@ export interface LandingView {
   steps: StepRecord[];
   gates: GateSuiteResult[];
   meters: Partial<Meters>;
-  pendingQuestions: { id: string; question: string }[];
+  pendingQuestions: { id: string; question: string; from?: string; why?: string }[];
   reviews: Record<string, unknown>[];
   outcome?: LandingOutcome;
 }

@@ -11,6 +11,12 @@ import type { OutcomeLike, WatchEvent, WatchState } from './watch-state';
 export const marks = { started: '▸', running: '▸', done: '✓', passed: '✓', failed: '✗', skipped: '–', 'timed-out': '⧗' } as const;
 const mark = (status: string) => (marks as Record<string, string>)[status] ?? '·';
 
+
+/** Who asked a question and why, as the CLI shows it: ` (from resolver-1 (…); the rebase … stopped …)`. */
+function asker(question: { from?: string; why?: string }): string {
+  const parts = [question.from ? `from ${question.from}` : undefined, question.why].filter(Boolean);
+  return parts.length ? ` (${parts.join('; ')})` : '';
+}
 /** `0.4 s`, `12 s`, `3 m 05 s`, `1 h 02 m`. */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) return '?';
@@ -82,7 +88,7 @@ export function eventLine(event: WatchEvent, state: WatchState, options: LineOpt
     case 'question':
       return event.answer !== undefined
         ? `${at} answered ${event.id}: ${event.answer === '' ? '(empty: stop)' : event.answer}`
-        : `${at} question ${event.id}: ${event.question} — answer with: tarmac answer ${state.runId} "<text>"`;
+        : `${at} question ${event.id}${asker(event)}: ${event.question} — answer with: tarmac answer ${state.runId} "<text>"`;
     case 'budget':
       return event.state === 'paused'
         ? `${at} budget spent (${event.reason}): paused — extend with POST /v1/runs/${state.runId}/budget {"action":"extend",…} or stop with {"action":"stop"}`
@@ -142,7 +148,7 @@ export function screenLines(state: WatchState, options: ScreenOptions): string[]
     lines.push(`  session ${session.sessionId} ${[session.role, session.harnessModel, session.attempt !== undefined ? `attempt ${session.attempt}` : undefined].filter(Boolean).join(' ')}: ${session.last}`);
   }
   for (const question of state.questions.filter((item) => item.answer === undefined)) {
-    lines.push(`  ? ${question.id}: ${question.question}`, `    answer with: tarmac answer ${state.runId} "<text>"`);
+    lines.push(`  ? ${question.id}${asker(question)}: ${question.question}`, `    answer with: tarmac answer ${state.runId} "<text>"`);
   }
   lines.push(`  ${metersLine(state.meters, wall)}`);
   if (state.logs.length > 0) {
@@ -171,7 +177,7 @@ export function statusLines(view: LandingView): string[] {
   for (const gate of view.gates) {
     lines.push(`  ${mark(gate.status)} ${gate.suiteId} round ${gate.round ?? 1} ${gate.status} (exit ${gate.exitCode ?? 'none'}, ${formatDuration(gate.durationMs)}) on tree ${short(gate.treeSha)} · log ${gate.logRef}`);
   }
-  for (const question of view.pendingQuestions) lines.push(`question ${question.id}: ${question.question}`, `  answer with: tarmac answer ${view.id} "<text>"`);
+  for (const question of view.pendingQuestions) lines.push(`question ${question.id}${asker(question)}: ${question.question}`, `  answer with: tarmac answer ${view.id} "<text>"`);
   for (const review of view.reviews) {
     const field = (name: string) => (typeof review[name] === 'string' ? review[name] : '?');
     lines.push(`review: ${field('status')} (REVIEW_CACHE=${field('cache')})${typeof review.summary === 'string' ? ` — ${review.summary}` : ''}`);

@@ -43,7 +43,7 @@ export interface WatchState {
   gates: Extract<RunEvent, { kind: 'gate' }>[];
   sessions: SessionView[];
   cache: Extract<RunEvent, { kind: 'cache' }>[];
-  questions: { id: string; question: string; answer?: string }[];
+  questions: { id: string; question: string; from?: string; why?: string; answer?: string }[];
   meters?: Meters;
   /** The last `logLimit` runner log lines, oldest first. */
   logs: LogEvent[];
@@ -158,7 +158,10 @@ export function applyEvent(state: WatchState, event: WatchEvent): WatchState {
       break;
     case 'question': {
       const others = state.questions.filter((question) => question.id !== event.id);
-      next.questions = [...others, { id: event.id, question: event.question, ...(event.answer !== undefined ? { answer: event.answer } : {}) }];
+      next.questions = [
+        ...others,
+        { id: event.id, question: event.question, ...(event.from ? { from: event.from } : {}), ...(event.why ? { why: event.why } : {}), ...(event.answer !== undefined ? { answer: event.answer } : {}) },
+      ];
       break;
     }
     case 'budget':

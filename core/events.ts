@@ -57,7 +57,7 @@ export type RunEventBody =
     }
   | { kind: 'cache'; treeSha: string; cache: 'hit' | 'partial' | 'miss'; restored: string[] }
   | { kind: 'meters'; meters: Meters }
-  | { kind: 'question'; id: string; question: string; answer?: string }
+  | { kind: 'question'; id: string; question: string; /** Who asked and why (Question). */ from?: string; why?: string; answer?: string }
   | { kind: 'budget'; state: 'paused' | 'extended' | 'stopped'; reason: string }
   | { kind: 'outcome'; status: string; summary: string }
   /**
@@ -71,9 +71,10 @@ export type RunEvent = RunEventBody & { seq: number; at: string };
 
 /**
  * An event reported to the run's journal from elsewhere (a child workflow or an activity).
- * `key` identifies it: a report delivered twice (a retried activity) is recorded once.
+ * `key` identifies it: a report delivered twice (a retried activity) is recorded once. A child's
+ * question names its `owner`, the workflow that waits for the answer (workflows/questions.ts).
  */
-export type ReportedRunEvent = Extract<RunEventBody, { kind: 'session' } | { kind: 'cache' }> & { key: string };
+export type ReportedRunEvent = (Extract<RunEventBody, { kind: 'session' } | { kind: 'cache' }> | (Extract<RunEventBody, { kind: 'question' }> & { owner: string })) & { key: string };
 
 /** Answer of the `events` query: journal events after `after` (at most `limit`), and the last number. */
 export interface RunEventsPage {

@@ -14,8 +14,10 @@ export const sessionStatusQuery = defineQuery<SessionStatusView>('status');
 /** Extends a paused run's budget, or stops it. Rejected (400) when the command is malformed. */
 export const budgetUpdate = defineUpdate<{ accepted: true; budget: SessionStatusView['budget'] }, [BudgetCommand]>('budget');
 
-/** Answers a landing's pending question; an empty text is a decision not to go on. */
+/** Answers a run's pending question (a landing's, or a fix loop's); an empty text is a decision not to go on. */
 export const answerUpdate = defineUpdate<{ accepted: true; questionId: string }, [{ questionId?: string; text: string }]>('answer');
+/** A run → the child workflow that asked: the answer to its question, given to the run. */
+export const answerSignal = defineSignal<[{ questionId: string; text: string }]>('answerQuestion');
 
 /** Target queue: a landing asks to be admitted to merge. */
 export const admissionRequestSignal = defineSignal<[{ landingId: string }]>('requestAdmission');

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { durationPattern } from './duration';
+import type { PricingTable } from './model-pricing';
 
 /** Harness adapters Tarmac knows how to drive; each has a command builder and an output parser. */
 export const adapterNames = ['script', 'claude-code', 'opencode', 'codex', 'aider'] as const;
@@ -66,6 +67,16 @@ export const LimitsRecipeSchema = Type.Object(
     session: SessionLimitsSchema,
     budget: BudgetSchema,
     landing: Type.Object({ maxFixupRounds: Type.Integer({ minimum: 0, maximum: 5 }) }, { additionalProperties: false }),
+    questions: Type.Optional(
+      Type.Object(
+        {
+          wait: Type.Optional(
+            Type.String({ pattern: durationPattern, description: 'how long a run waits for the answer to a question before it ends needs-decision (none: as long as it takes)' }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -97,14 +108,45 @@ export type SessionLimits = Static<typeof SessionLimitsSchema>;
 export type Budget = Static<typeof BudgetSchema>;
 export type LimitsRecipe = Static<typeof LimitsRecipeSchema>;
 
-/** All recipes, validated, with the content hash that goes into every run's memo. */
-export interface Recipes {
+/**
+ * recipes/playbooks.json as a snapshot carries it: the parsed file, its envelope checked here (the
+ * tool gateway's grounding rules and the fix loop's limits, which the session activity and the fix
+ * loop read). The playbooks' kinds and matchers are the fix loop's to check where it uses them
+ * (activities/fix.ts); more fields are kept as they are.
+ */
+export const PlaybooksSnapshotSchema = Type.Object({
+  version: Type.Literal(1),
+  playbooks: Type.Array(Type.Object({ id: Type.String({ minLength: 1 }), description: Type.Optional(Type.String()), signature: Type.String({ minLength: 1 }), kind: Type.String({ minLength: 1 }) })),
+  grounding: Type.Object({ groundedCommands: Type.Array(Type.String()), groundingFiles: Type.Array(Type.String()) }),
+  limits: Type.Object({
+    maxRepairs: Type.Integer({ minimum: 0, maximum: 10 }),
+    maxToolIterations: Type.Integer({ minimum: 1 }),
+    sessionTimeout: Type.String({ pattern: durationPattern }),
+  }),
+});
+export type PlaybooksSnapshot = Static<typeof PlaybooksSnapshotSchema>;
+
+/**
+ * Every recipe, validated, as one run carries it from its start to its end: the API resolves it when
+ * it starts a run (`loadRecipes`), puts it in the workflow's input and its version in the memo, and
+ * workflows hand it to their children and to the activities that read recipe data — so an operator's
+ * edit of a recipe file changes the runs started after it, never one under way. `version` is a hash
+ * of every recipe file. Descriptions (text for people) are left out.
+ */
+export interface RecipeSnapshot {
   version: string;
   harnesses: HarnessesRecipe['harnesses'];
   ladder: string[];
   limits: LimitsRecipe;
   panels: Record<string, Panel>;
+  /** recipes/pricing.json: what the model gateway prices tokens at. */
+  pricing: PricingTable;
+  /** recipes/playbooks.json, parsed (see PlaybooksSnapshotSchema). */
+  playbooks: PlaybooksSnapshot;
 }
+
+/** All recipes, validated, with the content hash that goes into every run's memo (one snapshot). */
+export type Recipes = RecipeSnapshot;
 
 /** A recipe file that does not load or check: the message names the file and the field. */
 export class RecipeError extends Error {

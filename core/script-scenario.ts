@@ -1,6 +1,6 @@
 /**
  * Scenarios of the `script` harness: what a scripted agent does beyond its behaviour — the files it
- * edits, how long it waits, the usage it reports, the command it re-runs. A scenario is the worker's
+ * edits, how long it waits, the usage it reports, the command it re-runs, the attempts it crashes. A scenario is the worker's
  * data, a JSON file `<name>.json` in the directory `TARMAC_SCRIPT_SCENARIOS` names (a setting for
  * development and tests), and the model names it: `script#fixer:write-fixed` is the `fixer`
  * behaviour in scenario `write-fixed`. Requests carry no script switches of their own, so production
@@ -53,7 +53,17 @@ export const ScriptScenarioSchema = Type.Object(
       ),
     ),
     command: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'the command `gateway-repeater` runs through the tool gateway' })),
+    ask: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 4000 }), {
+        minItems: 1,
+        maxItems: 20,
+        description: 'questions the agent asks before it works; it works once its prompt carries the answers, and an edit\'s `{{answer}}` becomes the first answer',
+      }),
+    ),
     pauseMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000, description: "`gateway-repeater`'s pause before its last try" })),
+    crashAttempts: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100, description: 'any behaviour crashes after its first turn (exit 1, no result) on its first N attempts of a session, then does its work' }),
+    ),
   },
   { additionalProperties: false },
 );

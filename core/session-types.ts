@@ -1,5 +1,5 @@
 /** Types of agent sessions, shared by workflows, activities and the API. Pure data. */
-import type { Budget, SessionLimits } from './recipe-schemas';
+import type { Budget, RecipeSnapshot, SessionLimits } from './recipe-schemas';
 import type { SessionResult } from './session-result';
 
 export const SessionRole = ['reviewer', 'fixer', 'implementer', 'resolver', 'architect'] as const;
@@ -43,6 +43,12 @@ export interface SessionRequest {
    * that conversation, so the model sees the earlier turns; otherwise it starts a fresh one.
    */
   continues?: ConversationRef;
+  /**
+   * The recipes of the run this session belongs to (the snapshot it started with): dispatch, the
+   * tool gateway and the model gateway read these, never the live files. None only in a run started
+   * before runs carried snapshots (the activities then read the live recipes).
+   */
+  recipes?: RecipeSnapshot;
 }
 
 /** A session attempt's conversation, as a follow-up names it. */
@@ -106,14 +112,18 @@ export interface SessionMeters {
 
 export interface SessionDecisionRecord {
   afterAttempt: number;
-  action: 'done' | 'wait' | 'collect' | 'respawn' | 'escalate' | 'give-up' | 'pause' | 'resume' | 'stop';
+  action: 'done' | 'ask' | 'wait' | 'collect' | 'respawn' | 'escalate' | 'give-up' | 'pause' | 'resume' | 'stop';
   harnessModel?: string;
   reason: string;
 }
 
 export interface SessionOutcome {
-  /** `agent-unavailable`: no agent of the session could run on its worker (image or key missing); nothing was started. */
-  status: 'delivered' | 'failed' | 'invalid-request' | 'budget-exhausted' | 'agent-unavailable' | 'cancelled';
+  /**
+   * `agent-unavailable`: no agent of the session could run on its worker (image or key missing); nothing was started.
+   * `asked`: the agent's result asks questions (`result.questions`); whoever started the session asks them and
+   * hands the answer to a follow-up session that continues this one.
+   */
+  status: 'delivered' | 'asked' | 'failed' | 'invalid-request' | 'budget-exhausted' | 'agent-unavailable' | 'cancelled';
   summary: string;
   runId: string;
   sessionId: string;

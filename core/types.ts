@@ -1,4 +1,5 @@
-import type { Budget } from './recipe-schemas';
+import type { Budget, RecipeSnapshot } from './recipe-schemas';
+import type { PanelMeters, PanelReviewer } from './review-types';
 
 /**
  * Types shared by workflows, activities and the API. Pure data only: this file is
@@ -27,6 +28,12 @@ export interface LandingRequest {
    * budget with the request's overrides). Without it each session has its own recipe budget.
    */
   budget?: Budget;
+  /**
+   * The recipes this run started with (resolved by the API when it started the run; its version is
+   * the memo's `recipeVersion`). The run and its children use these to the end. None only in a run
+   * started before runs carried snapshots: its activities read the live recipes.
+   */
+  recipes?: RecipeSnapshot;
 }
 
 export interface LandingAgents {
@@ -134,8 +141,8 @@ export interface LandingOutcome {
   supersedes?: { suiteId: string; red: { treeSha: string; round: number; status: string }; supersededBy: { treeSha: string; round: number } }[];
   /** Review panels run, one per reviewed tree: verdict, cache status, restored reviewers. */
   reviews?: ReviewRecord[];
-  /** Questions asked and their answers. */
-  questions?: { id: string; question: string; answer?: string }[];
+  /** Questions asked (the landing's own and its agents'), who asked and why, and their answers. */
+  questions?: Question[];
   /** Fix loops that repaired a red gate (one per fixup round): outcome, playbook, repairs. */
   fixLoops?: { id: string; outcome: string; summary: string; playbookUsed: string | null; repairAttempts: number; filesChanged: string[] }[];
   /** Agent sessions run by this landing, with their end. */
@@ -143,6 +150,23 @@ export interface LandingOutcome {
   /** Machine-readable details of the failure, when there is one (file, field, exit code…). */
   failure?: { type: string; message: string; field?: string; file?: string };
   meters: Meters;
+}
+
+/**
+ * A question a run waits on. Questions first, from anyone: the landing asks about its gate file,
+ * and an agent that asks stops its run at the next safe point until an answer comes.
+ */
+export interface Question {
+  id: string;
+  question: string;
+  /** Who asked: the landing itself, or a session (`resolver-1 (resolver, claude-code#…)`). */
+  from?: string;
+  /** Why the run asks now (what it was doing when the question came). */
+  why?: string;
+  /** The workflow waiting for the answer when it is a child of the run (a fix loop): answers are forwarded to it. */
+  owner?: string;
+  /** The answer (trimmed); empty is a decision not to go on. */
+  answer?: string;
 }
 
 export interface ReviewRecord {
@@ -154,6 +178,10 @@ export interface ReviewRecord {
   sessionsStarted: number;
   missing: string[];
   blocking: { file: string; line?: number; severity: string; message: string; votes: string[] }[];
+  /** Each reviewer: its report's source and status, its session's attempts and respawns, why it has no verdict. */
+  reviewers: PanelReviewer[];
+  /** What the panel's sessions spent (in the landing's meters too). */
+  meters: PanelMeters;
 }
 
 export interface LandingStatusView {
@@ -164,8 +192,8 @@ export interface LandingStatusView {
   gates: GateSuiteResult[];
   /** Review panels so far (REVIEW_CACHE status and restored reviewers included). */
   reviews: ReviewRecord[];
-  /** Questions waiting for an answer (the `answer` update). */
-  pendingQuestions: { id: string; question: string }[];
+  /** Questions waiting for an answer (the `answer` update): who asked and why. */
+  pendingQuestions: Omit<Question, 'answer' | 'owner'>[];
   /** The landing's budget (when it has one) and, while paused for it, which limit was crossed. */
   budget?: { tokens: number; costUsd: number; sessions: number; wallMs: number; onExhausted: 'pause' | 'stop' };
   pausedFor?: string;

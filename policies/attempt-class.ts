@@ -5,7 +5,9 @@ import type { AttemptClass } from './session-policy';
 /**
  * The class of one attempt, from what its activity reported: how it ended (the classifier),
  * then the evidence gate — trust the evidence, not the claim: code roles must have added commits,
- * and a resolver that left its rebase unfinished has not resolved the conflict, whatever it commits.
+ * a resolver that left its rebase unfinished has not resolved the conflict, whatever it commits, and
+ * a reviewer whose result is not `ok` has not reviewed.
+ * An agent whose result asks questions has `asked`: it waits for the run's answer.
  */
 export function attemptClassOf(seen: SessionAttemptReport, role: SessionRole, hostLost: boolean): AttemptClass {
   const ended = classifySession({
@@ -21,6 +23,12 @@ export function attemptClassOf(seen: SessionAttemptReport, role: SessionRole, ho
     budgetExceeded: (seen.modelUsage?.budgetRefusals ?? 0) > 0,
     unavailable: seen.unavailable !== undefined,
   });
+  // Questions first: an agent that asks is waiting for an answer, whatever else it did; the run answers
+  // before any more agent time is spent (never a failure to respawn, never a delivery to trust).
+  if (ended === 'delivered' && (seen.result?.questions?.length ?? 0) > 0) return 'asked';
   if (ended === 'delivered' && rolesThatMustCommit.includes(role) && (seen.commitsAdded < 1 || seen.workspaceState === 'rebasing')) return 'no-evidence';
+  // A reviewer's evidence is a review: a result that says error (the CLI failed) or blocked is none,
+  // so the policy respawns it like any failed attempt — never a delivery of "no findings".
+  if (ended === 'delivered' && role === 'reviewer' && seen.result?.status !== 'ok') return 'no-evidence';
   return ended;
 }

@@ -1,8 +1,11 @@
 import { ladderIndex, nextRung } from './model-ladder';
 import type { SessionClass } from './session-classifier';
 
-/** A failure the evidence gate adds: the agent claimed success but the worktree gained no commit. */
-export type AttemptClass = SessionClass | 'no-evidence';
+/**
+ * Classes the evidence gate adds: `no-evidence`, the agent claimed success but the worktree gained
+ * no commit (a reviewer: its result is not `ok`, so no review); `asked`, the agent's result asks questions (it waits for an answer, not a successor).
+ */
+export type AttemptClass = SessionClass | 'no-evidence' | 'asked';
 
 export interface AttemptRecord {
   harnessModel: string;
@@ -22,6 +25,7 @@ export interface SessionPolicyInput {
 
 export type SessionDecision =
   | { action: 'done' }
+  | { action: 'ask'; reason: string }
   | { action: 'wait'; reason: string }
   | { action: 'collect'; reason: string }
   | { action: 'respawn'; harnessModel: string; reason: string }
@@ -41,6 +45,7 @@ export function decideNext(input: SessionPolicyInput): SessionDecision {
   if (input.live) return { action: 'wait', reason: 'the session is still running; it gets no successor' };
   if (last.class === 'done-undelivered') return { action: 'collect', reason: 'the session finished with a result that was not collected' };
   if (last.class === 'delivered') return { action: 'done' };
+  if (last.class === 'asked') return { action: 'ask', reason: 'the agent asked: the run answers before more agent time is spent' };
   if (last.class === 'budget-exhausted') return { action: 'give-up', reason: 'the run budget is exhausted' };
   // Nothing ran, so nothing is learned by trying the same rung again: move to the next rung of the
   // ladder (the first one when the model was not on it) that has not been found unavailable.

@@ -44,6 +44,7 @@ async function dispatch(record: SessionRecord, request: SessionRequest, shared: 
       ...(request.ladder ? { ladder: request.ladder } : {}),
       ...(request.limits ? { limits: request.limits } : {}),
       ...(request.budget ? { budget: request.budget } : {}),
+      ...(request.recipes ? { recipes: request.recipes } : {}),
     });
   } catch (error) {
     // Whatever refused the dispatch, nothing was started: the request is what cannot run.
@@ -116,6 +117,14 @@ async function follow(record: SessionRecord, plan: DispatchPlan, decision: Sessi
         headSha: seen.headSha,
         recipeVersion: plan.recipeVersion,
       });
+    case 'ask': {
+      const asked = seen.result?.questions ?? [];
+      return record.finish('asked', `${record.harnessModel} asked ${asked.length} question(s) after ${attempts.length} attempt(s): ${asked.join(' / ')}`, {
+        ...(seen.result ? { result: seen.result } : {}),
+        headSha: seen.headSha,
+        recipeVersion: plan.recipeVersion,
+      });
+    }
     case 'respawn':
     case 'escalate':
       if (decision.action === 'respawn') meters.respawns += 1;

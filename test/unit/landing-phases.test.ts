@@ -114,6 +114,7 @@ describe('rebase phase: the branches onto the target', () => {
   });
 });
 
+// A conflict with the new target goes to a resolver (a child session): the e2e landing tests cover it.
 describe('rebase phase after the target moved: the verified head onto the new target', () => {
   const clean: Stubs = {
     'capsule.rebaseOnto': async () => ({ status: 'done', headSha: sha('n') }),
@@ -122,11 +123,6 @@ describe('rebase phase after the target moved: the verified head onto the new ta
   };
   const table: { name: string; host: Stubs; outcome?: { status: string; type: string; mentions: RegExp } }[] = [
     { name: 'clean, every patch present → questions on the new base', host: clean },
-    {
-      name: 'conflicts with the new target → target-moved, naming the files',
-      host: { 'capsule.rebaseOnto': async () => ({ status: 'conflict', files: ['a.txt'] }) },
-      outcome: { status: 'target-moved', type: 'TARMAC_TARGET_MOVED', mentions: /a\.txt/ },
-    },
     {
       name: 'a patch lost on the way → dropped-commits',
       host: { ...clean, 'capsule.checkPatches': async () => ({ provenance: [], dropped: [provenance(sha('1'), 'dropped')] }) },
@@ -155,14 +151,18 @@ describe('rebase phase after the target moved: the verified head onto the new ta
 });
 
 describe('verify phase: the exact head and target before the queue', () => {
-  const table: { name: string; verdict: { ok: boolean; problems: string[] }; queue: LandingContext['queue']; next?: Phase }[] = [
-    { name: 'verified, not queued yet → queue', verdict: { ok: true, problems: [] }, queue: { admitted: false }, next: 'queue' },
-    { name: 'verified after a moved target, already admitted → straight back to merge', verdict: { ok: true, problems: [] }, queue: { id: 'queue-main', admitted: true }, next: 'merge' },
-    { name: 'refused → verify-failed naming each problem; the queue is not asked', verdict: { ok: false, problems: ['gate not green on this tree', 'no commit over the target'] }, queue: { admitted: false } },
+  const markers = { ok: false, problems: ['leftover conflict markers: a.txt:2'], repairable: true };
+  const table: { name: string; verdict: { ok: boolean; problems: string[]; repairable: boolean }; state?: Partial<LandingState>; queue: LandingContext['queue']; next?: Phase; after?: string }[] = [
+    { name: 'verified, not queued yet → queue', verdict: { ok: true, problems: [], repairable: false }, queue: { admitted: false }, next: 'queue' },
+    { name: 'verified after a moved target, already admitted → straight back to merge', verdict: { ok: true, problems: [], repairable: false }, queue: { id: 'queue-main', admitted: true }, next: 'merge' },
+    { name: 'refused → verify-failed naming each problem; the queue is not asked', verdict: { ok: false, problems: ['gate not green on this tree', 'no commit over the target'], repairable: false }, queue: { admitted: false } },
+    { name: 'refused for what a fixer can mend → one fixup round with the refusal as its input', verdict: markers, queue: { admitted: false }, next: 'fixup' },
+    { name: 'refused again after its fixup round → verify-failed', verdict: markers, state: { verifyFixups: 1 }, queue: { admitted: false }, after: ' after its fixup round' },
+    { name: 'refused where the gate file allows no fixup → verify-failed', verdict: markers, state: { gate: { ...gateFile, fixup: { maxRounds: 0 } } }, queue: { admitted: false } },
   ];
-  for (const { name, verdict, queue, next } of table) {
+  for (const { name, verdict, state, queue, next, after } of table) {
     it(name, async () => {
-      const landing = landingAt({ host: { 'capsule.verifyLanding': async () => verdict }, state: { approvedTree: sha('t') } });
+      const landing = landingAt({ host: { 'capsule.verifyLanding': async () => verdict }, state: { approvedTree: sha('t'), ...state } });
       landing.ctx.queue = queue;
       const decided = await verify(landing.ctx, landing.state);
       const [verifyCall] = landing.hostCalls;
@@ -174,15 +174,17 @@ describe('verify phase: the exact head and target before the queue', () => {
       assert.equal(landing.localCalls.length, 0, 'verify asks no queue');
       if (next) {
         assert.deepEqual(decided, { next });
+        if (next === 'fixup') assert.deepEqual(landing.state.repair, { kind: 'verify', problems: verdict.problems.join('; '), problem: `verification refused the merge: ${verdict.problems.join('; ')}` });
         return;
       }
       const ended = outcomeOf(decided);
       assert.deepEqual({ status: ended.status, type: ended.failure?.type, message: ended.failure?.message }, { status: 'verify-failed', type: 'TARMAC_VERIFY_FAILED', message: verdict.problems.join('; ') });
+      assert.equal(ended.summary, `verification refused the merge${after ?? ''}: ${verdict.problems.join('; ')}; nothing was merged`);
     });
   }
 
   it('a gate file with a review panel: the approved tree goes to verification', async () => {
-    const landing = landingAt({ host: { 'capsule.verifyLanding': async () => ({ ok: true, problems: [] }) }, state: { gate: { ...gateFile, review: { panel: 'default', quorum: 2 } }, approvedTree: sha('t') } });
+    const landing = landingAt({ host: { 'capsule.verifyLanding': async () => ({ ok: true, problems: [], repairable: false }) }, state: { gate: { ...gateFile, review: { panel: 'default', quorum: 2 } }, approvedTree: sha('t') } });
     await verify(landing.ctx, landing.state);
     assert.equal(landing.hostCalls[0]!.input.reviewedTreeSha, sha('t'));
   });

@@ -8,6 +8,8 @@ const attempt = (harnessModel: string, kind: AttemptRecord['class']): AttemptRec
 
 const table: { name: string; attempts: AttemptRecord[]; live?: boolean; maxRespawns?: number; maxAttempts?: number; expected: Partial<SessionDecision> }[] = [
   { name: 'delivered → done', attempts: [attempt('a#1', 'delivered')], expected: { action: 'done' } },
+  { name: 'asked → ask: the run answers, no successor, no escalation', attempts: [attempt('a#1', 'asked')], expected: { action: 'ask' } },
+  { name: 'asked even at the attempt limit → ask (not give-up)', attempts: [attempt('a#1', 'crashed'), attempt('a#1', 'asked')], maxAttempts: 2, expected: { action: 'ask' } },
   { name: 'live session → wait, never a successor', attempts: [attempt('a#1', 'crashed')], live: true, expected: { action: 'wait' } },
   { name: 'done-undelivered → collect', attempts: [attempt('a#1', 'done-undelivered')], expected: { action: 'collect' } },
   { name: 'first failure → respawn the same model', attempts: [attempt('a#1', 'died-before-first-turn')], expected: { action: 'respawn', harnessModel: 'a#1' } },

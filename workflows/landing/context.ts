@@ -29,8 +29,11 @@ export interface Head {
   commitsSince: number;
 }
 
-/** What the next fixup round repairs: the failing suites of a red gate, or a panel's blocking findings. */
-export type Repair = { kind: 'red'; failing: string[]; problem: string } | { kind: 'findings'; findings: string; problem: string };
+/** What the next fixup round repairs: the failing suites of a red gate, a panel's blocking findings, or what verify refused. */
+export type Repair =
+  | { kind: 'red'; failing: string[]; problem: string }
+  | { kind: 'findings'; findings: string; problem: string }
+  | { kind: 'verify'; problems: string; problem: string };
 
 /** What the phases learn and hand on. */
 export interface LandingState {
@@ -55,6 +58,8 @@ export interface LandingState {
   round: number;
   verdict?: GateVerdict;
   fixups: number;
+  /** Fixup rounds verify's refusal got (at most one). */
+  verifyFixups: number;
   repair?: Repair;
   /** The agent of the last fixup round that delivered: review findings go to it as a follow-up (reuse first). */
   lastAgent?: ConversationRef;
@@ -66,7 +71,7 @@ export interface LandingState {
 }
 
 export function initialState(): LandingState {
-  return { hostId: '', base: '', declaredDrops: new Map(), dropped: [], when: 'After the rebase', round: 0, fixups: 0, approvedTree: null, mergeTries: 0 };
+  return { hostId: '', base: '', declaredDrops: new Map(), dropped: [], when: 'After the rebase', round: 0, fixups: 0, verifyFixups: 0, approvedTree: null, mergeTries: 0 };
 }
 
 /** The parts of the state a phase needs once validate and rebase have run (a bug otherwise, not an outcome). */

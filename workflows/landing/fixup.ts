@@ -1,7 +1,7 @@
 import { FailureCode } from '../../core/failures';
 import type { FixOutcome } from '../../core/fix-types';
 import type { ConversationRef, SessionOutcome } from '../../core/session-types';
-import { end, go, placed, setHead, type LandingContext, type LandingState, type Next } from './context';
+import { end, go, placed, setHead, type LandingContext, type LandingState, type Next, type Repair } from './context';
 import { fixRedGate, session } from './steps';
 
 /**
@@ -20,14 +20,7 @@ export async function fixup(ctx: LandingContext, state: LandingState): Promise<N
   const repaired: SessionOutcome | FixOutcome =
     repair.kind === 'red'
       ? await fixRedGate(ctx, gateFile, repair.failing, round, state.hostId, head.headSha)
-      : await session(ctx, 
-          'fixer',
-          `fixer-${round}`,
-          head.headSha,
-          state.hostId,
-          { prompt: `The review panel requested changes. Blocking findings:\n${repair.findings}\nFix them and commit the fix.` },
-          state.lastAgent,
-        );
+      : await session(ctx, 'fixer', `fixer-${round}`, head.headSha, state.hostId, { prompt: fixerPrompt(repair) }, state.lastAgent);
   state.lastAgent = deliveredAgent(repaired) ?? state.lastAgent;
   const unavailable = 'outcome' in repaired ? (repaired.outcome === 'agent-unavailable' ? repaired.summary : undefined) : repaired.status === 'agent-unavailable' ? repaired.summary : undefined;
   if (unavailable !== undefined) {
@@ -40,6 +33,13 @@ export async function fixup(ctx: LandingContext, state: LandingState): Promise<N
   setHead(ctx, state, await host['capsule.workspaceHead']({ runId, since: state.base }));
   state.when = `After fixup round ${round}`;
   return go('questions');
+}
+
+/** What a fixer session is asked: the panel's blocking findings, or what verify refused on the head. */
+function fixerPrompt(repair: Exclude<Repair, { kind: 'red' }>): string {
+  return repair.kind === 'findings'
+    ? `The review panel requested changes. Blocking findings:\n${repair.findings}\nFix them and commit the fix.`
+    : `The final verification of this landing refused the merge: ${repair.problems}.\nMake the smallest change that mends it (for leftover conflict markers: resolve the conflict the markers enclose and remove them) and commit it.`;
 }
 
 /** The conversation of the agent a fixup round ended with, when it delivered (a follow-up can continue it). */

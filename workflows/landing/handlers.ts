@@ -1,6 +1,6 @@
 import { setHandler } from '@temporalio/workflow';
 import type { BudgetCommand } from '../../core/session-types';
-import { admittedSignal, answerUpdate, budgetUpdate, eventsQuery, landingStatusQuery, runEventSignal } from '../../core/messages';
+import { admittedSignal, budgetUpdate, eventsQuery, landingStatusQuery, runEventSignal } from '../../core/messages';
 import { budgetCommandProblem } from '../../policies/budget';
 import type { LandingTracker } from './tracker';
 
@@ -12,23 +12,9 @@ export function installHandlers(tracker: LandingTracker, budgetControl: { pendin
   setHandler(landingStatusQuery, () => tracker.view());
   setHandler(eventsQuery, ({ after, limit } = {}) => tracker.journal.page(after, limit));
   // Sessions and review panels working for this landing report their lifecycle here.
-  setHandler(runEventSignal, ({ key, ...event }) => tracker.journal.record(event, key));
-  setHandler(
-    answerUpdate,
-    ({ questionId, text }) => {
-      const question = tracker.questions.find((entry) => entry.answer === undefined && (!questionId || entry.id === questionId))!;
-      tracker.answer(question.id, text.trim());
-      return { accepted: true, questionId: question.id };
-    },
-    {
-      validator: ({ questionId, text }) => {
-        if (typeof text !== 'string' || text.length > 10_000) throw new Error('text must be a string of at most 10000 characters');
-        const pending = tracker.questions.filter((entry) => entry.answer === undefined);
-        if (pending.length === 0) throw new Error('the landing has no pending question');
-        if (questionId && !pending.some((entry) => entry.id === questionId)) throw new Error(`no pending question ${questionId}`);
-      },
-    },
-  );
+  setHandler(runEventSignal, ({ key, ...event }) => (event.kind === 'question' ? tracker.desk.adopt(event, key) : tracker.journal.record(event, key)));
+  // Answers to its questions, and to its children's (forwarded to the child that waits).
+  tracker.desk.install();
   // The landing's budget, shared by its sessions: paused when spent, until extended or stopped.
   setHandler(
     budgetUpdate,

@@ -51,6 +51,8 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     budgetControl,
     startedAt: Date.now(),
     gateFiles: { asked: 0 },
+    // The recipe's wait for an answer (none: as long as it takes), from the snapshot the run started with.
+    ...(request.recipes?.limits.questions?.wait ? { questionWaitMs: parseDuration(request.recipes.limits.questions.wait) } : {}),
     local: proxyLocalActivities<Activities>(localCapsule),
     queue: admission,
   };

@@ -6,7 +6,7 @@ import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, suiteTimeoutMs, 
 import { hostQueue } from '../../core/queues';
 import type { PanelRequest, PanelVerdict } from '../../core/review-types';
 import type { BudgetCommand, ConversationRef, SessionOutcome, SessionRequest } from '../../core/session-types';
-import type { LandingOutcome, LandingRequest } from '../../core/types';
+import type { LandingOutcome, LandingRequest, Question } from '../../core/types';
 import { gateSuite } from '../activity-options';
 import type { LandingTracker } from './tracker';
 import { budgetExhausted, budgetLeft, extendBudget } from '../../policies/budget';
@@ -15,6 +15,7 @@ import { landingRepairRequest } from '../../policies/intent';
 import { repairPlan } from '../../policies/repair-plan';
 import { gateVerdict } from '../../policies/supersedes';
 import { childRecord } from '../../core/search-attributes';
+import { answersMessage, askedBy } from '../questions';
 
 export interface LandingStepContext {
   runId: string;
@@ -27,6 +28,8 @@ export interface LandingStepContext {
   startedAt: number;
   /** The gate-file version an operator approved in this landing (none until one is), and how many times it was asked. */
   gateFiles: { approved?: GateFileApproval; asked: number };
+  /** How long a question may wait for its answer (the recipe's `limits.questions.wait`); none: as long as it takes. */
+  questionWaitMs?: number;
 }
 
 /**
@@ -84,6 +87,7 @@ export async function session(ctx: LandingStepContext, role: 'resolver' | 'fixer
           ...(budget ? { budget } : {}),
           ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
           ...(continues ? { continues } : {}),
+          ...(request.recipes ? { recipes: request.recipes } : {}),
         } satisfies SessionRequest,
       ],
     }) as Promise<SessionOutcome>,
@@ -98,12 +102,44 @@ export async function session(ctx: LandingStepContext, role: 'resolver' | 'fixer
   return result;
 }
 
-/** Asks a blocking question and waits for the `answer` update. */
-export async function ask(ctx: LandingStepContext, id: string, question: string): Promise<string> {
+/**
+ * Asks a blocking question and waits for the `answer` update — or, when the recipe sets a wait
+ * limit (`ctx.questionWaitMs`), until it passes. The answer (trimmed), or the landing's outcome when
+ * no decision to go on came: no answer in time → needs-decision, the wait named.
+ */
+export async function ask(ctx: LandingStepContext, question: Omit<Question, 'answer' | 'owner'>): Promise<{ answer: string } | { stopped: LandingOutcome }> {
   const { tracker } = ctx;
-  tracker.addQuestion(id, question);
-  await condition(() => tracker.questions.find((entry) => entry.id === id)?.answer !== undefined);
-  return tracker.questions.find((entry) => entry.id === id)!.answer!;
+  const answered = await tracker.desk.ask(question, ctx.questionWaitMs);
+  if ('answer' in answered) return answered;
+  const waited = `no answer to question ${question.id} within ${Math.round(answered.waitedMs / 1000)} s (the recipe's limits.questions.wait)`;
+  return { stopped: tracker.fail(FailureCode.needsDecision, `${waited}; nothing was merged`, { message: `${waited}: ${question.question}` }) };
+}
+
+/** The outcome of an empty answer: a decision not to go on, with the question it answered. */
+export function declined(ctx: LandingStepContext, question: Pick<Question, 'id' | 'question' | 'from'>): LandingOutcome {
+  return ctx.tracker.fail(FailureCode.needsDecision, `the answer to ${question.from ?? 'the'} question ${question.id} was empty: a decision not to go on; nothing was merged`, {
+    message: `question ${question.id} answered empty: ${question.question}`,
+  });
+}
+
+/**
+ * Questions first: an agent's questions, asked one by one before any more agent time is spent.
+ * The follow-up that hands the answers to the session that asked (reuse first: it continues that
+ * conversation), or the outcome when an answer is empty (a decision not to go on) or none came in time.
+ */
+export async function answerAgent(ctx: LandingStepContext, asked: SessionOutcome, why: string): Promise<{ followUp: { continues?: ConversationRef; message: string } } | { stopped: LandingOutcome }> {
+  const from = askedBy(asked);
+  const answers: { question: string; answer: string }[] = [];
+  for (const [index, question] of (asked.result?.questions ?? []).entries()) {
+    const id = `${asked.sessionId}-q${index + 1}`;
+    const got = await ask(ctx, { id, question, from, why });
+    if ('stopped' in got) return got;
+    if (got.answer === '') return { stopped: declined(ctx, { id, question, from }) };
+    answers.push({ question, answer: got.answer });
+  }
+  const attempt = asked.attempts.at(-1);
+  const continues = attempt ? { sessionId: asked.sessionId, attempt: attempt.attempt, harnessModel: attempt.harnessModel } : undefined;
+  return { followUp: { ...(continues ? { continues } : {}), message: answersMessage(answers) } };
 }
 
 /**
@@ -122,7 +158,9 @@ export async function checkGateFile(ctx: LandingStepContext, host: Activities, t
   ctx.gateFiles.asked += 1;
   // The first id is the one earlier versions used; later questions get their own.
   const id = ctx.gateFiles.asked === 1 ? 'gate-file-edit' : `gate-file-edit-${ctx.gateFiles.asked}`;
-  const answer = await ask(ctx, id, gateFileQuestion(decision.change, headSha, when));
+  const asked = await ask(ctx, { id, question: gateFileQuestion(decision.change, headSha, when), from: 'the landing', why: `${when}, the head changes the gate file` });
+  if ('stopped' in asked) return asked.stopped;
+  const { answer } = asked;
   if (classifyApproval(answer) === 'approved') {
     ctx.gateFiles.approved = { blob: decision.blob };
     return undefined;
@@ -175,10 +213,12 @@ export async function reviewTree(ctx: LandingStepContext, host: Activities, pinn
         workflowId: `${runId}.review-${tracker.reviews.length + 1}`,
         taskQueue,
         ...childRecord('review-panel', { repo: request.repo, target: request.target, parent: runId, summary: { panel: review.panel, treeSha: current.treeSha } }),
-        args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId, ...(budget ? { budget } : {}) } satisfies PanelRequest],
+        args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId, ...(budget ? { budget } : {}), ...(request.recipes ? { recipes: request.recipes } : {}) } satisfies PanelRequest],
       }) as Promise<PanelVerdict>,
     (value) => `${value.status}; REVIEW_CACHE=${value.cache}${value.restored.length ? ` (restored: ${value.restored.join(', ')})` : ''}`,
   );
+  // A verdict of a panel that ran before panels reported their meters counts its sessions only.
+  const spent = verdict.meters ?? { sessionsSpawned: verdict.sessionsStarted, respawns: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
   tracker.reviews.push({
     treeSha: verdict.treeSha,
     status: verdict.status,
@@ -188,8 +228,14 @@ export async function reviewTree(ctx: LandingStepContext, host: Activities, pinn
     sessionsStarted: verdict.sessionsStarted,
     missing: verdict.missing,
     blocking: verdict.blocking.map(({ file, line, severity, message, votes }) => ({ file, ...(line === undefined ? {} : { line }), severity, message, votes })),
+    reviewers: verdict.reviewers,
+    meters: spent,
   });
-  tracker.meters.agentSessions += verdict.sessionsStarted;
+  // The panel's spend is the landing's: its meters, so the budget check before the next child sees it.
+  tracker.meters.agentSessions += spent.sessionsSpawned;
+  tracker.meters.inputTokens += spent.inputTokens;
+  tracker.meters.outputTokens += spent.outputTokens;
+  tracker.meters.costUsd += spent.costUsd;
   return verdict;
 }
 
@@ -224,6 +270,7 @@ export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failin
             label,
             reportTo: runId,
             ...(budget ? { budget } : {}),
+            ...(request.recipes ? { recipes: request.recipes } : {}),
             agents: {
               ...(agents?.fixer ? { implementer: agents.fixer } : {}),
               ...(agents?.ladder ? { ladder: agents.ladder } : {}),

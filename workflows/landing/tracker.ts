@@ -13,6 +13,7 @@ import type {
 } from '../../core/types';
 import { endsAs, type RunFailureCode } from '../../core/failures';
 import { metrics } from '../metrics';
+import { QuestionDesk } from '../questions';
 import { RunJournal } from '../run-journal';
 import { searchAttributes } from '../../core/search-attributes';
 
@@ -52,7 +53,6 @@ export class LandingTracker {
   readonly meters = emptyMeters();
   readonly gates: GateSuiteResult[] = [];
   facts: Pick<LandingOutcome, 'targetSha' | 'headSha' | 'treeSha' | 'mergedSha' | 'provenance' | 'supersedes'> = {};
-  readonly questions: NonNullable<LandingOutcome['questions']> = [];
   readonly sessions: NonNullable<LandingOutcome['sessions']> = [];
   readonly fixLoops: NonNullable<LandingOutcome['fixLoops']> = [];
   readonly reviews: NonNullable<LandingOutcome['reviews']> = [];
@@ -62,6 +62,8 @@ export class LandingTracker {
   pausedFor?: string;
   /** Numbered events for the live stream: phases, steps, gates, sessions, cache, meters, questions. */
   readonly journal = new RunJournal();
+  /** Questions the landing waits on: its own and its children's (workflows/questions.ts). */
+  readonly desk = new QuestionDesk(this.journal);
   private readonly startedAt = Date.now();
   private phaseStartedAt?: number;
 
@@ -85,20 +87,6 @@ export class LandingTracker {
     this.gates.push(result);
     const { suiteId, status, exitCode, treeSha, round, logRef, durationMs } = result;
     this.journal.record({ kind: 'gate', suiteId, status, exitCode, treeSha, round, logRef, durationMs });
-  }
-
-  /** Asks a question (recorded, and shown as pending until answered). */
-  addQuestion(id: string, question: string): void {
-    this.questions.push({ id, question });
-    this.journal.record({ kind: 'question', id, question });
-  }
-
-  /** Records the answer to a pending question. */
-  answer(id: string, text: string): void {
-    const question = this.questions.find((entry) => entry.id === id);
-    if (!question) return;
-    question.answer = text;
-    this.journal.record({ kind: 'question', id, question: question.question, answer: text });
   }
 
   /** Runs one step, recording it in the step list and the meters. */
@@ -165,7 +153,7 @@ export class LandingTracker {
       endedInPhase: this.phase,
       ...this.facts,
       gates: [...this.gates],
-      ...(this.questions.length ? { questions: [...this.questions] } : {}),
+      ...(this.desk.questions.length ? { questions: this.desk.questions.map(({ owner: _owner, ...question }) => ({ ...question })) } : {}),
       ...(this.sessions.length ? { sessions: [...this.sessions] } : {}),
       ...(this.fixLoops.length ? { fixLoops: [...this.fixLoops] } : {}),
       ...(this.reviews.length ? { reviews: [...this.reviews] } : {}),
@@ -186,7 +174,7 @@ export class LandingTracker {
       meters: { ...this.meters, wallTimeMs: this.outcome?.meters.wallTimeMs ?? Date.now() - this.startedAt },
       gates: [...this.gates],
       reviews: [...this.reviews],
-      pendingQuestions: this.questions.filter((question) => question.answer === undefined).map(({ id, question }) => ({ id, question })),
+      pendingQuestions: this.desk.pending().map(({ answer: _answer, owner: _owner, ...question }) => question),
       ...(this.budget ? { budget: { ...this.budget } } : {}),
       ...(this.pausedFor ? { pausedFor: this.pausedFor } : {}),
       ...(this.outcome ? { outcome: this.outcome } : {}),

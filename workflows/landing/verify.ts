@@ -1,11 +1,13 @@
 import { condition } from '@temporalio/workflow';
 import { FailureCode } from '../../core/failures';
+import { maxFixupRounds } from './gate';
 import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
 
 /**
  * verify: on exactly the head to merge and the target it is on — ≥ 1 commit, a changed tree, no
  * dropped patch, the gate file unchanged or approved, every suite green and the quorum met on this
- * tree (policies/verify.ts). Then the queue, once; after a moved target straight back to merge.
+ * tree (policies/verify.ts). Then the queue, once; after a moved target straight back to merge. A
+ * refusal a fixer can mend (leftover conflict markers) gets one fixup round and a re-verify.
  */
 export async function verify(ctx: LandingContext, state: LandingState): Promise<Next> {
   const { runId, tracker } = ctx;
@@ -26,8 +28,18 @@ export async function verify(ctx: LandingContext, state: LandingState): Promise<
       ...(approvedGateFile ? { approvedGateFile } : {}),
     }),
   );
-  if (!verified.ok) return end(tracker.fail(FailureCode.verifyFailed, `verification refused the merge: ${verified.problems.join('; ')}`, { message: verified.problems.join('; ') }));
-  return go(ctx.queue.id ? 'merge' : 'queue');
+  if (verified.ok) return go(ctx.queue.id ? 'merge' : 'queue');
+  const problems = verified.problems.join('; ');
+  // One mechanical fixup round, with the refusal as the fixer's input, then the new head goes back
+  // through the questions, the gate and the review to a re-verify. Only a refusal a change to the
+  // tree can mend goes there (policies/verify.ts), and only where the gate file allows fixups.
+  if (verified.repairable && state.verifyFixups === 0 && !state.moved && maxFixupRounds(ctx, state) > 0) {
+    state.verifyFixups += 1;
+    state.repair = { kind: 'verify', problems, problem: `verification refused the merge: ${problems}` };
+    return go('fixup');
+  }
+  const after = state.verifyFixups > 0 ? ' after its fixup round' : '';
+  return end(tracker.fail(FailureCode.verifyFailed, `verification refused the merge${after}: ${problems}; nothing was merged`, { message: problems }));
 }
 
 /**

@@ -222,6 +222,18 @@ async function main() {
   const task = JSON.parse(fs.readFileSync(taskFile, 'utf8'));
   if (task.reportUsage) usage = { ...usage, ...task.reportUsage };
   firstTurn();
+  // A scenario's crashAttempts: crash after the first turn (no result) on the session's first N attempts.
+  if (Number.isInteger(task.crashAttempts) && attempt <= task.crashAttempts) {
+    process.stderr.write(`scripted crash (attempt ${attempt} of the first ${task.crashAttempts})\n`);
+    process.exit(1);
+  }
+  // Questions first: with `ask`, the agent asks before it works, and works once its prompt carries
+  // the answers (`Answer from the operator: …`); an edit's `{{answer}}` becomes the first answer.
+  if (Array.isArray(task.ask) && task.ask.length > 0) {
+    const answers = [...String(task.prompt || '').matchAll(/^Answer from the operator: (.*)$/gm)].map((match) => match[1]);
+    if (answers.length === 0) return deliver({ status: 'ok', summary: `${task.ask.length} question(s) before I start`, questions: task.ask });
+    task.edits = (Array.isArray(task.edits) ? task.edits : []).map((edit) => ({ ...edit, replace: String(edit.replace).split('{{answer}}').join(answers[0]) }));
+  }
   switch (behaviour) {
     case 'reviewer':
     case 'reviewer-a':
