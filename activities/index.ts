@@ -4,6 +4,7 @@ import type { SessionOutcome } from '../core/session-types';
 import type { LandingOutcome } from '../core/types';
 import { createGateActivities } from './gates';
 import { createFixActivities } from './fix';
+import { createGroundingActivities } from './grounding';
 import { createGitActivities } from './git';
 import { createLandingCapsules } from './landing-capsules';
 import { createPlacement } from './place-landing';
@@ -16,10 +17,17 @@ import { createSessionActivities } from './sessions';
 import { runPaths, writeFileAtomic } from './run-store';
 import { failure, FailureCode } from '../core/failures';
 import { hostBoundCapsules, type HostBoundCapsule } from '../core/host-bound';
+import { loadRecipes } from '../core/node/recipes';
+import type { RecipeSnapshot } from '../core/recipe-schemas';
 
 export interface ActivityDeps {
   dataDir: string;
   hostId: string;
+  /**
+   * This worker polls its host's queue (default true). A worker that does not places no run on its
+   * host: its local placement refuses (TARMAC_WRONG_HOST) and the placement goes to a host's worker.
+   */
+  servesHost?: boolean;
   docker: Docker;
   /** Recipes directory; default the repository's `recipes/`. */
   recipesDir?: string;
@@ -42,11 +50,12 @@ export function createActivities(deps: ActivityDeps) {
   const landing = createLandingCapsules(deps);
   const reviewCache = createReviewCacheActivities(deps);
   const fix = createFixActivities(deps);
+  const grounding = createGroundingActivities(deps);
   const rebase = createRebaseActivities(deps);
   const queue = createQueueActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
   const nightly = createNightlyActivities();
   const activities = {
-    'capsule.placeLanding': createPlacement({ dataDir: deps.dataDir, git, landing, rebase, gates }),
+    'capsule.placeLanding': createPlacement({ dataDir: deps.dataDir, hostId: deps.hostId, servesHost: deps.servesHost ?? true, git, landing, rebase, gates }),
     'capsule.inspectTarget': git.inspectTarget,
     'capsule.prepareRun': landing.prepareRun,
     'capsule.rebaseBranches': rebase.rebaseBranches,
@@ -69,10 +78,13 @@ export function createActivities(deps: ActivityDeps) {
     'review.restore': reviewCache.restore,
     'review.seal': reviewCache.seal,
     'fix.limits': fix.limits,
+    'fix.groundingFacts': grounding.groundingFacts,
     'fix.applyPlaybook': fix.applyPlaybook,
     'fix.logTail': fix.logTail,
     'fix.publishFixes': fix.publishFixes,
     'nightly.pinLanding': nightly.pinLanding,
+    /** The recipe snapshot a run started now carries (a nightly's first step: schedules start it, not the API). */
+    'recipes.snapshot': async (): Promise<RecipeSnapshot> => loadRecipes(deps.recipesDir),
     /**
      * Removes what the manifest lists and the run's labelled containers; keeps logs and the
      * outcome. Given the outcome, stores it once the cleanup is done; given the landing's target

@@ -1,4 +1,5 @@
 import { log } from '@temporalio/activity';
+import { failure, FailureCode } from '../core/failures';
 import type Docker from 'dockerode';
 import { defaultRunnerImage, suiteTimeoutMs } from '../core/gate-file';
 import type { StepTiming } from '../core/types';
@@ -30,8 +31,12 @@ function gateRunsNext(rebased: RebaseResult): boolean {
  * are gone. A retry runs them again: each is idempotent on its host (the workspace and the
  * rebase state are kept and resumed).
  */
-export function createPlacement({ dataDir, git, landing, rebase, gates }: { dataDir: string; git: GitActivities; landing: LandingCapsules; rebase: RebaseActivities; gates: GateActivities }) {
+export function createPlacement(deps: { dataDir: string; hostId: string; servesHost: boolean; git: GitActivities; landing: LandingCapsules; rebase: RebaseActivities; gates: GateActivities }) {
+  const { dataDir, hostId, servesHost, git, landing, rebase, gates } = deps;
   return async function placeLanding(input: InspectTargetInput): Promise<PlaceLandingResult> {
+    // A worker that does not poll its host's queue must not become a run's host: nothing would run
+    // the steps pinned to it. The landing then places itself through the placement queue.
+    if (!servesHost) throw failure(FailureCode.wrongHost, `this worker (host ${hostId}) serves no host queue; the landing is placed by a host's worker`);
     const parts: StepTiming[] = [];
     const timed = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
       const startedAt = new Date().toISOString();

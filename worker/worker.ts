@@ -4,7 +4,7 @@ import { NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@t
 import type { Logger } from 'pino';
 import { createActivities } from '../activities';
 import type { Config } from '../core/node/config';
-import { hostQueue } from '../core/queues';
+import { hostQueue, placementQueue } from '../core/queues';
 import { loadRecipes } from '../core/node/recipes';
 import { workerAgents } from '../activities/agent-availability';
 import { agentsReportEveryMs, type HostAgents } from '../core/agent-availability';
@@ -15,7 +15,7 @@ import { agentRegistryId, agentsReportSignal, type agentRegistry } from '../work
  * others lack (an image, a key). Key values never leave: only whether the key is set.
  */
 async function reportAgents(client: Client, config: Config, docker: Docker): Promise<void> {
-  const agents = await workerAgents({ docker, secrets: process.env, modelUpstreams: config.modelUpstreams }, loadRecipes().harnesses);
+  const agents = await workerAgents({ docker, secrets: process.env, modelUpstreams: config.modelUpstreams }, loadRecipes(config.recipesDir).harnesses);
   await client.workflow.signalWithStart<typeof agentRegistry, [HostAgents]>('agentRegistry', {
     workflowId: agentRegistryId,
     taskQueue: config.taskQueue,
@@ -56,7 +56,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   const docker = new Docker({ socketPath: config.dockerSocket });
   await docker.ping();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const activities = createActivities({ dataDir: config.dataDir, hostId: config.hostId, docker, taskQueue: config.taskQueue, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}) });
+  const activities = createActivities({ dataDir: config.dataDir, hostId: config.hostId, servesHost: config.workerQueues.includes('host'), docker, taskQueue: config.taskQueue, recipesDir: config.recipesDir, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}) });
   const bundle = process.env.TARMAC_WORKFLOW_BUNDLE;
   // TARMAC_WORKER_QUEUES: a deployment may run workflow workers and host workers as separate processes.
   const workers: Worker[] = [];
@@ -71,7 +71,11 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
       }),
     );
   }
-  if (config.workerQueues.includes('host')) workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: hostQueue(config.hostId), activities }));
+  if (config.workerQueues.includes('host')) {
+    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: hostQueue(config.hostId), activities }));
+    // A host also takes placements: the runs it places are pinned to its queue above.
+    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: placementQueue(config.taskQueue), activities }));
+  }
   // The registry hears this host before it takes work, so the API knows at once what it can run.
   const clientConnection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection: clientConnection, namespace: config.namespace });

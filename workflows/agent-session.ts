@@ -65,7 +65,7 @@ async function dispatch(record: SessionRecord, request: SessionRequest, shared: 
 async function runAttempts(record: SessionRecord, plan: DispatchPlan, request: SessionRequest, shared: Activities, placed: { place?: Placement }): Promise<SessionOutcome> {
   try {
     record.state = 'preparing';
-    placed.place = await placeOnHost(record, plan, request, shared);
+    placed.place = await placeOnHost(record, plan, request);
     record.state = 'running';
     for (;;) {
       // The budget is checked before every new container: spent → pause and ask, or stop.
@@ -78,7 +78,7 @@ async function runAttempts(record: SessionRecord, plan: DispatchPlan, request: S
           return record.fail(FailureCode.lostHost, `the host ${hostId} of this run's workspace was lost; the session cannot move without it`, { message: `no worker of host ${hostId} picked up the attempt` });
         }
         record.state = 'preparing';
-        placed.place = await placeOnHost(record, plan, request, shared);
+        placed.place = await placeOnHost(record, plan, request);
         record.state = 'running';
       }
       const { seen, attemptClass } = await runAttempt(record, plan, request, placed.place);

@@ -2,18 +2,25 @@ import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from
 import type { Activities } from '../activities';
 import { FixFailure } from '../core/failures';
 import type { FixOutcome, FixRequest } from '../core/fix-types';
-import { hostQueue } from '../core/queues';
+import { hostQueue, placementQueue } from '../core/queues';
 import type { SessionOutcome } from '../core/session-types';
 import { budgetExhausted } from '../policies/budget';
+import { afterFailedVerify } from '../policies/repeated-failure';
+import { discoverRepro } from '../policies/repro-discovery';
 import { capsule } from './activity-options';
 import { FixRecord, type PartialFixOutcome } from './fix/record';
-import { agent, repro } from './fix/steps';
+import { agent, readFacts, repro, roundToolFailures, tryPlaybooks, type ReproRun } from './fix/steps';
+
+/** Playbook edits one playbook phase may chain (each verified; the next one sees the new failure). */
+const maxPlaybookChain = 3;
 
 /**
- * fixLoop: route by intent → Discover (run the repro) → Playbook (a known signature:
- * deterministic patch) → Edit (agent session) → Verify (re-run the repro) → Repair
- * (≤ maxRepairs) → Outcome. Every exit path returns and stores an outcome with its
- * metadata; the fixes go to a run-owned branch, ready to be landed.
+ * fixLoop: route by intent → Ground (read the repository; the repro from the request's words or
+ * the repository's definitions, never invented) → Discover (run the repro) → Playbook (a known
+ * signature: line edits) → Edit (agent session) → Verify (re-run the repro) → Repair (≤
+ * maxRepairs; the same failure twice → back to Playbook, then command-thrashing) → Outcome.
+ * Every exit path returns and stores an outcome with its metadata; the fixes go to a run-owned
+ * branch, ready to be landed.
  */
 export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
   const record = new FixRecord(request);
@@ -31,7 +38,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
 }
 
 async function loop(record: FixRecord): Promise<PartialFixOutcome> {
-  const { request, state, reproCommand } = record;
+  const { request, state } = record;
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue: workflowInfo().taskQueue });
   state.meters.capsulesRun += 2;
   const limits = await shared['fix.limits']();
@@ -48,20 +55,21 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
     return answer.status === 'delivered' ? record.finish('answered', text) : record.fail(FixFailure.agentFailed, text);
   }
 
+  record.enter('ground');
+  const facts = await readFacts(record);
+  const choice = discoverRepro({ request: request.request, ...(request.reproCommand ? { reproCommand: request.reproCommand } : {}), intent: record.intent, facts });
+  record.ground(facts, choice);
+  if (choice.command === null) return record.fail(FixFailure.noRepro, choice.reason);
+  const reproCommand = choice.command;
+
   record.enter('discover');
   let failure = await repro(record);
   if (failure.exitCode === 0) return record.finish('nothing-to-fix', `\`${reproCommand}\` already exits 0; nothing to fix`);
 
   record.enter('playbook');
-  state.meters.capsulesRun += 1;
-  const playbook = await host['fix.applyPlaybook']({ runId: request.runId, logRef: failure.logRef });
-  if (playbook) {
-    state.playbookUsed = playbook.playbookId;
-    record.enter('verify');
-    failure = await repro(record);
-    if (failure.exitCode === 0) return record.finish('fixed', `playbook ${playbook.playbookId}: ${playbook.summary}; \`${reproCommand}\` now exits 0`);
-    state.verifyFailed = true;
-  }
+  let playbooks = await playbookPhase(record, failure);
+  if (playbooks.fixed) return record.finish('fixed', `${playbooks.applied.join('; ')}; \`${reproCommand}\` now exits 0`);
+  failure = playbooks.failure;
 
   const maxRepairs = request.maxRepairs ?? limits.maxRepairs;
   let idleRounds = 0;
@@ -73,14 +81,13 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
     const whole = record.loopBudget();
     const spent = whole ? budgetExhausted(record.spend(), whole.limits) : undefined;
     if (spent) return record.fail(FixFailure.budgetExhausted, `the budget is spent (${spent}) after ${attempt} agent round(s); \`${reproCommand}\` still exits ${failure.exitCode}`);
-    const tail = await host['fix.logTail']({ logRef: failure.logRef });
     const before = await host['capsule.workspaceHead']({ runId: request.runId, since: record.baseSha });
     // Reuse first: a repair is a follow-up message to the agent of the round before (when it
     // delivered), in its conversation; the first round, or one after a dead session, starts afresh.
     const earlier = previous?.status === 'delivered' ? previous.attempts.at(-1) : undefined;
     const continues = earlier ? { sessionId: previous!.sessionId, attempt: earlier.attempt, harnessModel: earlier.harnessModel } : undefined;
     const ask = continues ? `Your change did not fix it: \`${reproCommand}\` still fails (exit ${failure.exitCode}).` : `Request: ${request.request}\nThe command \`${reproCommand}\` fails (exit ${failure.exitCode}).`;
-    const prompt = [`${ask} Its output ends with:`, '```', tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n');
+    const prompt = [`${ask} Its output ends with:`, '```', failure.tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n');
     previous = await agent(record, prompt, `${record.routedTo}-${attempt + 1}`, continues);
     // No agent could start: that is the answer, not a round that "changed nothing" (never thrashing).
     if (previous.status === 'agent-unavailable') return record.fail(FixFailure.agentUnavailable, `${previous.summary}; \`${reproCommand}\` still exits ${failure.exitCode}`);
@@ -95,8 +102,41 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
     failure = await repro(record);
     if (failure.exitCode === 0) return record.finish('fixed', `\`${reproCommand}\` exits 0 after ${attempt + 1} agent round(s)`);
     state.verifyFailed = true;
+    // Limits: the same failure again, or a command the agent kept failing, go back to the playbooks
+    // with the new failure rather than to another round like the last; none applying to a repeated
+    // failure ends the loop.
+    const next = afterFailedVerify({ seen: record.sightings, latest: failure.sighting!, toolFailures: roundToolFailures(previous) });
+    if (next.move === 'playbook') {
+      record.enter('playbook');
+      record.ground(await readFacts(record));
+      playbooks = await playbookPhase(record, failure);
+      if (playbooks.fixed) return record.finish('fixed', `${playbooks.applied.join('; ')} after ${attempt + 1} agent round(s) (${next.why}); \`${reproCommand}\` now exits 0`);
+      if (playbooks.applied.length === 0 && next.orThrash) return record.fail(FixFailure.commandThrashing, `${next.why}, and no playbook applies to that failure; another agent round would repeat the last`);
+      failure = playbooks.failure;
+    }
   }
   return record.fail(FixFailure.repairsExhausted, `\`${reproCommand}\` still exits ${failure.exitCode} after ${maxRepairs} repair(s)`);
+}
+
+/**
+ * The playbook phase: playbooks on the failure; each one applied is verified, and a new failure
+ * gets the playbooks again (a chain of known mistakes, up to maxPlaybookChain). Make's database
+ * is read again after an edit, so the next playbook sees the tree as it now is.
+ */
+async function playbookPhase(record: FixRecord, failure: ReproRun): Promise<{ fixed: boolean; applied: string[]; failure: ReproRun }> {
+  const applied: string[] = [];
+  for (let link = 0; link < maxPlaybookChain; link += 1) {
+    if (link > 0) record.ground(await readFacts(record));
+    const playbook = await tryPlaybooks(record, failure);
+    if (!playbook) break;
+    applied.push(`playbook ${playbook.playbookId}: ${playbook.summary}`);
+    record.enter('verify');
+    failure = await repro(record);
+    if (failure.exitCode === 0) return { fixed: true, applied, failure };
+    record.state.verifyFailed = true;
+    record.enter('playbook');
+  }
+  return { fixed: false, applied, failure };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { CancellationScope, executeChild, isCancellation, ParentClosePolicy, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, executeChild, isCancellation, ParentClosePolicy, patched, proxyActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Activities } from '../activities';
 import { parseDuration } from '../core/duration';
@@ -6,7 +6,8 @@ import { FailureCode } from '../core/failures';
 import type { FixOutcome, FixRequest } from '../core/fix-types';
 import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath } from '../core/gate-file';
 import type { NightlyOutcome, NightlyRequest } from '../core/nightly-types';
-import { hostQueue } from '../core/queues';
+import { hostQueue, placementQueue } from '../core/queues';
+import type { RecipeSnapshot } from '../core/recipe-schemas';
 import type { GateSuiteResult, LandingOutcome, LandingRequest } from '../core/types';
 import { capsule, gateSuite } from './activity-options';
 import { afterFix, afterLanding, repairPlan, repairRequest } from '../policies/nightly';
@@ -54,21 +55,41 @@ export async function nightly(request: NightlyRequest): Promise<NightlyOutcome> 
 }
 
 async function run(record: NightlyRecord, placed: { host?: Activities }): Promise<NightlyOutcome> {
+  const recipes = await pinRecipes();
   const gated = await gateTarget(record, placed);
   if ('status' in gated) return gated;
-  const fixed = await fix(record, gated);
+  const fixed = await fix(record, gated, recipes);
   const next = afterFix(fixed);
   if (next.kind === 'stop') return record.fail(FailureCode.repairFailed, `${gated.failing.join(', ')} red on ${record.request.target}; ${next.summary}`, { message: fixed.summary });
-  return await land(record, gated, fixed, next.branch);
+  return await land(record, gated, fixed, next.branch, recipes);
+}
+
+/** The history marker of nightlies that pin their recipes (see pinRecipes). */
+const recipeSnapshotPatch = 'nightly-recipe-snapshot';
+
+/**
+ * A nightly is started by its schedule, not by the API, so it resolves its recipe snapshot itself, as
+ * its first step (an activity: the result is in the history, and a replay sees the same), names the
+ * version in its memo and hands the snapshot to its fix loop and its landing. A nightly that started
+ * before this step existed has no marker in its history and goes on without one (its children then
+ * read the live recipes, as it did).
+ */
+async function pinRecipes(): Promise<RecipeSnapshot | undefined> {
+  if (!patched(recipeSnapshotPatch)) return undefined;
+  const shared = proxyActivities<Activities>({ ...capsule, taskQueue: workflowInfo().taskQueue });
+  const recipes = await shared['recipes.snapshot']();
+  upsertMemo({ recipeVersion: recipes.version });
+  return recipes;
 }
 
 /** inspect → prepare → the full gate, every suite, on exactly the target head: the outcome when green (or invalid), else what is red. */
 async function gateTarget(record: NightlyRecord, placed: { host?: Activities }): Promise<NightlyOutcome | Red> {
   const { request, runId, meters, view } = record;
-  const shared = proxyActivities<Activities>({ ...capsule, taskQueue: workflowInfo().taskQueue });
   record.enter('inspect');
   meters.capsulesRun += 1;
-  const inspected = await shared['capsule.inspectTarget']({ runId, repo: request.repo, target: request.target, heads: [] });
+  // Through the placement queue: the worker that inspects (its mirror) is the run's host from here on.
+  const placing = proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(workflowInfo().taskQueue) });
+  const inspected = await placing['capsule.inspectTarget']({ runId, repo: request.repo, target: request.target, heads: [] });
   view.targetSha = inspected.targetSha;
   if (!inspected.gate.ok) {
     const where = inspected.gate.field === '(file)' ? gateFilePath : `${gateFilePath}: ${inspected.gate.field}`;
@@ -102,7 +123,7 @@ async function gateTarget(record: NightlyRecord, placed: { host?: Activities }):
 }
 
 /** fix: a child fix loop whose repro is the failing suites; its fixes go to a run-owned branch. */
-async function fix(record: NightlyRecord, red: Red): Promise<FixOutcome> {
+async function fix(record: NightlyRecord, red: Red, recipes: RecipeSnapshot | undefined): Promise<FixOutcome> {
   const { request, runId, view } = record;
   record.enter('fix');
   const fixId = `${runId}.fix`;
@@ -110,7 +131,9 @@ async function fix(record: NightlyRecord, red: Red): Promise<FixOutcome> {
   const fixed = (await executeChild('fixLoop', {
     workflowId: fixId,
     taskQueue: workflowInfo().taskQueue,
-    args: [{ runId: fixId, repo: request.repo, branch: request.target, request: repairRequest, reproCommand: red.reproCommand, ...(request.agents ? { agents: request.agents } : {}) } satisfies FixRequest],
+    args: [
+      { runId: fixId, repo: request.repo, branch: request.target, request: repairRequest, reproCommand: red.reproCommand, ...(request.agents ? { agents: request.agents } : {}), ...(recipes ? { recipes } : {}) } satisfies FixRequest,
+    ],
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
     typedSearchAttributes: [
       { key: searchAttributes.kind, value: 'fix-loop' },
@@ -125,7 +148,7 @@ async function fix(record: NightlyRecord, red: Red): Promise<FixOutcome> {
 }
 
 /** land: the repair branch lands like any branch (rebase, gate, verify, queue, merge), under the id the API would give it. */
-async function land(record: NightlyRecord, red: Red, fixed: FixOutcome, branch: string): Promise<NightlyOutcome> {
+async function land(record: NightlyRecord, red: Red, fixed: FixOutcome, branch: string, recipes: RecipeSnapshot | undefined): Promise<NightlyOutcome> {
   const { request, view, meters } = record;
   const { workflowId, taskQueue } = workflowInfo();
   record.enter('land');
@@ -139,6 +162,7 @@ async function land(record: NightlyRecord, red: Red, fixed: FixOutcome, branch: 
     heads: pin.heads,
     requestedTargetSha: pin.targetSha,
     ...(request.agents ? { agents: { ...(request.agents.implementer ? { fixer: request.agents.implementer } : {}), ...(request.agents.ladder ? { ladder: request.agents.ladder } : {}) } } : {}),
+    ...(recipes ? { recipes } : {}),
   };
   const landing = (await executeChild('landing', {
     workflowId: pin.landingId,
@@ -148,7 +172,7 @@ async function land(record: NightlyRecord, red: Red, fixed: FixOutcome, branch: 
     // A nightly that is cancelled or terminated asks its landing to stop, so the
     // landing's own finale (queue release, cleanup, outcome) still runs.
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-    ...landingRecord({ repo: request.repo, target: request.target, heads: pin.heads }, { startedBy: workflowId }),
+    ...landingRecord({ repo: request.repo, target: request.target, heads: pin.heads }, { startedBy: workflowId, ...(recipes ? { recipeVersion: recipes.version } : {}) }),
   })) as LandingOutcome;
   record.landed = { id: pin.landingId, status: landing.status, summary: landing.summary, ...(landing.mergedSha ? { mergedSha: landing.mergedSha } : {}) };
   record.addSpend(landing.meters);

@@ -1,8 +1,8 @@
-import { CancellationScope, executeChild, getExternalWorkflowHandle, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, executeChild, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { SealedReport } from '../activities/review-cache';
-import { hostQueue } from '../core/queues';
-import type { CacheStatus, PanelRequest, PanelVerdict, ResolvedPanel, ReviewerReport } from '../core/review-types';
+import { hostQueue, placementQueue } from '../core/queues';
+import type { CacheStatus, PanelMeters, PanelRequest, PanelReviewer, PanelVerdict, ResolvedPanel, ReviewerReport } from '../core/review-types';
 import type { SessionOutcome, SessionRequest } from '../core/session-types';
 import { capsule } from './activity-options';
 import { eventsQuery, panelStatusQuery, runEventSignal } from '../core/messages';
@@ -10,7 +10,7 @@ import { metrics } from './metrics';
 import { budgetShare } from '../policies/budget';
 import { RunJournal } from './run-journal';
 import { childRecord } from '../core/search-attributes';
-import { decidePanel, type PanelDecision } from '../policies/quorum';
+import { decidePanel, reviewerReportOf, type PanelDecision } from '../policies/quorum';
 
 const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
 
@@ -18,7 +18,8 @@ const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
  * reviewPanel: restore the findings cache (hit / partial / miss) → dispatch only the
  * missing reviewers as parallel agentSession children → seal each report the moment
  * it arrives (before any quorum check) → quorum → verdict with merged findings.
- * A reviewer that errs is missing, never "no findings".
+ * A reviewer that errs is respawned by its own session (the session policy); one that still has no
+ * verdict makes the panel review-incomplete whatever the quorum — never "no findings".
  */
 export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal): Promise<PanelVerdict> {
   const { workflowId, taskQueue } = workflowInfo();
@@ -47,7 +48,7 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
   };
   setHandler(panelStatusQuery, () => ({ ...status, restored: [...status.restored], running: [...status.running], sealed: [...status.sealed] }));
 
-  const panel = await shared['review.resolvePanel']({ name: request.panel, ...(request.quorum ? { quorum: request.quorum } : {}) });
+  const panel = await shared['review.resolvePanel']({ name: request.panel, ...(request.quorum ? { quorum: request.quorum } : {}), ...(request.recipes ? { recipes: request.recipes } : {}) });
   const { restored, misses } = await host['review.restore']({ treeSha: treeSha, promptVersion: panel.promptVersion, reviewers: panel.reviewers });
   const cache: CacheStatus = misses.length === 0 ? 'hit' : restored.length === 0 ? 'miss' : 'partial';
   status.cache = cache;
@@ -57,7 +58,8 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
   await announceCache(request, journal, { treeSha, cache, restored: status.restored });
 
   const reports = new Map<string, ReviewerReport>();
-  const reviewers: PanelVerdict['reviewers'] = [];
+  const reviewers: PanelReviewer[] = [];
+  const spent: SessionOutcome['meters'][] = [];
   for (const entry of restored) {
     reports.set(entry.harnessModel, { harnessModel: entry.harnessModel, status: 'delivered', findings: entry.report.findings });
     reviewers.push({ harnessModel: entry.harnessModel, source: 'cache', status: 'delivered' });
@@ -73,11 +75,18 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
       status.running = status.running.filter((name) => name !== harnessModel);
       if (report.status === 'delivered') status.sealed.push(harnessModel);
       reports.set(harnessModel, report);
-      reviewers.push({ harnessModel, source: 'session', status: report.status, sessionStatus: outcome.status });
+      if (outcome) spent.push(outcome.meters);
+      reviewers.push({
+        harnessModel,
+        source: 'session',
+        status: report.status,
+        ...(outcome ? { sessionStatus: outcome.status, attempts: outcome.attempts.length, respawns: outcome.meters.respawns } : {}),
+        ...(report.reason ? { reason: report.reason } : {}),
+      });
     }),
   );
 
-  const verdict = panelVerdict(panel, reports, reviewers, { treeSha, cache, restored: status.restored, misses });
+  const verdict = panelVerdict(panel, reports, reviewers, { treeSha, cache, restored: status.restored, misses, meters: panelMeters(spent) });
   status.state = 'done';
   status.verdict = verdict;
   journal.record({ kind: 'outcome', status: verdict.status, summary: verdict.summary });
@@ -89,8 +98,8 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
 function panelVerdict(
   panel: { name: string; reviewers: string[]; quorum: number; blockingSeverities: Parameters<typeof decidePanel>[2] },
   reports: Map<string, ReviewerReport>,
-  reviewers: PanelVerdict['reviewers'],
-  { treeSha, cache, restored, misses }: Pick<PanelVerdict, 'treeSha' | 'cache' | 'restored' | 'misses'>,
+  reviewers: PanelReviewer[],
+  { treeSha, cache, restored, misses, meters }: Pick<PanelVerdict, 'treeSha' | 'cache' | 'restored' | 'misses' | 'meters'>,
 ): PanelVerdict {
   const decision = decidePanel(
     panel.reviewers.map((name) => reports.get(name)!),
@@ -99,7 +108,7 @@ function panelVerdict(
   );
   return {
     status: decision.status,
-    summary: `${panelSummary(decision, panel.quorum)} [REVIEW_CACHE=${cache}]`,
+    summary: `${panelSummary(decision, reports)} [REVIEW_CACHE=${cache}]`,
     treeSha,
     panel: panel.name,
     cache,
@@ -109,16 +118,33 @@ function panelVerdict(
     quorum: panel.quorum,
     delivered: decision.delivered,
     missing: decision.missing,
+    errored: decision.errored,
+    unavailable: decision.unavailable,
     findings: decision.findings,
     blocking: decision.blocking,
     sessionsStarted: misses.length,
+    meters,
   };
+}
+
+/** What the reviewer sessions spent, summed (a restored reviewer spent nothing in this run). */
+function panelMeters(sessions: SessionOutcome['meters'][]): PanelMeters {
+  const total: PanelMeters = { sessionsSpawned: 0, respawns: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
+  for (const meters of sessions) {
+    total.sessionsSpawned += meters.sessionsSpawned;
+    total.respawns += meters.respawns;
+    total.inputTokens += meters.inputTokens;
+    total.outputTokens += meters.outputTokens;
+    total.costUsd += meters.costUsd;
+  }
+  return total;
 }
 
 /** Standalone (POST /v1/reviews): a workspace of its own at the head, the facts of base...head, then the panel; cleaned up after. */
 async function standalone(input: PanelRequest, fresh: NonNullable<PanelRequest['fresh']>, journal: RunJournal): Promise<PanelVerdict> {
-  const shared = proxyActivities<Activities>({ ...capsule, taskQueue: workflowInfo().taskQueue });
-  const { hostId } = await shared['capsule.prepareSessionWorkspace']({ runId: input.runId, repo: input.repo, ref: fresh.head, alsoFetch: [fresh.base] });
+  // Through the placement queue: the worker that prepares the workspace is a host, and the panel's from here on.
+  const placing = proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(workflowInfo().taskQueue) });
+  const { hostId } = await placing['capsule.prepareSessionWorkspace']({ runId: input.runId, repo: input.repo, ref: fresh.head, alsoFetch: [fresh.base] });
   const pinned = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
   const facts = await pinned['capsule.diffFacts']({ runId: input.runId, base: fresh.baseSha });
   const { fresh: _fresh, ...rest } = input;
@@ -160,13 +186,35 @@ interface ReviewSession {
 
 /**
  * One missing reviewer: an agent session on the tree (read-only), its report sealed in the cache the
- * moment it arrives — a survivor of a partial panel is never lost, whatever happens next. A reviewer
- * that did not deliver is errored, never "no findings".
+ * moment it arrives — a survivor of a partial panel is never lost, whatever happens next. The session
+ * respawns a failed attempt per the session policy (limits.session: maxRespawns, maxAttempts); the
+ * panel starts no session of its own on top, so a reviewer gets exactly the attempts the policy
+ * allows. One that still did not deliver is errored (with why), never "no findings", and never sealed.
  */
-async function review(at: ReviewSession, harnessModel: string): Promise<{ report: ReviewerReport; outcome: SessionOutcome }> {
+async function review(at: ReviewSession, harnessModel: string): Promise<{ report: ReviewerReport; outcome?: SessionOutcome }> {
+  const { panel, treeSha } = at;
+  let outcome: SessionOutcome;
+  try {
+    outcome = await reviewerSession(at, harnessModel);
+  } catch (error) {
+    if (isCancellation(error)) throw error;
+    // The session workflow itself failed (terminated, …): no outcome, no verdict.
+    const message = (error as { cause?: { message?: string } }).cause?.message ?? (error instanceof Error ? error.message : String(error));
+    return { report: { harnessModel, status: 'errored', findings: [], reason: `its session workflow failed: ${message}` } };
+  }
+  const report = reviewerReportOf(harnessModel, outcome);
+  const result = outcome.result;
+  if (report.status !== 'delivered' || !result) return { report, outcome };
+  const sealed: SealedReport = { summary: result.summary, findings: result.findings ?? [], usage: result.usage };
+  await at.host['review.seal']({ key: { treeSha, harnessModel, promptVersion: panel.promptVersion }, report: sealed });
+  return { report, outcome };
+}
+
+/** The reviewer's agent session: a child workflow on the landing's workspace, read-only. */
+async function reviewerSession(at: ReviewSession, harnessModel: string): Promise<SessionOutcome> {
   const { workflowId, taskQueue } = workflowInfo();
   const { request, panel, treeSha } = at;
-  const outcome = (await executeChild('agentSession', {
+  return (await executeChild('agentSession', {
     workflowId: `${workflowId}.${slug(harnessModel)}`,
     taskQueue,
     ...childRecord('agent-session', { repo: request.repo, parent: workflowId, summary: { role: 'reviewer', harnessModel, treeSha } }),
@@ -181,21 +229,27 @@ async function review(at: ReviewSession, harnessModel: string): Promise<{ report
         workspace: { kind: 'run', repo: request.repo, hostId: request.hostId!, baseSha: at.headSha },
         reportTo: at.reportTo,
         ...(at.budget ? { budget: at.budget } : {}),
+        ...(request.recipes ? { recipes: request.recipes } : {}),
       } satisfies SessionRequest,
     ],
   })) as SessionOutcome;
-  const result = outcome.status === 'delivered' ? outcome.result : undefined;
-  if (!result) return { report: { harnessModel, status: 'errored', findings: [] }, outcome };
-  const sealed: SealedReport = { summary: result.summary, findings: result.findings ?? [], usage: result.usage };
-  await at.host['review.seal']({ key: { treeSha, harnessModel, promptVersion: panel.promptVersion }, report: sealed });
-  return { report: { harnessModel, status: 'delivered', findings: result.findings ?? [] }, outcome };
 }
 
-/** The verdict's one line. */
-function panelSummary(decision: PanelDecision, quorum: number): string {
-  if (decision.status === 'review-incomplete') return `review-incomplete: ${decision.delivered} of ${quorum} required report(s); missing ${decision.missing.join(', ')}`;
-  if (decision.status === 'changes-requested') {
-    return `changes requested: ${decision.blocking.length} blocking finding(s) (${decision.blocking.map((finding) => `${finding.file}:${finding.line ?? 0} ${finding.message}`).join('; ')})`;
+/**
+ * The verdict's one line. Incomplete: every reviewer without a verdict, named with why (an errored
+ * one makes it incomplete whatever the quorum); otherwise who decided, and who could not run.
+ */
+function panelSummary(decision: PanelDecision, reports: Map<string, ReviewerReport>): string {
+  const why = (name: string) => `${name} (${reports.get(name)?.reason ?? 'no report'})`;
+  const notRun = decision.unavailable.length ? `; not run: ${decision.unavailable.map(why).join('; ')}` : '';
+  if (decision.status === 'review-incomplete') {
+    const rule = decision.errored.length
+      ? `an errored reviewer never yields a verdict, whatever the quorum (${decision.delivered} delivered, quorum ${decision.quorum})`
+      : `${decision.delivered} of ${decision.quorum} required report(s)`;
+    return `review-incomplete: ${rule}; missing ${decision.missing.map(why).join('; ')}`;
   }
-  return `approved by ${decision.delivered} reviewer(s); ${decision.findings.length} non-blocking finding(s)`;
+  if (decision.status === 'changes-requested') {
+    return `changes requested: ${decision.blocking.length} blocking finding(s) (${decision.blocking.map((finding) => `${finding.file}:${finding.line ?? 0} ${finding.message}`).join('; ')})${notRun}`;
+  }
+  return `approved by ${decision.delivered} reviewer(s); ${decision.findings.length} non-blocking finding(s)${notRun}`;
 }

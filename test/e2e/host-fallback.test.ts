@@ -9,9 +9,9 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { FailureCode } from '../../core/failures';
 import { hostBoundCapsules } from '../../core/host-bound';
-import { hostQueue } from '../../core/queues';
+import { hostQueue, placementQueue } from '../../core/queues';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { landingFinished, runningContainer, startStack, type Stack } from '../helpers/stack';
+import { landingFinished, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -89,9 +89,17 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
   });
 
   it('the workflow moves to a worker of another host: host-bound capsules are refused there (TARMAC_WRONG_HOST) and run through the run’s host queue', async () => {
-    const repo = twoBranchRepo(4);
+    const repo = twoBranchRepo(6);
     const id = await land(repo.url);
     const gate = await runningContainer(stack.docker, [`tarmac.run=${id}`], 'the gate container to run', 60_000);
+    // The placement starts the gate's container ahead of its step: kill A only once the step itself
+    // runs there (it has heartbeated the container's id), so the retry on A has a step to reattach to.
+    await waitFor(
+      async () => (await stack.client.workflow.getHandle(id).describe()).raw.pendingActivities ?? [],
+      (pending) => pending.some((activity) => activity.activityType?.name === 'gate.runSuite' && (activity.heartbeatDetails?.payloads?.length ?? 0) > 0),
+      60_000,
+      'the gate step to run on A and heartbeat',
+    );
     const firstWorker = stack.worker().pid;
     await stack.killWorker('SIGKILL');
     // From here on only B runs workflow tasks (it polls no host queue) and only A runs A's host queue
@@ -136,5 +144,22 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
     const afterMove = history.workflowTasks.filter((task) => task.index >= moved.index);
     assert.ok(afterMove.every((task) => processOf(task.identity) === String(other.pid)), `B ran every workflow task from the move on: ${JSON.stringify(afterMove)}`);
     assert.ok(history.workflowTasks.some((task) => processOf(task.identity) === String(firstWorker)), 'A ran the workflow before the kill');
+  });
+
+  it('a workflow-only worker places no run on its own host: the placement goes through the placement queue to a host’s worker', async () => {
+    // As the test before left it: B runs workflows only (host test-host-b, no host queue), A serves its host queue only.
+    const repo = twoBranchRepo(0);
+    const id = await land(repo.url);
+    const view = await landingFinished(stack, id, 120_000);
+    assertLandedGatedHead(view, repo.path);
+    const history = readHistory((await stack.client.workflow.getHandle(id).fetchHistory()).events ?? []);
+    const placementTries = history.locals.filter((entry) => entry.activityType === 'capsule.placeLanding');
+    assert.deepEqual(placementTries.map((entry) => entry.failure), [FailureCode.wrongHost], 'B refused to place the landing on itself');
+    const placed = history.scheduled.filter((entry) => entry.activityType === 'capsule.placeLanding');
+    assert.deepEqual(placed.map((entry) => entry.taskQueue), [placementQueue('tarmac')], 'placed through the placement queue');
+    assert.equal(processOf(placed[0]!.startedBy), String(stack.worker().pid), 'by A, a host');
+    // Every step after it went to A's host queue: the run is A's, never B's.
+    const pinned = history.scheduled.filter((entry) => entry.activityType !== 'capsule.placeLanding');
+    assert.ok(pinned.length > 0 && pinned.every((entry) => entry.taskQueue === hostQueue('test-host')), JSON.stringify(pinned));
   });
 });

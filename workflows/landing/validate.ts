@@ -1,5 +1,10 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../../activities';
+import { FailureCode } from '../../core/failures';
+import { placementQueue } from '../../core/queues';
+import { capsule } from '../activity-options';
 import { pinnedTo } from '../pinned';
-import { end, go, type LandingContext, type LandingState, type Next } from './context';
+import { end, failureOf, go, type LandingContext, type LandingState, type Next } from './context';
 import { invalidGateFile } from './steps';
 
 /**
@@ -11,7 +16,14 @@ export async function validate(ctx: LandingContext, state: LandingState): Promis
   const { runId, request, tracker, local } = ctx;
   tracker.enter('validate');
   // Inspect, workspace and first rebase in one round trip on the host that takes it (each recorded as its step).
-  const placement = await tracker.compound('capsule.placeLanding', () => local['capsule.placeLanding']({ runId, repo: request.repo, target: request.target, heads: request.heads }));
+  const input = { runId, repo: request.repo, target: request.target, heads: request.heads };
+  // On this worker when it is a host (no trip); else through the placement queue, to a worker that is.
+  const placement = await tracker.compound('capsule.placeLanding', () =>
+    local['capsule.placeLanding'](input).catch(async (error: unknown) => {
+      if (failureOf(error).type !== FailureCode.wrongHost) throw error;
+      return await proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(ctx.taskQueue) })['capsule.placeLanding'](input);
+    }),
+  );
   const { inspected } = placement;
   state.placement = placement.rebased;
   tracker.facts.targetSha = inspected.targetSha;

@@ -1,9 +1,9 @@
 import { TimeoutType } from '@temporalio/common';
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { DispatchPlan } from '../../activities/sessions';
 import { parseDuration } from '../../core/duration';
-import { hostQueue } from '../../core/queues';
+import { hostQueue, placementQueue } from '../../core/queues';
 import type { SessionAttemptReport, SessionRequest } from '../../core/session-types';
 import { attemptClassOf } from '../../policies/attempt-class';
 import { budgetLeft } from '../../policies/budget';
@@ -23,13 +23,15 @@ export interface Placement {
 }
 
 /** A workspace of the session's own (on whichever host prepares it), or the run's. */
-export async function placeOnHost(record: SessionRecord, plan: DispatchPlan, request: SessionRequest, shared: Activities): Promise<Placement> {
+export async function placeOnHost(record: SessionRecord, plan: DispatchPlan, request: SessionRequest): Promise<Placement> {
   const workspace = request.workspace;
   let hostId: string;
   let baseSha: string;
   if (workspace.kind === 'fresh') {
     record.meters.capsulesRun += 1;
-    ({ hostId, baseSha } = await shared['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: workspace.repo, ref: workspace.ref }));
+    // Through the placement queue: the worker that prepares it is a host, and the session's host from here on.
+    const placing = proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(workflowInfo().taskQueue) });
+    ({ hostId, baseSha } = await placing['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: workspace.repo, ref: workspace.ref }));
   } else {
     ({ hostId, baseSha } = workspace);
   }
@@ -74,6 +76,7 @@ export async function runAttempt(record: SessionRecord, plan: DispatchPlan, requ
     baseSha: place.baseSha,
     ...(request.reportTo ? { reportTo: request.reportTo } : {}),
     ...(request.continues ? { continues: request.continues } : {}),
+    ...(request.recipes ? { recipes: request.recipes } : {}),
     // What the attempt's model gateway lets through: what is left of the run budget.
     modelBudget: (({ tokens, costUsd }) => ({ tokens, costUsd }))(budgetLeft(meters, record.budget!)),
   }).catch((error: unknown) => {
