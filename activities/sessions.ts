@@ -11,8 +11,8 @@ import { parseDuration } from '../core/duration';
 import { checkHarnessModel, splitHarnessModel } from '../core/harness-models';
 import { adapters, modelProviderOf } from '../core/harnesses';
 import { containerPaths } from '../core/harnesses/types';
-import { BudgetSchema, SessionLimitsSchema, type Budget, type Harness, type SessionLimits } from '../core/recipe-schemas';
-import { loadRecipes } from '../core/node/recipes';
+import { BudgetSchema, SessionLimitsSchema, type Budget, type Harness, type RecipeSnapshot, type SessionLimits } from '../core/recipe-schemas';
+import { runRecipes } from '../core/node/recipes';
 import { checkSessionResult, readResultBlock, resultFence, type SessionResult } from '../core/session-result';
 import { resultContract } from '../core/harnesses/result-contract';
 import type { ResolvedPanel } from '../core/review-types';
@@ -20,14 +20,12 @@ import type { ConversationRef, SessionAttemptReport, SessionRole, SessionTask } 
 import { ConfinedPathError, readFileNoFollow } from './confined-fs';
 import { containerStdout, labelKeys, runStepContainer } from './containers';
 import { runEventSignal } from '../core/messages';
-import { loadPlaybooks } from './fix';
 import { loadScriptScenario } from './script-scenarios';
 import { startGateway } from './gateway';
 import { startModelGateway, type ModelGatewayHandle } from './model-gateway';
 import { defaultModelUpstreams } from './model-protocol';
 import { availabilityFacts } from './agent-availability';
 import { agentAvailability, providerKeys, runnableLadder } from '../core/agent-availability';
-import { loadPricing } from '../core/node/recipes';
 import type { ModelBudgetLeft } from '../policies/model-budget';
 import { containerUser, handToContainerUser } from './git';
 import { advanceWorkspace, attemptWorkspace, commitsOver, importExport, prepareAttemptCopy, prepareConversation, rebaseStopped, runExport, type AttemptExport, type AttemptWorkspace } from './session-workspace';
@@ -37,7 +35,7 @@ export interface SessionActivityDeps {
   dataDir: string;
   hostId: string;
   docker: Docker;
-  /** Where the recipes live; default the repository's `recipes/`. */
+  /** Where the live recipes are (read only for a run started before runs carried their snapshot); default the repository's `recipes/`. */
   recipesDir?: string;
   /** Where harness secrets come from (model API keys); default the worker's environment. They stay in the worker: the model gateway adds them. */
   secrets?: NodeJS.ProcessEnv;
@@ -54,6 +52,8 @@ export interface ValidateDispatchInput {
   ladder?: string[];
   limits?: Partial<SessionLimits>;
   budget?: Partial<Budget>;
+  /** The run's recipe snapshot (SessionRequest.recipes). */
+  recipes?: RecipeSnapshot;
 }
 
 export interface DispatchPlan {
@@ -92,6 +92,8 @@ export interface RunSessionInput {
   modelBudget?: ModelBudgetLeft;
   /** The earlier session this one follows up (SessionRequest.continues). */
   continues?: ConversationRef;
+  /** The run's recipe snapshot: the tool gateway's grounding rules and tool-call limit, the model gateway's prices. */
+  recipes?: RecipeSnapshot;
 }
 
 /** A conversation's UUID, the same on every retry of the attempt (Claude Code's --session-id). */
@@ -176,7 +178,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
      * before any container starts. Unknown models fail with the nearest known names.
      */
     validateDispatch: async (input: ValidateDispatchInput): Promise<DispatchPlan> => {
-      const recipes = loadRecipes(recipesDir);
+      const recipes = runRecipes(input.recipes, recipesDir);
       const names = [...(input.harnessModel ? [{ field: 'harnessModel', spec: input.harnessModel }] : []), ...(input.ladder ?? recipes.ladder).map((spec, index) => ({ field: `ladder[${index}]`, spec }))];
       for (const { field, spec } of names) {
         const check = checkHarnessModel(spec, recipes.harnesses);
@@ -209,8 +211,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
     },
 
     /** A recipe panel by name, its reviewers checked against the registry. */
-    resolvePanel: async ({ name, quorum }: { name: string; quorum?: number }): Promise<ResolvedPanel> => {
-      const recipes = loadRecipes(recipesDir);
+    resolvePanel: async ({ name, quorum, recipes: snapshot }: { name: string; quorum?: number; recipes?: RecipeSnapshot }): Promise<ResolvedPanel> => {
+      const recipes = runRecipes(snapshot, recipesDir);
       const panel = recipes.panels[name];
       if (!panel) {
         throw failure(FailureCode.invalidRequest, `review.panel: unknown panel "${name}" (known: ${Object.keys(recipes.panels).join(', ')})`);
@@ -227,6 +229,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
      */
     runSession: async (input: RunSessionInput): Promise<SessionAttemptReport> => {
       const { runId, sessionId, attempt, role, harnessModel, harness, task, limits, repo, baseSha } = input;
+      const recipes = runRecipes(input.recipes, recipesDir);
       const { model, harness: harnessName } = splitHarnessModel(harnessModel)!;
       const adapter = adapters[harness.adapter];
       const paths = runPaths(dataDir, runId);
@@ -271,8 +274,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         docker,
         containerId: () => containerId,
         user: `${user.uid}:${user.gid}`,
-        rules: loadPlaybooks(recipesDir).grounding,
-        maxToolCalls: loadPlaybooks(recipesDir).limits.maxToolIterations,
+        rules: recipes.playbooks.grounding,
+        maxToolCalls: recipes.playbooks.limits.maxToolIterations,
         readOnly: role === 'reviewer',
       });
       // A CLI agent's only way to a model: its model gateway, per attempt, whose socket sits next to the
@@ -288,7 +291,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
             upstream: modelUpstreams[provider],
             apiKey: secrets[providerKeys[provider]] || undefined,
             budget: { left: input.modelBudget ?? { tokens: Number.MAX_SAFE_INTEGER, costUsd: Number.MAX_SAFE_INTEGER } },
-            pricing: loadPricing(recipesDir),
+            pricing: recipes.pricing,
           });
         } catch (error) {
           await gateway.close();

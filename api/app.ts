@@ -17,6 +17,7 @@ import { opsRoutes } from './routes/ops';
 import { recipeRoutes } from './routes/recipes';
 import { eventRoutes } from './routes/events';
 import { landingControlRoutes, landingRoutes } from './routes/landings';
+import { landingRetryRoutes } from './routes/landing-retry';
 import { fixLoopRoutes } from './routes/fix-loops';
 import { reviewRoutes } from './routes/reviews';
 import { runRoutes } from './routes/runs';
@@ -90,8 +91,9 @@ export async function buildApp({ client, config, logger, docker }: AppDeps): Pro
       v1.addHook('onRequest', bearerAuth(config.apiTokens));
       await v1.register(landingRoutes, { client, config });
       await v1.register(landingControlRoutes, { client });
+      await v1.register(landingRetryRoutes, { client, config });
       await v1.register(eventRoutes, { client, config });
-      await v1.register(recipeRoutes);
+      await v1.register(recipeRoutes, { recipesDir: config.recipesDir });
       await v1.register(runRoutes, { client });
       await v1.register(reviewRoutes, { client, config });
       await v1.register(fixLoopRoutes, { client, config });

@@ -16,6 +16,12 @@ export interface LandingCreated {
   links: { self: string };
 }
 
+/** A retry of a landing that did not land: a new run on the retried run's heads. */
+export interface LandingRetried extends LandingCreated {
+  retryOf: string;
+  attempt: number;
+}
+
 export interface LandingView {
   id: string;
   workflowStatus: string;
@@ -129,6 +135,10 @@ export class TarmacClient {
 
   async cancel(id: string): Promise<{ id: string; cancelRequested: boolean }> {
     return (await this.request<{ id: string; cancelRequested: boolean }>('POST', `/v1/landings/${encodeURIComponent(id)}/cancel`)).body;
+  }
+
+  async retry(id: string): Promise<LandingRetried> {
+    return (await this.request<LandingRetried>('POST', `/v1/landings/${encodeURIComponent(id)}/retry`)).body;
   }
 
   async createFixLoop(request: FixCreate): Promise<RunCreated> {

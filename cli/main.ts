@@ -9,6 +9,7 @@ import { answerCommand } from './commands/answer';
 import { cancelCommand } from './commands/cancel';
 import { fixCommand } from './commands/fix';
 import { landCommand } from './commands/land';
+import { retryCommand } from './commands/retry';
 import { statusCommand } from './commands/status';
 import { watchCommand } from './commands/watch';
 
@@ -18,6 +19,7 @@ const commands = {
   watch: watchCommand,
   answer: answerCommand,
   cancel: cancelCommand,
+  retry: retryCommand,
   fix: fixCommand,
 } as const satisfies Record<string, (args: string[], context: CliContext) => Promise<ExitCode>>;
 

@@ -16,6 +16,9 @@ use it (talks to the API at TARMAC_API_URL with TARMAC_API_TOKEN; defaults: tarm
                             answer a landing's pending question: approve, approved or yes approve a
                             gate-file change; "" or any other text stops it with needs-decision
   cancel <id>               cancel a landing: its containers stop, cleanup runs, outcome cancelled
+  retry <id> [--watch [--logs] [--plain]] [--json]
+                            start a landing that did not land again, on the same heads (a new run id;
+                            the old run keeps its history); refused while it runs or once it landed
   fix <repo> <branch> <request> [--repro <cmd>] [--max-repairs <n>] [--implementer h#m] [--architect h#m] [--wait] [--json]
                             run a fix loop on a branch; its fixes go to a branch tarmac/fix/<id>
   help                      this text

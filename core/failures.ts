@@ -80,7 +80,7 @@ export const failureTable = {
   needsDecision: { code: 'TARMAC_NEEDS_DECISION', raised: 'recorded', ends: { ...failed, landing: 'needs-decision' }, description: 'The landing edits the gate file and the answer did not approve it.' },
   gateFailed: { code: 'TARMAC_GATE_FAILED', raised: 'recorded', ends: { ...failed, landing: 'gate-failed' }, description: "A gate suite is red on the landing's tree and no fixup round is left (or the re-gate after a moved target is red)." },
   fixupFailed: { code: 'TARMAC_FIXUP_FAILED', raised: 'recorded', ends: { ...failed, landing: 'fixup-failed' }, description: 'The gate is still red after the fixup rounds, or a fixup round added no commit.' },
-  reviewIncomplete: { code: 'TARMAC_REVIEW_INCOMPLETE', raised: 'recorded', ends: { ...failed, landing: 'review-incomplete' }, description: 'Fewer reviewers delivered than the quorum needs (an errored reviewer is not an approval).' },
+  reviewIncomplete: { code: 'TARMAC_REVIEW_INCOMPLETE', raised: 'recorded', ends: { ...failed, landing: 'review-incomplete' }, description: 'A reviewer ran and has no verdict (errored, whatever the quorum), or fewer reviewers delivered than the quorum needs; each named with why.' },
   reviewBlocked: { code: 'TARMAC_REVIEW_BLOCKED', raised: 'recorded', ends: { ...failed, landing: 'review-blocked' }, description: 'The panel found blocking findings and no fixup round is left.' },
   verifyFailed: { code: 'TARMAC_VERIFY_FAILED', raised: 'recorded', ends: { ...failed, landing: 'verify-failed' }, description: 'Verification refused the merge (commit count, diff, dropped patches, gate or quorum on this exact tree).' },
   lostHost: { code: 'TARMAC_LOST_HOST', raised: 'recorded', ends: failed, description: "No worker of the session's host picked up the attempt, and the session's workspace lives there." },
@@ -93,7 +93,7 @@ export const failureTable = {
   unauthorized: { code: 'TARMAC_UNAUTHORIZED', raised: 'answered', http: 401, description: 'No valid bearer token on a /v1 route.' },
   notFound: { code: 'TARMAC_NOT_FOUND', raised: 'answered', http: 404, description: 'No such run, schedule or route.' },
   methodNotAllowed: { code: 'TARMAC_METHOD_NOT_ALLOWED', raised: 'answered', http: 405, description: 'The path exists but not with this method (`Allow` names the ones it has).' },
-  conflict: { code: 'TARMAC_CONFLICT', raised: 'answered', http: 409, description: 'The run is not running (answer, cancel, budget), or a schedule exists or has a run in progress.' },
+  conflict: { code: 'TARMAC_CONFLICT', raised: 'answered', http: 409, description: 'The run is not running (answer, cancel, budget), a landing to retry is still running or landed, or a schedule exists or has a run in progress.' },
   rateLimited: { code: 'TARMAC_RATE_LIMITED', raised: 'answered', http: 429, description: 'Too many requests on an unauthenticated path, or too many open event streams for a token.' },
   unavailable: { code: 'TARMAC_UNAVAILABLE', raised: 'answered', http: 503, description: 'Temporal is unreachable: nothing was started or changed; retry after `Retry-After`.' },
 } as const satisfies Record<string, FailureRow>;

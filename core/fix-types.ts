@@ -1,5 +1,5 @@
 /** Types of fix loops. Pure data. */
-import type { Budget } from './recipe-schemas';
+import type { Budget, RecipeSnapshot } from './recipe-schemas';
 
 /** What a fix request asks for (policies/intent.ts routes it). */
 export type Intent = 'boot-fix' | 'build-fix' | 'test-fix' | 'design-question' | 'other-fix';
@@ -37,6 +37,12 @@ export interface FixRequest {
   reportTo?: string;
   /** Repairs after the first edit (default: limits.maxRepairs of recipes/playbooks.json). */
   maxRepairs?: number;
+  /**
+   * The recipes this run started with (resolved by the API, or handed down by the landing or nightly that started the loop; its version is
+   * the memo's `recipeVersion`). The run and its children use these to the end. None only in a run
+   * started before runs carried snapshots: its activities read the live recipes.
+   */
+  recipes?: RecipeSnapshot;
 }
 
 export interface FixOutcome {

@@ -1,5 +1,5 @@
 /** Types of review panels. Pure data. */
-import type { Budget, Panel } from './recipe-schemas';
+import type { Budget, Panel, RecipeSnapshot } from './recipe-schemas';
 import type { Finding } from './session-result';
 
 export interface PanelRequest {
@@ -20,6 +20,12 @@ export interface PanelRequest {
   reportTo?: string;
   /** Budget of the reviewers together (split evenly among those that run); default each session's recipe budget. */
   budget?: Partial<Budget>;
+  /**
+   * The recipes this run started with (resolved by the API, or handed down by the landing that started the panel; its version is
+   * the memo's `recipeVersion`). The run and its children use these to the end. None only in a run
+   * started before runs carried snapshots: its activities read the live recipes.
+   */
+  recipes?: RecipeSnapshot;
 }
 
 export type CacheStatus = 'hit' | 'partial' | 'miss';

@@ -19,7 +19,9 @@ const FixCreateSchema = Type.Object(
     repo: Type.String({ minLength: 1, maxLength: 4096 }),
     branch: Type.String({ minLength: 1, maxLength: 255 }),
     request: Type.String({ minLength: 3, maxLength: 20_000, description: 'what is wrong, in words; routes the loop' }),
-    reproCommand: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'run with `sh -c` in the runner image' })),
+    reproCommand: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 2000, description: 'run with `sh -c` in the runner image; without it the loop grounds its repro in the request and what the repository defines (or ends no-repro)' }),
+    ),
     maxRepairs: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
     agents: Type.Optional(
       Type.Object(
@@ -46,7 +48,8 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
       const body = request.body;
       const problem = branchNameProblem(body.branch);
       if (problem) throw invalid('branch', problem);
-      const recipes = loadRecipes();
+      // The run's recipes: resolved once, here; the loop and its sessions use this snapshot to the end.
+      const recipes = loadRecipes(config.recipesDir);
       if (body.agents) {
         await assertAgentsRunnable(
           [
@@ -69,6 +72,7 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
         ...(body.reproCommand ? { reproCommand: body.reproCommand } : {}),
         ...(body.maxRepairs !== undefined ? { maxRepairs: body.maxRepairs } : {}),
         ...(body.agents ? { agents: body.agents } : {}),
+        recipes,
       };
       const { duplicate } = await startRun(client, 'fixLoop', {
         workflowId: id,

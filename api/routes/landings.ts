@@ -47,7 +47,8 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       });
       if (new Set(branches).size !== branches.length) throw invalid('branches', 'must not name a branch twice');
       const agents = request.body.agents;
-      const recipes = loadRecipes();
+      // The run's recipes: resolved once, here; the run and its children use this snapshot to the end.
+      const recipes = loadRecipes(config.recipesDir);
       if (agents) {
         await assertAgentsRunnable(
           [
@@ -64,7 +65,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       const id = landingId(repo, target, heads);
       // The landing's budget is resolved now, so the run keeps what was in force when it was asked for.
       const budget = { ...recipes.limits.budget, ...request.body.budget };
-      const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha, ...(agents ? { agents } : {}), budget };
+      const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha, ...(agents ? { agents } : {}), budget, recipes };
       const { duplicate } = await startRun(client, 'landing', {
         workflowId: id,
         taskQueue: config.taskQueue,

@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { loadRecipes } from '../../core/node/recipes';
-import { loadPlaybooks } from '../../activities/fix';
 import { ErrorSchema } from '../schemas';
 
 const RecipesSchema = Type.Object({
-  version: Type.String({ description: 'Hash of the recipe files; recorded in every plan and memo' }),
+  version: Type.String({ description: "Hash of every recipe file: the version of the snapshot a run started now carries (its memo's recipeVersion)" }),
   harnesses: Type.Array(
     Type.Object({
       name: Type.String(),
@@ -22,14 +21,15 @@ const RecipesSchema = Type.Object({
 });
 
 /** GET /v1/recipes: what this deployment can dispatch — harnesses and models, ladder, panels, limits, playbooks. */
-export const recipeRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const recipeRoutes: FastifyPluginAsyncTypebox<{ recipesDir: string }> = async (app, { recipesDir }) => {
   app.get(
     '/recipes',
     { schema: { summary: 'The recipes in force: harnesses and their models, the ladder, review panels, limits and fix playbooks', response: { 200: RecipesSchema, 401: ErrorSchema, 500: ErrorSchema } } },
     async () => {
       // Read on each request: recipes are files an operator may edit; a broken edit is a 500 naming the file (logged).
-      const recipes = loadRecipes();
-      const { playbooks } = loadPlaybooks();
+      // The snapshot a run started now would carry (TARMAC_RECIPES_DIR).
+      const recipes = loadRecipes(recipesDir);
+      const { playbooks } = recipes.playbooks;
       return {
         version: recipes.version,
         harnesses: Object.entries(recipes.harnesses).map(([name, harness]) => ({ name, adapter: harness.adapter, image: harness.image, models: [...harness.models], secrets: [...harness.secrets] })),

@@ -42,7 +42,8 @@ export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: C
         const problem = branchNameProblem(name);
         if (problem) throw invalid(field, problem);
       }
-      const recipes = loadRecipes();
+      // The run's recipes: resolved once, here; the panel and its reviewers use this snapshot to the end.
+      const recipes = loadRecipes(config.recipesDir);
       const definition = recipes.panels[panel];
       if (!definition) throw invalid('panel', `is not a known panel (known: ${Object.keys(recipes.panels).join(', ')})`);
       if (quorum !== undefined && quorum > definition.reviewers.length) throw invalid('quorum', `is more than the ${definition.reviewers.length} reviewer(s) of panel "${panel}"`);
@@ -52,7 +53,7 @@ export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: C
       const { duplicate } = await startRun(client, 'reviewPanel', {
         workflowId: id,
         taskQueue: config.taskQueue,
-        args: [{ runId: id, repo, panel, ...(quorum ? { quorum } : {}), fresh: { head, base, baseSha } } satisfies PanelRequest],
+        args: [{ runId: id, repo, panel, ...(quorum ? { quorum } : {}), fresh: { head, base, baseSha }, recipes } satisfies PanelRequest],
         typedSearchAttributes: [
           { key: searchAttributes.kind, value: 'review-panel' },
           { key: searchAttributes.repo, value: repo },

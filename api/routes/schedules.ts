@@ -74,7 +74,7 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
       if (agents) {
         await assertAgentsRunnable(
           [{ field: 'agents.implementer', spec: agents.implementer }, ...(agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec }))],
-          loadRecipes().harnesses,
+          loadRecipes(config.recipesDir).harnesses,
           client,
         );
       }

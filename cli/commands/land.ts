@@ -44,6 +44,7 @@ export async function landCommand(args: string[], context: CliContext): Promise<
       : `landing ${created.id} started: ${heads} onto ${created.target}@${created.targetSha.slice(0, 7)}`,
     `  ${client.url(created.links.self)}`,
     ...(watch ? [] : [`  follow it with: tarmac watch ${created.id}`]),
+    ...(created.duplicate ? [`  if it did not land, start it again with: tarmac retry ${created.id}`] : []),
   ]);
   if (!watch) return ExitCode.ok;
   return watchLanding(context, created.id, { logs: parsed.values.logs === true, plain: parsed.values.plain === true });

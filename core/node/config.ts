@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { parseRepoLocation, redactCredentials } from '../repo-location';
+import { defaultRecipesDir } from './recipes';
 
 /** Every setting of Tarmac, read once from the environment by `loadConfig`. */
 export interface Config {
@@ -71,6 +72,12 @@ export interface Config {
    * development and tests; default none, and a model naming a scenario cannot run.
    */
   scriptScenariosDir?: string;
+  /**
+   * `TARMAC_RECIPES_DIR`, default the repository's `recipes/`: the recipe files the API resolves a
+   * run's snapshot from (GET /v1/recipes shows them) and the worker reads for what is not a run's
+   * (the agents it reports). Give the API and the workers the same directory.
+   */
+  recipesDir: string;
 }
 
 export class ConfigError extends Error {
@@ -202,6 +209,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...(temporalBin ? { temporalBin } : {}),
     modelUpstreams,
     ...(env.TARMAC_SCRIPT_SCENARIOS?.trim() ? { scriptScenariosDir: resolve(env.TARMAC_SCRIPT_SCENARIOS.trim()) } : {}),
+    recipesDir: resolve(text('TARMAC_RECIPES_DIR', defaultRecipesDir)),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return redactSecrets(config);

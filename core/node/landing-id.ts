@@ -23,3 +23,18 @@ export function landingId(repo: string, target: string, heads: BranchHead[]): st
   const digest = createHash('sha256').update(key).digest('hex').slice(0, 12);
   return `land.${slug(repoName(repo), 40)}.${slug(target, 40)}.${digest}`;
 }
+
+const retrySuffix = /\.retry-([1-9][0-9]*)$/;
+
+/**
+ * The workflow id of the retry of a landing that did not land: the first run's id with the
+ * attempt's number, `<first id>.retry-<n>` (the first run is attempt 1). Deterministic, so
+ * asking twice to retry the same run finds the retry the first ask started instead of starting a
+ * second one; the retried run keeps its id and its history.
+ */
+export function retryLandingId(retried: string): { id: string; attempt: number; first: string } {
+  const match = retrySuffix.exec(retried);
+  const first = match ? retried.slice(0, match.index) : retried;
+  const attempt = (match ? Number(match[1]) : 1) + 1;
+  return { id: `${first}.retry-${attempt}`, attempt, first };
+}

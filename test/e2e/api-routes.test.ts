@@ -119,6 +119,10 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
     assert.match(String(wrongMethod.headers.allow), /GET/);
     assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/answers`, headers: auth, payload: { text: 'yes' } }), 409, FailureCode.conflict);
     assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/cancel`, headers: auth }), 409, FailureCode.conflict);
+    // Retry reads the run's description and result from the real server: unknown → 404, landed → 409.
+    assertError(await stack.app.inject({ method: 'POST', url: '/v1/landings/landing-nope/retry', headers: auth }), 404, FailureCode.notFound);
+    const landed = assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/retry`, headers: auth }), 409, FailureCode.conflict);
+    assert.match(landed.message, /landed.*nothing to retry/);
   });
 
   it('TARMAC_RATE_LIMITED on unauthenticated paths', async () => {

@@ -51,6 +51,11 @@ export interface StackOptions {
   repoAllow?: string;
   /** Extra environment of the worker processes only (model upstreams, provider keys). */
   workerEnv?: Record<string, string>;
+  /**
+   * `TARMAC_RECIPES_DIR` of the API and the workers: a recipes directory of the test's own (a copy it
+   * may edit while runs are going); default the repository's `recipes/`.
+   */
+  recipesDir?: string;
 }
 
 /**
@@ -81,6 +86,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     TARMAC_WORKER_METRICS_PORT: String(metricsPort),
     TARMAC_WORKER_METRICS_URL: `http://127.0.0.1:${metricsPort}/metrics`,
     TARMAC_SCRIPT_SCENARIOS: scenariosDir,
+    ...(options.recipesDir ? { TARMAC_RECIPES_DIR: options.recipesDir } : {}),
     // The worker announces readiness at info level ("worker started").
     TARMAC_LOG_LEVEL: 'info',
   };

@@ -1,5 +1,6 @@
 import { QueryNotRegisteredError, ScheduleNotFoundError, ServiceError, WorkflowUpdateFailedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
 import {
+  defaultPayloadConverter,
   TypedSearchAttributes,
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdReusePolicy,
@@ -10,7 +11,8 @@ import {
 /**
  * A stand-in for the Temporal `Client` the API is built with (`buildApp({ client })`), for route
  * tests that run without a Temporal server. It models only what the routes call — start,
- * handles (describe, query, result, executeUpdate, cancel), list and count by a visibility query,
+ * handles (describe, query, result, executeUpdate, cancel, and the history's first event — the start
+ * with its input — for fetchHistory), list and count by a visibility query,
  * schedules' list and describe, the health check's system-info call — over runs held in memory,
  * and it fails the way the SDK does: `WorkflowExecutionAlreadyStartedError` for a taken id,
  * `WorkflowNotFoundError` for an unknown one, `WorkflowUpdateFailedError` for a rejected update,
@@ -228,6 +230,13 @@ export class TemporalStandIn {
       cancel: async () => {
         this.reach('cancel workflow');
         this.existing(workflowId).cancelRequested = true;
+      },
+      /** Only the first event: the start, with the input encoded as the default data converter does. */
+      fetchHistory: async () => {
+        this.reach('fetch workflow history');
+        const run = this.existing(workflowId);
+        const input = { payloads: run.args.map((arg) => defaultPayloadConverter.toPayload(arg)) };
+        return { events: [{ eventId: 1, workflowExecutionStartedEventAttributes: { workflowType: { name: run.type }, taskQueue: { name: run.taskQueue }, input } }] };
       },
     };
   }

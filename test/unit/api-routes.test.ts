@@ -168,6 +168,9 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     assert.deepEqual({ repo: request.repo, target: request.target, heads: request.heads, requestedTargetSha: request.requestedTargetSha }, { repo: body.repo, target: 'main', heads: body.heads, requestedTargetSha: body.targetSha });
     assert.ok(request.budget, 'the budget in force is resolved at request time');
     const run = temporal.runs.get(body.id)!;
+    const snapshot = (request as unknown as { recipes: { version: string; ladder: string[]; playbooks: unknown; pricing: unknown } }).recipes;
+    assert.ok(snapshot.ladder.length > 0 && snapshot.playbooks && snapshot.pricing, 'the recipe snapshot the run will use to its end is in its input');
+    assert.equal(run.memo.recipeVersion, snapshot.version, "the memo's recipe version is the snapshot's");
     const attribute = (name: string) => run.searchAttributes.find((pair) => pair.key.name === name)?.value;
     assert.equal(attribute(searchAttributes.kind.name), 'landing');
     assert.deepEqual(attribute(searchAttributes.branch.name), ['feature/a']);
@@ -178,6 +181,53 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     assert.equal(again.json().duplicate, true);
     assert.equal(temporal.startCalls.length, 2, 'the duplicate asked Temporal, which refused the taken id');
     assert.equal(temporal.runs.size, 1, 'one run for one business key');
+  });
+
+  it('POST /v1/landings/:id/retry: a landing that did not land starts again on its own heads under a new id, with the recipes in force now; 409 while it runs or once it landed', async () => {
+    const retryRepo = createFixtureRepo({ base: { 'a.txt': 'base\n' }, branches: [{ name: 'feature/r', commits: [{ message: 'r', files: { 'r.txt': 'r\n' } }] }] });
+    const payload = { repo: retryRepo.url, branches: ['feature/r'], target: 'main', agents: { fixer: 'script#fixer' }, budget: { tokens: 1234 } };
+    const first = (await app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload })).json();
+    const firstRequest = temporal.startCalls[0]!.options.args![0] as { heads: unknown; budget: { tokens: number }; recipes: { version: string } };
+
+    const running = assertError(await app.inject({ method: 'POST', url: `/v1/landings/${first.id}/retry`, headers: auth }), 409, ApiErrorCode.conflict);
+    assert.match(running.message, /still running/);
+    assert.equal(temporal.startCalls.length, 1, 'a refused retry starts nothing');
+
+    temporal.complete(first.id, { ...landedOutcome(first.id), status: 'gate-failed', summary: 'gate suite test exited 1' });
+    // The branch moves on after the failure: the retry keeps the heads the first run was pinned to.
+    retryRepo.git('checkout', '-q', 'feature/r');
+    retryRepo.git('commit', '-q', '--allow-empty', '-m', 'later');
+    retryRepo.git('push', '-q', 'origin', 'feature/r');
+    const retried = await app.inject({ method: 'POST', url: `/v1/landings/${first.id}/retry`, headers: auth });
+    assert.equal(retried.statusCode, 201, retried.body);
+    const body = retried.json();
+    assert.deepEqual({ id: body.id, duplicate: body.duplicate, retryOf: body.retryOf, attempt: body.attempt }, { id: `${first.id}.retry-2`, duplicate: false, retryOf: first.id, attempt: 2 });
+    assert.deepEqual(body.heads, first.heads, 'the same heads, not the branch as it is now');
+    assert.notEqual(branchHead(retryRepo.path, 'feature/r'), first.heads[0].sha);
+    const start = temporal.startCalls.at(-1)!;
+    const request = start.options.args![0] as { heads: unknown; agents: unknown; budget: { tokens: number }; recipes: { version: string } };
+    assert.deepEqual(request.heads, firstRequest.heads);
+    assert.deepEqual(request.agents, { fixer: 'script#fixer' });
+    assert.equal(request.budget.tokens, 1234, "the first run's budget");
+    const recipes = (await app.inject({ method: 'GET', url: '/v1/recipes', headers: auth })).json();
+    assert.equal(request.recipes.version, recipes.version, 'a snapshot of the recipes in force now');
+    const retryRun = temporal.runs.get(body.id)!;
+    assert.equal(retryRun.memo.retryOf, first.id, 'the memo names the run it retries');
+    assert.equal(retryRun.memo.recipeVersion, request.recipes.version, "the memo's version is the snapshot's");
+    assert.equal(temporal.runs.get(first.id)!.status, 'COMPLETED', 'the retried run is kept as it was');
+
+    const again = await app.inject({ method: 'POST', url: `/v1/landings/${first.id}/retry`, headers: auth });
+    assert.equal(again.statusCode, 200, again.body);
+    assert.deepEqual({ id: again.json().id, duplicate: again.json().duplicate }, { id: body.id, duplicate: true }, 'asking again finds the same retry');
+    assert.equal(temporal.runs.size, 2);
+
+    temporal.complete(body.id, landedOutcome(body.id));
+    const landed = assertError(await app.inject({ method: 'POST', url: `/v1/landings/${body.id}/retry`, headers: auth }), 409, ApiErrorCode.conflict);
+    assert.match(landed.message, /landed/);
+    assertError(await app.inject({ method: 'POST', url: '/v1/landings/land.nope/retry', headers: auth }), 404, ApiErrorCode.notFound);
+    temporal.add({ workflowId: 'fix.some-loop', type: 'fixLoop', status: 'COMPLETED', result: {} });
+    assert.match(assertError(await app.inject({ method: 'POST', url: '/v1/landings/fix.some-loop/retry', headers: auth }), 404, ApiErrorCode.notFound).message, /only landings/);
+    assert.equal(temporal.runs.size, 3, 'no refused retry started a run');
   });
 
   it('GET /v1/landings/:id shows a running landing from its status query, a finished one from its outcome', async () => {

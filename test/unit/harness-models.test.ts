@@ -57,6 +57,14 @@ describe('recipes', () => {
       budget: { tokens: 10, costUsd: 1, wall: '1h', sessions: 3, onExhausted: 'pause' },
       landing: { maxFixupRounds: 1 },
     }),
+    panels: JSON.stringify({ version: 1, panels: {} }),
+    playbooks: JSON.stringify({
+      version: 1,
+      playbooks: [{ id: 'make-target-typo', signature: "No rule to make target '(?<target>[a-z]+)'", kind: 'make-target-typo' }],
+      grounding: { groundedCommands: ['make up'], groundingFiles: ['Makefile'] },
+      limits: { maxRepairs: 2, maxToolIterations: 40, sessionTimeout: '20m' },
+    }),
+    pricing: JSON.stringify({ version: 1, models: { 'claude-haiku-4-5': { provider: 'anthropic', input: 1, output: 5 } } }),
   };
   const broken = [
     { name: 'ladder names an unknown model', texts: { ...valid, ladder: JSON.stringify({ version: 1, ladder: ['script#reviewr'] }) }, message: /^recipes\/ladder\.json: ladder\[0\] unknown model "reviewr".*script#reviewer/ },
@@ -64,7 +72,35 @@ describe('recipes', () => {
     { name: 'limits with a bad timeout', texts: { ...valid, limits: valid.limits.replace('"1m"', '"a minute"') }, message: /^recipes\/limits\.json: session\.timeout/ },
     { name: 'not JSON', texts: { ...valid, ladder: '{' }, message: /^recipes\/ladder\.json: \(root\) is not valid JSON/ },
     { name: 'a session on the host network', texts: { ...valid, limits: valid.limits.replace('"network":"none"', '"network":"host"') }, message: /^recipes\/limits\.json: session\.network expected 'none'/ },
+    { name: 'playbooks without a tool-call limit', texts: { ...valid, playbooks: valid.playbooks.replace('"maxToolIterations":40,', '') }, message: /^recipes\/playbooks\.json: limits\.maxToolIterations/ },
+    { name: 'a price that is not a number', texts: { ...valid, pricing: valid.pricing.replace('"input":1', '"input":"cheap"') }, message: /^recipes\/pricing\.json: models\.claude-haiku-4-5\.input/ },
   ];
+  it('the version covers every recipe file: a change to any one is a new version', () => {
+    const base = parseRecipes(valid).version;
+    const edits: Record<keyof typeof valid, string> = {
+      harnesses: valid.harnesses.replace('"image":"i"', '"image":"j"'),
+      ladder: valid.ladder.replace('"version":1', '"version":1,"description":"edited"'),
+      limits: valid.limits.replace('"maxFixupRounds":1', '"maxFixupRounds":2'),
+      panels: valid.panels.replace('"version":1', '"version":1 '),
+      playbooks: valid.playbooks.replace('"maxRepairs":2', '"maxRepairs":3'),
+      pricing: valid.pricing.replace('"output":5', '"output":6'),
+    };
+    const versions = Object.entries(edits).map(([file, text]) => parseRecipes({ ...valid, [file]: text }).version);
+    for (const [index, version] of versions.entries()) assert.notEqual(version, base, `an edit of ${Object.keys(edits)[index]} changes the version`);
+    assert.equal(new Set(versions).size, versions.length, 'every edit gives a version of its own');
+    assert.equal(parseRecipes({ ...valid }).version, base, 'the same texts, the same version');
+  });
+  it('a snapshot carries every recipe, without the descriptions meant for people', () => {
+    const described = valid.harnesses.replace('"image":"i"', '"description":"for people","image":"i"');
+    const snapshot = parseRecipes({ ...valid, harnesses: described });
+    assert.deepEqual(Object.keys(snapshot).sort(), ['harnesses', 'ladder', 'limits', 'panels', 'playbooks', 'pricing', 'version']);
+    assert.equal('description' in snapshot.harnesses.script!, false);
+    assert.equal(snapshot.playbooks.limits.maxToolIterations, 40);
+    assert.equal(snapshot.pricing['claude-haiku-4-5']!.output, 5);
+  });
+  it('a recipes directory without one of the files is refused, naming the file', () => {
+    assert.throws(() => loadRecipes('/nonexistent-recipes-dir'), (error: unknown) => error instanceof RecipeError && /^recipes\/harnesses\.json: \(file\) cannot be read/.test(error.message));
+  });
   it('a valid set parses', () => assert.deepEqual(parseRecipes(valid).ladder, ['script#reviewer']));
   for (const { name, texts, message } of broken) {
     it(`refuses: ${name}, naming file and field`, () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { landingId, repoName } from '../../core/node/landing-id';
+import { landingId, repoName, retryLandingId } from '../../core/node/landing-id';
 
 const heads = [{ branch: 'feature/x', sha: 'a'.repeat(40) }];
 
@@ -22,6 +22,24 @@ describe('landingId', () => {
     assert.match(id, /^land\.[A-Za-z0-9._-]+$/);
     assert.match(id, /^land\.My_Repo\.release_2\.0\.[0-9a-f]{12}$/);
   });
+});
+
+describe('retryLandingId', () => {
+  const first = landingId('/srv/repo.git', 'main', heads);
+  const table = [
+    { name: 'the first run → attempt 2', retried: first, expected: { id: `${first}.retry-2`, attempt: 2, first } },
+    { name: 'a retry → the next attempt, from the first id', retried: `${first}.retry-2`, expected: { id: `${first}.retry-3`, attempt: 3, first } },
+    { name: 'attempt 9 → 10', retried: `${first}.retry-9`, expected: { id: `${first}.retry-10`, attempt: 10, first } },
+    { name: 'a target named like a retry stays inside the id', retried: landingId('/srv/repo.git', 'x.retry-4', heads), expected: undefined },
+  ];
+  for (const { name, retried, expected } of table) {
+    it(name, () => {
+      const got = retryLandingId(retried);
+      if (expected) assert.deepEqual(got, expected);
+      else assert.deepEqual(got, { id: `${retried}.retry-2`, attempt: 2, first: retried });
+      assert.match(got.id, /^[A-Za-z0-9._-]{1,200}$/, 'still a valid run id (GET /v1/runs/:id)');
+    });
+  }
 });
 
 describe('repoName', () => {

@@ -1,9 +1,10 @@
 import { FailureCode } from '../../core/failures';
+import { fixupRoundsAllowed } from '../../policies/fixup-rounds';
 import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
 import { redSummary, runGate } from './steps';
 
-/** How many fixup rounds the gate file allows (default 1). */
-export const maxFixupRounds = (state: LandingState): number => state.gate?.fixup?.maxRounds ?? 1;
+/** How many fixup rounds the landing allows: the gate file's, else the recipe's default (policies/fixup-rounds.ts). */
+export const maxFixupRounds = (ctx: LandingContext, state: LandingState): number => fixupRoundsAllowed(state.gate?.fixup?.maxRounds, ctx.request.recipes?.limits.landing.maxFixupRounds);
 
 /**
  * gate: every suite the target declares, on the head's exact tree. Green → review (when the gate
@@ -20,7 +21,7 @@ export async function gate(ctx: LandingContext, state: LandingState): Promise<Ne
   if (verdict.green) return go(gateFile.review ? 'review' : 'verify');
   const red = redSummary(ctx, gateFile, head.treeSha, state.round);
   if (state.moved) return end(tracker.fail(FailureCode.gateFailed, `re-gate after ${request.target} moved: ${red.summary}`, { message: red.message }));
-  if (state.fixups >= maxFixupRounds(state)) {
+  if (state.fixups >= maxFixupRounds(ctx, state)) {
     return end(
       state.fixups === 0
         ? tracker.fail(FailureCode.gateFailed, red.summary, { message: red.message })

@@ -23,7 +23,7 @@ export async function review(ctx: LandingContext, state: LandingState): Promise<
     );
   }
   if (incomplete) return end(tracker.fail(FailureCode.reviewIncomplete, `${verdict.summary}; nothing was merged`, { message: `missing reviewers: ${verdict.missing.join(', ')}` }));
-  if (state.fixups >= maxFixupRounds(state)) {
+  if (state.fixups >= maxFixupRounds(ctx, state)) {
     return end(tracker.fail(FailureCode.reviewBlocked, `${verdict.summary}; no fixup round left; nothing was merged`, { message: verdict.summary }));
   }
   const findings = verdict.blocking.map((finding) => `- ${finding.file}:${finding.line ?? 0} [${finding.severity}] ${finding.message}`).join('\n');

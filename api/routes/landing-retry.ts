@@ -1,0 +1,113 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter, WorkflowNotFoundError } from '@temporalio/common';
+import { Type } from '@sinclair/typebox';
+import type { Config } from '../../core/node/config';
+import { FailureCode } from '../../core/failures';
+import { retryLandingId } from '../../core/node/landing-id';
+import { loadRecipes } from '../../core/node/recipes';
+import { landingRecord } from '../../core/search-attributes';
+import type { LandingOutcome, LandingRequest } from '../../core/types';
+import { assertAgentsRunnable } from '../agents';
+import { ApiError } from '../errors';
+import { normaliseRepo, resolveHeads } from '../repo';
+import { ErrorSchema, LandingCreatedSchema, LandingIdParams } from '../schemas';
+import { startRun } from '../start-run';
+
+const LandingRetriedSchema = Type.Object({
+  ...LandingCreatedSchema.properties,
+  retryOf: Type.String({ description: 'the run this one retries (it keeps its id and its history)' }),
+  attempt: Type.Integer({ minimum: 2, description: 'which attempt at these heads this run is (the first run is attempt 1)' }),
+});
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 500: ErrorSchema };
+
+/** The request a landing was started with: the input of the first event of its history. */
+async function startedWith(handle: WorkflowHandle, id: string): Promise<LandingRequest> {
+  const history = await handle.fetchHistory();
+  const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  if (!payload) throw new Error(`landing ${id}: its history has no start input`);
+  // The API and the workers use Temporal's default data converter (no payload codec).
+  return defaultPayloadConverter.fromPayload<LandingRequest>(payload);
+}
+
+/**
+ * POST /v1/landings/:id/retry: a landing that did not land, started again on the same pinned heads
+ * under a new run id (`<first id>.retry-<n>`), so the run it retries keeps its id, its history and
+ * its outcome. A route of its own rather than a field of POST /v1/landings: that route pins the
+ * branches' heads as they are now and answers "duplicate" for heads that already have a run; a
+ * retry names the run it retries and takes that run's exact heads, agents and budget, with the
+ * recipes in force now (a new snapshot: the cause of the failure may have been a recipe). Refused
+ * (409) while the run is still running or when it landed. Asking twice finds the same retry.
+ */
+export const landingRetryRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: Config }> = async (app, { client, config }) => {
+  app.post(
+    '/landings/:id/retry',
+    {
+      schema: {
+        summary: 'Retry a landing that did not land: a new run on the same heads (the old run keeps its history); 409 while it runs or once it landed',
+        params: LandingIdParams,
+        response: { 201: LandingRetriedSchema, 200: LandingRetriedSchema, 413: ErrorSchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const retried = request.params.id;
+      const handle = client.workflow.getHandle(retried);
+      let description: Awaited<ReturnType<WorkflowHandle['describe']>>;
+      try {
+        description = await handle.describe();
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) throw new ApiError(FailureCode.notFound, `no landing ${retried}`);
+        throw error;
+      }
+      if (description.type !== 'landing') throw new ApiError(FailureCode.notFound, `no landing ${retried} (${retried} is a ${description.type} run; only landings are retried)`);
+      const status = description.status.name;
+      if (status === 'RUNNING') {
+        throw new ApiError(FailureCode.conflict, `landing ${retried} is still running: a retry starts once it has ended (cancel it to end it now)`, { id: retried, workflowStatus: status });
+      }
+      if (status === 'COMPLETED') {
+        const outcome = (await handle.result()) as LandingOutcome;
+        if (outcome.status === 'landed') {
+          throw new ApiError(FailureCode.conflict, `landing ${retried} landed (${outcome.target} at ${outcome.mergedSha?.slice(0, 12) ?? 'its head'}); there is nothing to retry`, { id: retried, workflowStatus: status, outcome: outcome.status });
+        }
+      }
+      const previous = await startedWith(handle, retried);
+      // Checked again as for a new landing: the allow-list, the agents and the target as they are now.
+      const repo = await normaliseRepo(previous.repo, config.repoAllow);
+      const recipes = loadRecipes(config.recipesDir);
+      const agents = previous.agents;
+      if (agents) {
+        await assertAgentsRunnable(
+          [
+            { field: 'agents.resolver', spec: agents.resolver },
+            { field: 'agents.fixer', spec: agents.fixer },
+            ...(agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
+          ],
+          recipes.harnesses,
+          client,
+        );
+      }
+      const { targetSha } = await resolveHeads(repo, previous.target, []);
+      const { id, attempt } = retryLandingId(retried);
+      const landing: LandingRequest = {
+        repo,
+        target: previous.target,
+        heads: previous.heads,
+        requestedTargetSha: targetSha,
+        ...(agents ? { agents } : {}),
+        ...(previous.budget ? { budget: previous.budget } : {}),
+        recipes,
+      };
+      const { duplicate } = await startRun(client, 'landing', {
+        workflowId: id,
+        taskQueue: config.taskQueue,
+        args: [landing],
+        ...landingRecord(landing, { recipeVersion: recipes.version, retryOf: retried, attempt, ...(agents ? { agents: { resolver: agents.resolver, fixer: agents.fixer } } : {}) }),
+      });
+      request.log.info({ runId: id, retryOf: retried, duplicate }, 'landing retry requested');
+      return reply
+        .status(duplicate ? 200 : 201)
+        .send({ id, duplicate, retryOf: retried, attempt, repo, target: landing.target, targetSha, heads: landing.heads, links: { self: `/v1/landings/${id}` } });
+    },
+  );
+};
