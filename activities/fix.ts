@@ -6,11 +6,14 @@ import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { durationPattern } from '../core/duration';
 import { fieldName } from '../core/gate-file';
-import { matchPlaybook, type Playbook } from '../core/playbooks';
+import type { MakeDatabase } from '../core/fix-types';
+import { applyLineEdits } from '../core/line-edit';
+import { matchPlaybook, playbookKinds, type Playbook } from '../core/playbooks';
 import { defaultRecipesDir } from '../core/node/recipes';
 import type { GroundingRules } from '../policies/grounding';
 import { ConfinedPathError, lstatNoFollow, readFileNoFollow, writeFileNoFollow, type EntryKind } from './confined-fs';
 import { automationGit, originGit } from './git';
+import { isRegular, treeEntries } from './grounding';
 import { runPaths } from './run-store';
 
 const PlaybooksRecipeSchema = Type.Object({
@@ -22,7 +25,8 @@ const PlaybooksRecipeSchema = Type.Object({
         id: Type.String({ pattern: '^[a-z0-9-]+$' }),
         description: Type.Optional(Type.String()),
         signature: Type.String({ minLength: 1 }),
-        kind: Type.Union([Type.Literal('make-target-from-script'), Type.Literal('make-target-typo'), Type.Literal('npm-script-from-make')]),
+        /** The matcher (core/playbooks.ts) the signature's named groups go to. */
+        kind: Type.Union(playbookKinds.map((kind) => Type.Literal(kind))),
       },
       { additionalProperties: false },
     ),
@@ -43,8 +47,23 @@ export interface FixLimits {
   sessionTimeout: string;
 }
 
-export function loadPlaybooks(dir: string = defaultRecipesDir): { playbooks: Playbook[]; grounding: GroundingRules; limits: FixLimits } {
-  const data: unknown = JSON.parse(readFileSync(join(dir, 'playbooks.json'), 'utf8'));
+export interface PlaybooksRecipe {
+  playbooks: Playbook[];
+  grounding: GroundingRules;
+  limits: FixLimits;
+}
+
+/** recipes/playbooks.json from its file (default: the repository's recipes/). */
+export function loadPlaybooks(dir: string = defaultRecipesDir): PlaybooksRecipe {
+  return playbooksFrom(JSON.parse(readFileSync(join(dir, 'playbooks.json'), 'utf8')));
+}
+
+/**
+ * The one place playbook data becomes playbooks: the parsed recipes/playbooks.json (from its file,
+ * or from the snapshot a run carries), checked — every playbook's `kind` a known matcher, every
+ * signature a regular expression; errors name the file and the field.
+ */
+export function playbooksFrom(data: unknown): PlaybooksRecipe {
   const first = Value.Errors(PlaybooksRecipeSchema, data).First();
   if (first) throw new Error(`recipes/playbooks.json: ${fieldName(first.path)} ${first.message.toLowerCase()}`);
   for (const [index, playbook] of (data as { playbooks: Playbook[] }).playbooks.entries()) {
@@ -87,6 +106,9 @@ async function inspect(workspace: string, path: string): Promise<{ kind: EntryKi
 /** Files a playbook reads are small (a Makefile, package.json); a larger one is refused. */
 const maxPlaybookFileBytes = 1024 * 1024;
 
+/** Most files of the tree a playbook looks among (near misses of a module path). */
+const maxPlaybookTreeFiles = 20_000;
+
 /** Thrown out of matchPlaybook's read for a path not read yet. */
 class NotReadYet {
   constructor(readonly path: string) {}
@@ -98,15 +120,18 @@ class NotReadYet {
  * first path not read yet, that path is read, and the next pass goes one file further.
  * Only paths the playbooks really look at are read (and refused when they are links).
  */
-async function playbookPatch(workspace: string, playbooks: Playbook[], output: string): Promise<{ patch: ReturnType<typeof matchPlaybook> } | { refused: string }> {
+async function playbookPatch(workspace: string, playbooks: Playbook[], output: string, make: MakeDatabase | null): Promise<{ patch: ReturnType<typeof matchPlaybook> } | { refused: string }> {
   const files = new Map<string, string | undefined>();
+  // The workspace is the worker's own repository: its file list comes from git at its head.
+  const listed = (await treeEntries(workspace, 'HEAD')).filter(isRegular).slice(0, maxPlaybookTreeFiles).map((entry) => entry.path);
+  const read = (path: string) => {
+    if (!files.has(path)) throw new NotReadYet(path);
+    return files.get(path);
+  };
   for (;;) {
     let patch: ReturnType<typeof matchPlaybook>;
     try {
-      patch = matchPlaybook(playbooks, output, (path) => {
-        if (!files.has(path)) throw new NotReadYet(path);
-        return files.get(path);
-      });
+      patch = matchPlaybook(playbooks, output, { read, files: listed, make });
     } catch (error) {
       if (!(error instanceof NotReadYet)) throw error;
       const seen = await inspect(workspace, error.path);
@@ -129,30 +154,43 @@ export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; 
     limits: async (): Promise<FixLimits> => loadPlaybooks(recipesDir).limits,
 
     /**
-     * Tries the playbooks on a failure's log: a matching signature whose preconditions
-     * hold in the workspace gives a patch, written and committed here. No agent involved.
+     * Tries the playbooks on a failure's log: a matching signature whose matcher's premise
+     * holds in the workspace gives line edits, applied and committed here. No agent involved.
+     * `make`: make's database from the loop's grounding facts (targets of included makefiles
+     * too; without it the top makefile is read as text). `recipe`: the run's snapshot of
+     * playbooks.json (without it, the live file).
      * Branch content is untrusted: a link anywhere in a path the playbook reads or writes
      * (a committed `Makefile -> /etc/…`) means no playbook is applied, and the log says why.
      */
-    applyPlaybook: async ({ runId, logRef }: { runId: string; logRef: string }): Promise<{ playbookId: string; summary: string; files: string[] } | null> => {
+    applyPlaybook: async ({ runId, logRef, make = null, recipe }: { runId: string; logRef: string; make?: MakeDatabase | null; recipe?: unknown }): Promise<{ playbookId: string; summary: string; files: string[] } | null> => {
       const workspace = runPaths(dataDir, runId).worktree;
       const output = untimestamped(await readFile(join(dataDir, logRef), 'utf8').catch(() => ''));
-      const found = await playbookPatch(workspace, loadPlaybooks(recipesDir).playbooks, output);
+      const { playbooks } = recipe === undefined ? loadPlaybooks(recipesDir) : playbooksFrom(recipe);
+      const found = await playbookPatch(workspace, playbooks, output, make);
       if ('refused' in found) {
         note(`no playbook applied: ${found.refused}`, { runId });
         return null;
       }
       const patch = found.patch;
       if (!patch) return null;
-      const paths = Object.keys(patch.files);
+      const paths = [...new Set(patch.edits.map((edit) => edit.path))];
+      const written = new Map<string, string>();
       for (const path of paths) {
         const seen = await inspect(workspace, path);
         if ('refused' in seen) {
           note(`no playbook applied: playbook ${patch.playbookId} would write ${seen.refused}`, { runId });
           return null;
         }
+        // The edits are line edits checked against the file as it is: the playbook changes those lines, nothing else.
+        const before = seen.kind === 'file' ? (await readFileNoFollow(workspace, path, maxPlaybookFileBytes)).toString('utf8') : undefined;
+        const after = before === undefined ? undefined : applyLineEdits(before, patch.edits.filter((edit) => edit.path === path));
+        if (after === undefined) {
+          note(`no playbook applied: playbook ${patch.playbookId}'s edit does not fit ${path}`, { runId });
+          return null;
+        }
+        written.set(path, after);
       }
-      for (const [path, content] of Object.entries(patch.files)) await writeFileNoFollow(workspace, path, content);
+      for (const [path, content] of written) await writeFileNoFollow(workspace, path, content);
       const git = automationGit(workspace);
       await git.raw(['add', '--', ...paths]);
       await git.raw(['-c', 'user.name=tarmac-playbook', '-c', 'user.email=playbook@tarmac.invalid', 'commit', '-q', '-m', `tarmac playbook ${patch.playbookId}: ${patch.summary}`]);

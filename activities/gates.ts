@@ -41,7 +41,7 @@ async function run(command: string, args: string[], options: { cwd?: string; inp
 }
 
 /** Writes the exact tree of a commit into a fresh directory (no .git, nothing else). */
-async function exportTree(repository: string, commitSha: string, dir: string): Promise<void> {
+export async function exportTree(repository: string, commitSha: string, dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   const archive = spawn('git', gitArgs(repository, 'archive', '--format=tar', commitSha), { stdio: ['ignore', 'pipe', 'inherit'] });

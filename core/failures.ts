@@ -158,6 +158,16 @@ export const fixFailureTable = {
   budgetExhausted: { type: 'budget-exhausted', outcome: 'exhausted', description: "The loop's budget is spent before another agent round." },
   repairsExhausted: { type: 'repairs-exhausted', outcome: 'exhausted', description: 'The repro still fails after the last repair the loop may make.' },
   thrashing: { type: 'thrashing', outcome: 'thrashing', description: 'Two agent rounds changed nothing on disk.' },
+  commandThrashing: {
+    type: 'command-thrashing',
+    outcome: 'thrashing',
+    description: 'The same command failed the same way twice and no playbook applies to that failure: another agent round would repeat the last one.',
+  },
+  noRepro: {
+    type: 'no-grounded-repro',
+    outcome: 'no-repro',
+    description: 'No repro is grounded: the request pastes no error and names no command the repository defines, and the repository defines none for its intent. Nothing was run.',
+  },
   agentUnavailable: { type: 'agent-unavailable', outcome: 'agent-unavailable', description: 'The loop needed an agent and none could start (the missing image or key named).' },
   agentFailed: { type: 'agent-failed', outcome: 'failed', description: "The architect's session did not deliver an answer." },
   error: { type: 'error', outcome: 'failed', description: 'A failure the loop did not expect (the summary names it).' },

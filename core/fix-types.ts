@@ -12,7 +12,10 @@ export interface FixRequest {
   branch: string;
   /** What is wrong, in words (routes the loop: boot/build/test fix → implementer; design → architect). */
   request: string;
-  /** Command that reproduces the failure (argv run by `sh -c` in the runner); default by intent. */
+  /**
+   * Command that reproduces the failure (run by `sh -c` in the runner). Without it the loop grounds
+   * one: from the request's words, then from what the repository defines (policies/repro-discovery.ts).
+   */
   reproCommand?: string;
   agents?: {
     implementer?: string;
@@ -46,13 +49,23 @@ export interface FixRequest {
 }
 
 export interface FixOutcome {
-  /** `agent-unavailable`: the loop needed an agent and none could start (the missing image or key named); never `thrashing`. */
-  outcome: 'fixed' | 'nothing-to-fix' | 'answered' | 'exhausted' | 'thrashing' | 'agent-unavailable' | 'failed' | 'cancelled';
+  /**
+   * `agent-unavailable`: the loop needed an agent and none could start (the missing image or key named); never `thrashing`.
+   * `no-repro`: the request names no failing command and the repository defines none for it; nothing was run.
+   */
+  outcome: 'fixed' | 'nothing-to-fix' | 'answered' | 'exhausted' | 'thrashing' | 'agent-unavailable' | 'no-repro' | 'failed' | 'cancelled';
   summary: string;
   runId: string;
   intent: Intent;
   routedTo: 'implementer' | 'architect';
+  /** The repro the loop ran ('' when it had none: a design question, or `no-repro`). */
   reproCommand: string;
+  /** Where the repro came from: the request's `reproCommand`, the request's words, or the repository's own definitions. */
+  reproSource: ReproSource | null;
+  /** Why this repro (or why none): the words or the definition it rests on. */
+  reproReason: string;
+  /** Files the loop read to ground its repro and its playbooks (package.json, the makefiles make read, …). */
+  groundingFiles: string[];
   /** Exit code of the last run of the repro command. */
   reproExitCode: number | null;
   repairAttempts: number;
@@ -67,4 +80,41 @@ export interface FixOutcome {
   fixBranch: string | null;
   sessions: { sessionId: string; status: string; harnessModel: string; attempts?: number }[];
   meters: { capsulesRun: number; containersRun: number; agentSessions: number; inputTokens: number; outputTokens: number; costUsd: number; wallTimeMs: number };
+}
+
+/** Where a fix loop's repro came from. */
+export type ReproSource = 'explicit' | 'request' | 'repository';
+
+/** A target in make's database, and where its recipe starts when it has one. */
+export interface MakeTarget {
+  name: string;
+  recipe?: { file: string; line: number };
+}
+
+/**
+ * What make knows of a repository's makefiles: `make -p` (included makefiles and `$(eval)` rules
+ * too), or — when make could not be asked — the top makefile's rules read as text.
+ */
+export interface MakeDatabase {
+  source: 'make' | 'text';
+  targets: MakeTarget[];
+  /** The makefiles read, in make's order (`MAKEFILE_LIST`); the top one first. */
+  makefiles: string[];
+}
+
+/** What a fix loop read of its workspace's head to ground the repro and the playbooks (activities/grounding.ts). */
+export interface RepoFacts {
+  headSha: string;
+  /** Regular files of the tree (at most `maxFactFiles`, `node_modules/` left out). */
+  files: string[];
+  filesTruncated: boolean;
+  /** The makefile make would read at the top (`GNUmakefile`, `makefile` or `Makefile`), if any. */
+  makefile: string | null;
+  make: MakeDatabase | null;
+  /** package.json's scripts and main, or why it could not be read. */
+  packageJson: { scripts: Record<string, string>; main?: string } | { error: string } | null;
+  /** The files read, for the outcome's `groundingFiles`. */
+  read: string[];
+  /** What did not go as planned (make's database unavailable, a manifest unreadable), for the reason. */
+  notes: string[];
 }

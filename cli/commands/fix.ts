@@ -22,6 +22,9 @@ export function fixOutcomeLines(outcome: FixOutcome, landOnto?: { repo: string; 
   if (outcome.reproCommand) {
     lines.push(`repro: ${outcome.reproCommand} → exit ${outcome.reproExitCode ?? 'none'}; repairs ${outcome.repairAttempts}${outcome.playbookUsed ? `; playbook ${outcome.playbookUsed}` : ''}`);
   }
+  // Why this repro (or why none), and what was read to decide.
+  if (outcome.reproReason) lines.push(`repro chosen${outcome.reproSource ? ` (from the ${outcome.reproSource === 'explicit' ? 'request\'s --repro' : outcome.reproSource === 'request' ? 'request\'s words' : 'repository'})` : ''}: ${outcome.reproReason}`);
+  if (outcome.groundingFiles?.length) lines.push(`grounding files read: ${outcome.groundingFiles.join(', ')}`);
   if (outcome.meters) lines.push(`meters: ${metersLine(outcome.meters)}`);
   return lines;
 }

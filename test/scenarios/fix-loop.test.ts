@@ -46,6 +46,7 @@ describe('fix loop scenarios', () => {
     assert.equal(outcome.playbookUsed, 'make-target-from-script');
     assert.equal(outcome.routedTo, 'implementer');
     assert.equal(outcome.reproCommand, 'make up');
+    assert.equal(outcome.reproSource, 'request', 'the user wrote the command they ran ("with make up")');
     assert.equal(outcome.reproExitCode, 0);
     assert.deepEqual(outcome.filesChanged, ['Makefile']);
     assert.equal(outcome.sessions.length, 0, 'no agent was needed');
@@ -58,11 +59,12 @@ describe('fix loop scenarios', () => {
     assert.equal(outcome.outcome, 'fixed', outcome.summary);
     const events = await readEvents(`${stack.apiUrl}/v1/runs/${id}/events`, testToken, { stop: (event) => event.event === 'end' });
     const of = (kind: string) => events.filter((event) => event.event === kind).map((event) => event.data);
-    assert.deepEqual(of('phase').map((event) => event.phase), ['discover', 'playbook', 'verify']);
+    assert.deepEqual(of('phase').map((event) => event.phase), ['ground', 'discover', 'playbook', 'verify']);
     assert.deepEqual(
       of('step').map((event) => `${event.name}:${event.status}`),
-      ['repro#1:started', 'repro#1:failed', 'repro#2:started', 'repro#2:done'],
+      ['ground#1:started', 'ground#1:done', 'repro#1:started', 'repro#1:failed', 'playbook:done', 'repro#2:started', 'repro#2:done'],
     );
+    assert.match(of('step').find((event) => event.name === 'ground#1' && event.status === 'done').detail, /read Makefile; make database: 1 target\(s\) in Makefile/);
     assert.ok(of('log').some((event) => /No rule to make target 'up'/.test(event.line)), 'the failing repro’s output is on the stream');
     assert.ok(of('log').some((event) => event.line === 'services are up'), 'and the fixed one’s');
     assert.deepEqual(of('outcome').map((event) => event.status), ['fixed']);

@@ -204,6 +204,8 @@ describe('the fix loop vocabulary', () => {
     { type: FixFailure.budgetExhausted, expected: 'exhausted' },
     { type: FixFailure.repairsExhausted, expected: 'exhausted' },
     { type: FixFailure.thrashing, expected: 'thrashing' },
+    { type: FixFailure.commandThrashing, expected: 'thrashing' },
+    { type: FixFailure.noRepro, expected: 'no-repro' },
     { type: FixFailure.agentUnavailable, expected: 'agent-unavailable' },
     { type: FixFailure.agentFailed, expected: 'failed' },
     { type: FixFailure.error, expected: 'failed' },

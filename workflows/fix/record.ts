@@ -2,21 +2,13 @@ import { setHandler } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { parseDuration } from '../../core/duration';
 import { fixOutcomeOf, type FixFailureType } from '../../core/failures';
-import type { FixOutcome, FixRequest, Intent } from '../../core/fix-types';
+import type { FixOutcome, FixRequest, Intent, RepoFacts, ReproSource } from '../../core/fix-types';
 import { eventsQuery, fixLoopStatusQuery, runEventSignal } from '../../core/messages';
 import type { SessionRequest } from '../../core/session-types';
 import { budgetLeft, type BudgetLimits } from '../../policies/budget';
 import { classifyIntent, roleFor } from '../../policies/intent';
+import type { ReproChoice } from '../../policies/repro-discovery';
 import { RunJournal } from '../run-journal';
-
-/** The repro a request gets when it names none, by intent. */
-const defaultRepro: Record<Intent, string> = {
-  'boot-fix': 'make up',
-  'build-fix': 'make build',
-  'test-fix': 'make test',
-  'other-fix': 'make test',
-  'design-question': '',
-};
 
 export type PartialFixOutcome = Omit<FixOutcome, 'filesChanged' | 'fixBranch'>;
 
@@ -28,7 +20,15 @@ export class FixRecord {
   readonly started = Date.now();
   readonly intent: Intent;
   readonly routedTo: ReturnType<typeof roleFor>;
-  readonly reproCommand: string;
+  /** The repro, once grounded (policies/repro-discovery.ts): the command, where it came from, why. */
+  reproCommand = '';
+  reproSource: ReproSource | null = null;
+  reproReason = '';
+  /** What the loop read of the repository, latest first (the playbooks' make database comes from here). */
+  facts: RepoFacts | undefined;
+  readonly groundingFiles: string[] = [];
+  /** How often each repro failure (policies/repeated-failure.ts sightingKey) has been seen. */
+  readonly sightings: Record<string, number> = {};
   readonly journal = new RunJournal();
   readonly state = {
     phase: 'discover',
@@ -48,15 +48,34 @@ export class FixRecord {
   baseSha = '';
   sessionTimeout = '20m';
   reproRounds = 0;
+  groundRounds = 0;
 
   constructor(readonly request: FixRequest) {
     this.intent = classifyIntent(request.request);
     this.routedTo = roleFor(this.intent);
-    this.reproCommand = request.reproCommand ?? defaultRepro[this.intent];
-    const { intent, routedTo, reproCommand } = this;
-    setHandler(fixLoopStatusQuery, () => ({ ...this.state, intent, routedTo, reproCommand, ...(this.outcome ? { outcome: this.outcome } : {}) }));
+    const { intent, routedTo } = this;
+    setHandler(fixLoopStatusQuery, () => ({
+      ...this.state,
+      intent,
+      routedTo,
+      reproCommand: this.reproCommand,
+      reproSource: this.reproSource,
+      reproReason: this.reproReason,
+      groundingFiles: [...this.groundingFiles],
+      ...(this.outcome ? { outcome: this.outcome } : {}),
+    }));
     setHandler(eventsQuery, ({ after, limit } = {}) => this.journal.page(after, limit));
     setHandler(runEventSignal, ({ key, ...event }) => this.journal.record(event, key));
+  }
+
+  /** Takes in what grounding read and decided: the facts for the playbooks, the repro for the rest of the loop. */
+  ground(facts: RepoFacts, choice?: ReproChoice): void {
+    this.facts = facts;
+    for (const file of facts.read) if (!this.groundingFiles.includes(file)) this.groundingFiles.push(file);
+    if (!choice) return;
+    this.reproCommand = choice.command ?? '';
+    this.reproSource = choice.source;
+    this.reproReason = [choice.reason, ...facts.notes].join('; ');
   }
 
   enter(phase: string): void {
@@ -78,6 +97,9 @@ export class FixRecord {
       intent: this.intent,
       routedTo: this.routedTo,
       reproCommand: this.reproCommand,
+      reproSource: this.reproSource,
+      reproReason: this.reproReason,
+      groundingFiles: [...this.groundingFiles],
       reproExitCode: state.reproExitCode,
       repairAttempts: state.repairAttempts,
       verifyFailed: state.verifyFailed,
