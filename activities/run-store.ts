@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { repoName } from '../core/node/landing-id';
@@ -54,10 +54,14 @@ export interface Manifest {
   containerRunLabel: string;
 }
 
-/** Writes a file atomically: temp file, fsync, rename. A reader sees the old or the new content. */
+/**
+ * Writes a file atomically: temp file, fsync, rename. A reader sees the old or the new content.
+ * Each write has a temp file of its own: two writes of one path in the same millisecond (parallel
+ * reviewer sessions recording in one manifest) must never share one and interleave their bytes.
+ */
 export async function writeFileAtomic(path: string, content: string, { durable = true }: { durable?: boolean } = {}): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
-  const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   const handle = await open(temp, 'w');
   try {
     await handle.writeFile(content);
@@ -78,12 +82,25 @@ export async function readManifest(path: string): Promise<Manifest | undefined> 
   }
 }
 
-/** Adds entries to a run's manifest, creating it if needed; entries are recorded once. */
-export async function recordInManifest(
-  path: string,
-  base: Omit<Manifest, 'worktrees' | 'dirs'>,
-  add: { worktrees?: string[]; dirs?: string[] },
-): Promise<Manifest> {
+/** The manifest updates of this process, one after the other per path (read, merge, write is not atomic). */
+const manifestUpdates = new Map<string, Promise<unknown>>();
+
+/**
+ * Adds entries to a run's manifest, creating it if needed; entries are recorded once. Updates of one
+ * manifest in this process run one at a time, so parallel sessions of a run never lose each other's entries.
+ */
+export async function recordInManifest(path: string, base: Omit<Manifest, 'worktrees' | 'dirs'>, add: { worktrees?: string[]; dirs?: string[] }): Promise<Manifest> {
+  const previous = manifestUpdates.get(path) ?? Promise.resolve();
+  const update = previous.catch(() => undefined).then(() => mergeIntoManifest(path, base, add));
+  manifestUpdates.set(path, update);
+  try {
+    return await update;
+  } finally {
+    if (manifestUpdates.get(path) === update) manifestUpdates.delete(path);
+  }
+}
+
+async function mergeIntoManifest(path: string, base: Omit<Manifest, 'worktrees' | 'dirs'>, add: { worktrees?: string[]; dirs?: string[] }): Promise<Manifest> {
   const current = (await readManifest(path)) ?? { ...base, worktrees: [], dirs: [] };
   const merged: Manifest = {
     ...current,

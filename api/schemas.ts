@@ -92,7 +92,9 @@ export const LandingViewSchema = Type.Object({
     }),
     { description: 'questions the run waits on (its own and its agents\'): answer with POST /v1/landings/:id/answers; nothing more runs until then' },
   ),
-  reviews: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'review panels: verdict, REVIEW_CACHE status, restored reviewers' }),
+  reviews: Type.Array(Type.Record(Type.String(), Type.Unknown()), {
+    description: "review panels: verdict, REVIEW_CACHE status, restored reviewers, each reviewer's attempts, respawns and why it has no verdict, and the panel's meters (in the landing's meters too)",
+  }),
   budget: Type.Optional(
     Type.Object(
       { tokens: Type.Number(), costUsd: Type.Number(), sessions: Type.Number(), wallMs: Type.Number(), onExhausted: Type.String() },

@@ -39,22 +39,58 @@ export interface PanelVerdict {
   /** Reviewers restored from the cache, and why the others were not. */
   restored: string[];
   misses: { harnessModel: string; reason: string }[];
-  reviewers: { harnessModel: string; source: 'cache' | 'session'; status: 'delivered' | 'errored'; sessionStatus?: string }[];
+  /**
+   * Each reviewer in the panel's order: where its report came from, and for a session its end, how
+   * many containers it took and how many of them were respawns (the session policy's), and why a
+   * reviewer without a verdict has none.
+   */
+  reviewers: PanelReviewer[];
   quorum: number;
   delivered: number;
+  /** Reviewers without a verdict: `errored` (ran, no verdict: the panel is incomplete whatever the quorum) and `unavailable` (could not start here). */
   missing: string[];
+  errored: string[];
+  unavailable: string[];
   findings: MergedFinding[];
   blocking: MergedFinding[];
+  /** Reviewer sessions started (cached reviewers start none). */
   sessionsStarted: number;
+  /** What the panel's reviewer sessions spent, summed: the landing adds it to its meters and budget. */
+  meters: PanelMeters;
+}
+
+export interface PanelReviewer {
+  harnessModel: string;
+  source: 'cache' | 'session';
+  status: ReviewerReport['status'];
+  sessionStatus?: string;
+  /** Containers the reviewer's session ran, and how many were respawns after a failed attempt. */
+  attempts?: number;
+  respawns?: number;
+  reason?: string;
+}
+
+export interface PanelMeters {
+  /** Containers started by the reviewer sessions (respawns included). */
+  sessionsSpawned: number;
+  respawns: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
 }
 
 export type ResolvedPanel = Panel & { name: string };
 
 export interface ReviewerReport {
   harnessModel: string;
-  /** delivered: a valid report (from a session or the cache); errored: the reviewer failed. */
-  status: 'delivered' | 'errored';
+  /**
+   * delivered: a valid report (from a session or the cache); errored: the reviewer ran and has no
+   * verdict (after its session's respawns); unavailable: it could not start on this worker.
+   */
+  status: 'delivered' | 'errored' | 'unavailable';
   findings: Finding[];
+  /** Why a reviewer without a verdict has none. */
+  reason?: string;
 }
 
 export interface MergedFinding extends Finding {

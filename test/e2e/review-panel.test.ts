@@ -8,9 +8,9 @@ import { readEvents } from '../helpers/sse';
 import { containersCreated, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 /** Every repo made from these files has the same trees: the cache is keyed by tree, not by repo. */
-function reviewedRepo(panel: string, feature: Files, base: Files = {}) {
+function reviewedRepo(panel: string, feature: Files, base: Files = {}, quorum = 3) {
   return createFixtureRepo({
-    base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { review: { panel, quorum: 3 } }), ...base },
+    base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { review: { panel, quorum } }), ...base },
     branches: [{ name: 'feature/r', commits: [{ message: 'feature', files: feature }] }],
   });
 }
@@ -20,18 +20,23 @@ describe('review panel with a per-model findings cache', () => {
   let stack: Stack;
   before(async () => {
     stack = await startStack();
+    // Panels of recipes/panels.json name these scenarios: a reviewer that crashes on its first attempt
+    // (script-crash-once), reviewers that report usage (script-spenders).
+    stack.scriptScenario('crash-first-attempt', { crashAttempts: 1 });
+    stack.scriptScenario('review-spend', { reportUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0.01 } });
   });
   after(async () => {
     await stack?.stop();
   });
 
-  async function landRepo(url: string, agents?: Record<string, unknown>) {
+  async function landRepo(url: string, agents?: Record<string, unknown>, extra: Record<string, unknown> = {}) {
     const since = Math.floor(Date.now() / 1000);
-    const created = await stack.api('POST', '/v1/landings', { repo: url, branches: ['feature/r'], target: 'main', ...(agents ? { agents } : {}) });
+    const created = await stack.api('POST', '/v1/landings', { repo: url, branches: ['feature/r'], target: 'main', ...(agents ? { agents } : {}), ...extra });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = created.body.id as string;
     const view = await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, `landing ${id}`);
-    const reviewerContainers = await containersCreated(stack.docker, since, `tarmac.role=reviewer`);
+    // This run's reviewers only: Docker's event log is read by the second, and the previous landing may share it.
+    const reviewerContainers = await containersCreated(stack.docker, since, ['tarmac.role=reviewer', `tarmac.run=${id}`]);
     return { id, outcome: view.body.outcome, view: view.body, reviewerContainers };
   }
   const cacheFile = (treeSha: string, harnessModel: string) => join(stack.dataDir, 'cache', 'reviews', findingsCachePath({ treeSha, harnessModel, promptVersion: 'v1' }));
@@ -88,13 +93,76 @@ describe('review panel with a per-model findings cache', () => {
     assert.doesNotMatch(readFileSync(cacheFile(tree, 'script#reviewer-b'), 'utf8'), /TODX/, 'the re-run resealed a good entry');
   });
 
-  it('a reviewer that crashes is not counted; quorum unmet → review-incomplete naming it; nothing merged', async () => {
-    const repo = reviewedRepo('script-with-crash', { 'src/other.js': 'module.exports = 2;\n' });
+  it('2 of 3 with a reviewer that crashes on every attempt: respawned per the session policy, still no verdict → review-incomplete naming it and why; nothing merged', async () => {
+    const repo = reviewedRepo('script-with-crash', { 'src/other.js': 'module.exports = 2;\n' }, {}, 2);
     const before = branchHead(repo.path, 'main');
     const run = await landRepo(repo.url);
     assert.equal(run.outcome.status, 'review-incomplete', run.outcome.summary);
-    assert.match(run.outcome.summary, /missing script#crash/);
-    assert.deepEqual(run.outcome.reviews[0].missing, ['script#crash']);
+    // Two reports delivered meet the quorum of 2: the errored third still makes it incomplete.
+    assert.match(run.outcome.summary, /review-incomplete: an errored reviewer never yields a verdict, whatever the quorum \(2 delivered, quorum 2\)/);
+    assert.match(run.outcome.summary, /missing script#crash \(failed: gave up after 2 attempt\(s\): crashed repeated on script#crash/, 'the reviewer and why are named');
+    assert.match(run.outcome.summary, /nothing was merged/);
+    const [review] = run.outcome.reviews;
+    assert.deepEqual(review.missing, ['script#crash']);
+    const crashed = review.reviewers.find((reviewer: { harnessModel: string }) => reviewer.harnessModel === 'script#crash');
+    assert.deepEqual([crashed.status, crashed.sessionStatus, crashed.attempts, crashed.respawns], ['errored', 'failed', 2, 1], 'the crash was respawned once, as the policy allows (maxRespawns 1), then given up');
+    assert.deepEqual(
+      review.reviewers.filter((reviewer: { status: string }) => reviewer.status === 'delivered').map((reviewer: { harnessModel: string }) => reviewer.harnessModel),
+      ['script#reviewer-a', 'script#reviewer-b'],
+    );
+    assert.equal(run.reviewerContainers, 4, 'a, b and two attempts of the crashing reviewer');
+    assert.equal(review.meters.sessionsSpawned, 4);
+    assert.equal(review.meters.respawns, 1);
+    assert.equal(run.outcome.meters.agentSessions, 4, "the panel's containers are in the landing's meters");
+    assert.equal(existsSync(cacheFile(review.treeSha, 'script#reviewer-a')), true, 'the survivors are sealed');
+    assert.equal(existsSync(cacheFile(review.treeSha, 'script#crash')), false, 'an errored reviewer is never sealed');
+    assert.equal(branchHead(repo.path, 'main'), before);
+  });
+
+  it('2 of 3 whose third reviewer crashes on its first attempt: the respawn delivers → the panel decides on three verdicts', async () => {
+    const repo = reviewedRepo('script-crash-once', { 'src/once.js': 'module.exports = 5; // TODO: name it\n' }, {}, 2);
+    const run = await landRepo(repo.url);
+    assert.equal(run.outcome.status, 'landed', run.outcome.summary);
+    const [review] = run.outcome.reviews;
+    assert.equal(review.status, 'approved');
+    assert.deepEqual(review.missing, []);
+    const once = review.reviewers.find((reviewer: { harnessModel: string }) => reviewer.harnessModel === 'script#reviewer-c:crash-first-attempt');
+    assert.deepEqual([once.status, once.sessionStatus, once.attempts, once.respawns], ['delivered', 'delivered', 2, 1]);
+    const verdict = (await stack.client.workflow.getHandle(`${run.id}.review-1`).result()) as { delivered: number; findings: { rule?: string; votes: string[] }[]; meters: { respawns: number } };
+    assert.equal(verdict.delivered, 3, 'three verdicts');
+    assert.deepEqual(verdict.findings.map((finding) => [finding.rule, finding.votes.length]), [['todo', 3]], "the respawned reviewer's report counts with the others");
+    assert.equal(verdict.meters.respawns, 1);
+    // The session's own record: a crash, the policy's respawn, a delivery.
+    const session = (await stack.client.workflow.getHandle(`${run.id}.review-1.script_reviewer-c_crash-first-attempt`).result()) as { attempts: { class: string }[]; decisions: { action: string }[] };
+    assert.deepEqual(session.attempts.map((attempt) => attempt.class), ['crashed', 'delivered']);
+    assert.deepEqual(session.decisions.map((decision) => decision.action), ['respawn', 'done']);
+    assert.equal(run.reviewerContainers, 4);
+  });
+
+  it("a panel's tokens and cost are in the landing's meters (and its review record)", async () => {
+    const repo = reviewedRepo('script-spenders', { 'src/spend.js': 'module.exports = 6;\n' });
+    const run = await landRepo(repo.url);
+    assert.equal(run.outcome.status, 'landed', run.outcome.summary);
+    // Three reviewers, each reporting 400 in, 200 out, $0.01 (scenario review-spend); nothing else in this landing spends.
+    assert.deepEqual(run.outcome.reviews[0].meters, { sessionsSpawned: 3, respawns: 0, inputTokens: 1200, outputTokens: 600, costUsd: run.outcome.reviews[0].meters.costUsd });
+    assert.ok(Math.abs(run.outcome.reviews[0].meters.costUsd - 0.03) < 1e-9, String(run.outcome.reviews[0].meters.costUsd));
+    const { meters } = run.outcome;
+    assert.deepEqual([meters.agentSessions, meters.inputTokens, meters.outputTokens], [3, 1200, 600]);
+    assert.ok(Math.abs(meters.costUsd - 0.03) < 1e-9, String(meters.costUsd));
+    assert.deepEqual([run.view.meters.inputTokens, run.view.meters.outputTokens], [1200, 600], 'the status view too');
+  });
+
+  it("review spend exhausts the landing's budget → it stops before the next child (the findings' fixer); nothing merged", async () => {
+    const repo = reviewedRepo('script-spenders', { 'src/spend.js': 'debugger;\nmodule.exports = 7;\n' });
+    const before = branchHead(repo.path, 'main');
+    const since = Math.floor(Date.now() / 1000);
+    const run = await landRepo(repo.url, { fixer: 'script#fixer', ladder: ['script#fixer'] }, { budget: { tokens: 1000, onExhausted: 'stop' } });
+    assert.equal(run.outcome.status, 'budget-exhausted', run.outcome.summary);
+    assert.match(run.outcome.summary, /tokens: 1800 used of 1000/, 'the panel spent it (3 × 600)');
+    assert.deepEqual(run.outcome.reviews.map((review: { status: string }) => review.status), ['changes-requested']);
+    assert.equal(run.outcome.sessions?.length ?? 0, 0, 'no fixer session was started');
+    assert.equal(run.view.steps.some((step: { name: string }) => step.name.startsWith('session.fixer')), false);
+    assert.equal(await containersCreated(stack.docker, since, [`tarmac.run=${run.id}`, 'tarmac.role=fixer']), 0, 'no fixer container either');
     assert.equal(branchHead(repo.path, 'main'), before);
   });
 

@@ -24,9 +24,10 @@ describe('script models: behaviour and scenario', () => {
 
 describe('scenario files', () => {
   const table = [
-    { name: 'every field', text: '{"edits":[{"file":"a","find":"x","replace":"y"}],"slowMs":10,"reportUsage":{"inputTokens":1,"outputTokens":2,"costUsd":0},"command":"make test","pauseMs":5}', problem: undefined },
+    { name: 'every field', text: '{"edits":[{"file":"a","find":"x","replace":"y"}],"slowMs":10,"reportUsage":{"inputTokens":1,"outputTokens":2,"costUsd":0},"command":"make test","pauseMs":5,"crashAttempts":1}', problem: undefined },
     { name: 'empty', text: '{}', problem: undefined },
-    { name: 'a misspelt field, with the valid ones', text: '{"slowMS":10}', problem: /^slowMS is not a known field \(valid fields: edits, slowMs, reportUsage, command, pauseMs\)$/ },
+    { name: 'a misspelt field, with the valid ones', text: '{"slowMS":10}', problem: /^slowMS is not a known field \(valid fields: edits, slowMs, reportUsage, command, ask, pauseMs, crashAttempts\)$/ },
+    { name: 'crashing on no attempt is not a crash scenario', text: '{"crashAttempts":0}', problem: /^crashAttempts expected integer to be greater or equal to 1/ },
     { name: 'an edit without replace', text: '{"edits":[{"file":"a"}]}', problem: /^edits\[0\]\.replace is required$/ },
     { name: 'a negative wait', text: '{"slowMs":-1}', problem: /^slowMs expected integer to be greater or equal to 0/ },
     { name: 'not JSON', text: '{', problem: /^is not valid JSON/ },
