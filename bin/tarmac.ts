@@ -1,6 +1,6 @@
 /**
  * The `tarmac` command: `dev` (Temporal dev server + worker + API on one machine),
- * `worker`, `api`; and the client commands (land, status, watch, answer, cancel, fix)
+ * `worker`, `api`; and the client commands (land, status, watch, answer, cancel, retry, fix)
  * in `cli/`, which talk to the REST API.
  */
 import { isClientCommand, runCli } from '../cli/main';

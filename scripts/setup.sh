@@ -4,9 +4,9 @@
 #   2. the temporal CLI (PATH, else ~/.cache/tarmac/bin, else go install from the module proxy)
 #   3. a Docker engine (a running one, else docker.io from apt and dockerd in the background)
 #   4. the agent CLIs (scripts/fetch-agent-clis.sh: pinned npm platform packages into the cache)
-#   5. images: tarmac/runner, tarmac/agent-script and (from the cached CLIs) tarmac/agent-claude-code and
-#      tarmac/agent-codex,
-#      rebuilt only when their inputs change
+#   5. images: tarmac/runner, tarmac/agent-script, tarmac/self-gate (Tarmac's own gate: Node and this
+#      checkout's node_modules on the runner) and (from the cached CLIs) tarmac/agent-claude-code and
+#      tarmac/agent-codex, rebuilt only when their inputs change
 #   6. Debian's chromium for the Web UI browser test (apt, only when /usr/bin/chromium is missing)
 #   7. schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
 # Environment: TARMAC_BASE_IMAGE (use this base instead of the offline debootstrap one),

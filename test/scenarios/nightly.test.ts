@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { NightlyOutcome } from '../../core/nightly-types';
 import { nightlyScheduleId } from '../../core/node/schedule-id';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
@@ -205,6 +206,17 @@ describe('nightly schedules', () => {
     assert.deepEqual(await runsOf('landing', repo.url, ` AND TarmacBranch = '${repairBranch}'`), [outcome.landing.id]);
     const status = await stack.client.workflow.getHandle(workflowId).query('status');
     assert.equal((status as { repairBranch?: string }).repairBranch, repairBranch);
+
+    // Its recipes: resolved as its first step (a schedule, not the API, started it), named in its
+    // memo, and handed to its fix loop and its landing (the landing's memo names the same version).
+    const version = (await stack.api('GET', '/v1/recipes')).body.version as string;
+    assert.equal((await stack.client.workflow.getHandle(workflowId).describe()).memo?.recipeVersion, version);
+    assert.equal((await stack.client.workflow.getHandle(outcome.landing.id).describe()).memo?.recipeVersion, version);
+    for (const child of [outcome.fixLoop?.id, outcome.landing.id]) {
+      const history = await stack.client.workflow.getHandle(child).fetchHistory();
+      const input = defaultPayloadConverter.fromPayload<{ recipes?: { version: string } }>(history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!);
+      assert.equal(input.recipes?.version, version, `${child} carries the nightly's snapshot`);
+    }
   });
 
   it('a green target gate: outcome green, no repair branch, no fix loop, no landing, target unchanged', async () => {
