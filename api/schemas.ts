@@ -102,6 +102,9 @@ export const LandingViewSchema = Type.Object({
     ),
   ),
   pausedFor: Type.Optional(Type.String({ description: 'set while the landing waits for POST /v1/runs/:id/budget: the limit that was crossed' })),
+  statusUnavailable: Type.Optional(
+    Type.String({ description: 'set when the landing runs but no worker answered its status query (all down, or its host lost): steps and meters are empty, the phase is the last one visibility recorded' }),
+  ),
   outcome: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 });
 

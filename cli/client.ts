@@ -130,7 +130,7 @@ export class TarmacClient {
 
   async answer(id: string, text: string, questionId?: string): Promise<{ accepted: boolean; questionId: string }> {
     const body = { text, ...(questionId ? { questionId } : {}) };
-    return (await this.request<{ accepted: boolean; questionId: string }>('POST', `/v1/landings/${encodeURIComponent(id)}/answers`, body)).body;
+    return (await this.request<{ accepted: boolean; questionId: string }>('POST', `/v1/runs/${encodeURIComponent(id)}/answers`, body)).body;
   }
 
   async cancel(id: string): Promise<{ id: string; cancelRequested: boolean }> {

@@ -97,6 +97,8 @@ export function eventLine(event: WatchEvent, state: WatchState, options: LineOpt
       return `${at} outcome ${event.status}: ${event.summary}`;
     case 'trimmed':
       return `${at} journal trimmed: ${event.reason}`;
+    case 'host':
+      return `${at} host ${event.hostId} lost: ${event.reason}`;
     case 'log':
       return options.logs ? `log ${event.file}: ${event.line}` : undefined;
     case 'meters':

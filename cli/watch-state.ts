@@ -71,6 +71,7 @@ const requiredStrings: Record<RunEvent['kind'], string[]> = {
   meters: [],
   question: ['id', 'question'],
   budget: ['state', 'reason'],
+  host: ['state', 'hostId', 'reason'],
   outcome: ['status', 'summary'],
   trimmed: ['reason'],
 };
@@ -165,6 +166,7 @@ export function applyEvent(state: WatchState, event: WatchEvent): WatchState {
       break;
     }
     case 'budget':
+    case 'host':
     case 'trimmed':
       // Shown as a line; the display's state needs nothing more.
       break;

@@ -22,6 +22,7 @@ export const RunEventKind = {
   meters: 'meters',
   question: 'question',
   budget: 'budget',
+  host: 'host',
   outcome: 'outcome',
   trimmed: 'trimmed',
 } as const;
@@ -59,6 +60,8 @@ export type RunEventBody =
   | { kind: 'meters'; meters: Meters }
   | { kind: 'question'; id: string; question: string; /** Who asked and why (Question). */ from?: string; why?: string; answer?: string }
   | { kind: 'budget'; state: 'paused' | 'extended' | 'stopped'; reason: string }
+  /** The run's host was lost (no worker of it picked up a step in time): the run places itself on a live host. */
+  | { kind: 'host'; state: 'lost'; hostId: string; reason: string }
   | { kind: 'outcome'; status: string; summary: string }
   /**
    * The journal is bounded: `dropped` older events, up to number `throughSeq`, are no longer

@@ -52,8 +52,9 @@ export interface FixOutcome {
   /**
    * `agent-unavailable`: the loop needed an agent and none could start (the missing image or key named); never `thrashing`.
    * `no-repro`: the request names no failing command and the repository defines none for it; nothing was run.
+   * `needs-decision`: an agent's question got an empty answer, or none in the recipe's wait.
    */
-  outcome: 'fixed' | 'nothing-to-fix' | 'answered' | 'exhausted' | 'thrashing' | 'agent-unavailable' | 'no-repro' | 'failed' | 'cancelled';
+  outcome: 'fixed' | 'nothing-to-fix' | 'answered' | 'exhausted' | 'thrashing' | 'agent-unavailable' | 'no-repro' | 'needs-decision' | 'failed' | 'cancelled';
   summary: string;
   runId: string;
   intent: Intent;

@@ -33,6 +33,8 @@ export type CacheStatus = 'hit' | 'partial' | 'miss';
 export interface PanelVerdict {
   status: 'approved' | 'changes-requested' | 'review-incomplete';
   summary: string;
+  /** A reviewer's question got no decision to go on (empty answer, or none in the recipe's wait): the run ends needs-decision. */
+  needsDecision?: string;
   treeSha: string;
   panel: string;
   cache: CacheStatus;
@@ -91,6 +93,8 @@ export interface ReviewerReport {
   findings: Finding[];
   /** Why a reviewer without a verdict has none. */
   reason?: string;
+  /** The reviewer asked and the answer declined (or none came in time): the run's decision, not a verdict. */
+  undecided?: string;
 }
 
 export interface MergedFinding extends Finding {

@@ -5,10 +5,13 @@ import type { Logger } from 'pino';
 import { createActivities } from '../activities';
 import type { Config } from '../core/node/config';
 import { hostQueue, placementQueue } from '../core/queues';
+import { heartbeating } from './heartbeat';
 import { loadRecipes } from '../core/node/recipes';
 import { workerAgents } from '../activities/agent-availability';
 import { agentsReportEveryMs, type HostAgents } from '../core/agent-availability';
 import { agentRegistryId, agentsReportSignal, type agentRegistry } from '../workflows/agent-registry';
+import { workflowCodeOption } from './workflow-bundle';
+import { ensureRetentionSchedule } from './retention-schedule';
 
 /**
  * Tells the namespace's agent registry which harness#model this host can run and what the
@@ -57,30 +60,35 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   await docker.ping();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const activities = createActivities({ dataDir: config.dataDir, hostId: config.hostId, servesHost: config.workerQueues.includes('host'), docker, taskQueue: config.taskQueue, recipesDir: config.recipesDir, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}) });
-  const bundle = process.env.TARMAC_WORKFLOW_BUNDLE;
   // TARMAC_WORKER_QUEUES: a deployment may run workflow workers and host workers as separate processes.
   const workers: Worker[] = [];
+  // Every activity that does not heartbeat on its own is heartbeated while it runs: a dead worker's step is retried in seconds.
+  const interceptors = { activity: [heartbeating] };
   if (config.workerQueues.includes('shared')) {
     workers.push(
       await Worker.create({
         connection,
         namespace: config.namespace,
         taskQueue: config.taskQueue,
-        ...(bundle ? { workflowBundle: { codePath: bundle } } : { workflowsPath: require.resolve('../workflows') }),
+        // The prebuilt bundle when current (setup builds it), else the sources; the choice is logged.
+        ...workflowCodeOption(config.workflowBundle, logger),
         activities,
+        interceptors,
       }),
     );
   }
   if (config.workerQueues.includes('host')) {
-    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: hostQueue(config.hostId), activities }));
+    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: hostQueue(config.hostId), activities, interceptors }));
     // A host also takes placements: the runs it places are pinned to its queue above.
-    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: placementQueue(config.taskQueue), activities }));
+    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: placementQueue(config.taskQueue), activities, interceptors }));
   }
   // The registry hears this host before it takes work, so the API knows at once what it can run.
   const clientConnection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection: clientConnection, namespace: config.namespace });
   const report = () => reportAgents(client, config, docker).catch((error: unknown) => logger.warn({ err: error }, 'could not report the agents this worker can run'));
   await report();
+  // A host sweeps its own data dir: its retention schedule is made (or updated) by its host worker.
+  if (config.workerQueues.includes('host')) await ensureRetentionSchedule(client, config, logger).catch((error: unknown) => logger.warn({ err: error }, 'could not put the retention schedule of this host in place'));
   const reporting = setInterval(() => void report(), agentsReportEveryMs);
   reporting.unref();
   logger.info(

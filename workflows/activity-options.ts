@@ -6,10 +6,13 @@ const permanent = [...nonRetryableCodes];
 
 /**
  * Capsules: deterministic host-side steps of about a second. Retried a few times for
- * transient trouble (a git lock, a busy daemon); permanent failures are not retried.
+ * transient trouble (a git lock, a busy daemon); permanent failures are not retried. The worker
+ * heartbeats every running capsule (worker/heartbeat.ts), so one whose worker died is retried
+ * within the heartbeat timeout, not after the start-to-close timeout (which bounds a slow fetch).
  */
 export const capsule: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '10s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 6, nonRetryableErrorTypes: permanent },
 };
 

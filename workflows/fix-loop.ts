@@ -1,5 +1,6 @@
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { parseDuration } from '../core/duration';
 import { FixFailure } from '../core/failures';
 import type { FixOutcome, FixRequest } from '../core/fix-types';
 import { hostQueue, placementQueue } from '../core/queues';
@@ -9,7 +10,14 @@ import { afterFailedVerify } from '../policies/repeated-failure';
 import { discoverRepro } from '../policies/repro-discovery';
 import { capsule } from './activity-options';
 import { FixRecord, type PartialFixOutcome } from './fix/record';
+import { askAgent, undecided } from './questions';
 import { agent, readFacts, repro, roundToolFailures, tryPlaybooks, type ReproRun } from './fix/steps';
+
+/** The recipe's wait for an answer to a question (none: as long as it takes). */
+function questionWaitMs(request: FixRequest): number | undefined {
+  const wait = request.recipes?.limits.questions?.wait;
+  return wait ? parseDuration(wait) : undefined;
+}
 
 /** Playbook edits one playbook phase may chain (each verified; the next one sees the new failure). */
 const maxPlaybookChain = 3;
@@ -43,7 +51,9 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
   state.meters.capsulesRun += 2;
   const limits = await shared['fix.limits']();
   record.sessionTimeout = limits.sessionTimeout;
-  ({ hostId: record.hostId, baseSha: record.baseSha } = request.workspace ?? (await shared['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: request.repo, ref: request.branch })));
+  // A workspace of its own is placed through the placement queue: the worker that prepares it is a host.
+  const placing = proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(workflowInfo().taskQueue) });
+  ({ hostId: record.hostId, baseSha: record.baseSha } = request.workspace ?? (await placing['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: request.repo, ref: request.branch })));
   const host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(record.hostId) });
   record.host = host;
 
@@ -89,6 +99,13 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
     const ask = continues ? `Your change did not fix it: \`${reproCommand}\` still fails (exit ${failure.exitCode}).` : `Request: ${request.request}\nThe command \`${reproCommand}\` fails (exit ${failure.exitCode}).`;
     const prompt = [`${ask} Its output ends with:`, '```', failure.tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n');
     previous = await agent(record, prompt, `${record.routedTo}-${attempt + 1}`, continues);
+    // Questions first: answered before any more agent time; the answers go to a follow-up in the asker's conversation.
+    while (previous.status === 'asked') {
+      const answers = await askAgent(record.desk, previous, `the fix loop's agent round ${attempt + 1} on \`${reproCommand}\` (exit ${failure.exitCode})`, questionWaitMs(request));
+      if (!('followUp' in answers)) return record.fail(FixFailure.needsDecision, undecided(answers).summary);
+      record.followUps += 1;
+      previous = await agent(record, `${answers.followUp.message}\n\n${prompt}`, `${record.routedTo}-${attempt + 1}-answered-${record.followUps}`, answers.followUp.continues);
+    }
     // No agent could start: that is the answer, not a round that "changed nothing" (never thrashing).
     if (previous.status === 'agent-unavailable') return record.fail(FixFailure.agentUnavailable, `${previous.summary}; \`${reproCommand}\` still exits ${failure.exitCode}`);
     const after = await host['capsule.workspaceHead']({ runId: request.runId, since: before.headSha });

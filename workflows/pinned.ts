@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { hostBoundCapsules, type HostBoundCapsule } from '../core/host-bound';
 import { FailureCode } from '../core/failures';
@@ -15,14 +15,21 @@ import { capsule, localCapsule } from './activity-options';
  * Never await two local activities side by side: live and replay may deliver their results in
  * different activations, and what the run recorded in between (its journal) would differ.
  */
+/** A host-pinned step that no worker of its host picked up in time: the host is lost (not the step's fault). */
+export function hostLost(error: unknown): boolean {
+  return error instanceof ActivityFailure && error.cause instanceof TimeoutFailure && error.cause.timeoutType === 'SCHEDULE_TO_START';
+}
+
 /** The failure type of an activity failure: wrapped in an ActivityFailure, or (a local activity's) bare. */
 function failureType(error: unknown): string | undefined {
   if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure) return error.cause.type ?? undefined;
   return error instanceof ApplicationFailure ? (error.type ?? undefined) : undefined;
 }
 
-export function pinnedTo(hostId: string): Activities {
-  const remote = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
+export function pinnedTo(hostId: string, hostLostAfterMs?: number): Activities {
+  // A step no worker of the host picks up within `hostLostAfterMs` fails with a schedule-to-start
+  // timeout: the host is lost (hostLost), and the run re-places itself on a live host.
+  const remote = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId), ...(hostLostAfterMs ? { scheduleToStartTimeout: hostLostAfterMs } : {}) });
   const local = proxyLocalActivities<Activities>(localCapsule);
   const bound = new Set<string>(hostBoundCapsules);
   return new Proxy(remote, {

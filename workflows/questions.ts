@@ -1,6 +1,7 @@
 import { condition, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { RunEventBody } from '../core/events';
 import { answerSignal, answerUpdate, runEventSignal } from '../core/messages';
+import type { ConversationRef, SessionOutcome } from '../core/session-types';
 import type { Question } from '../core/types';
 import type { RunJournal } from './run-journal';
 
@@ -126,4 +127,41 @@ export function answersMessage(asked: readonly { question: string; answer: strin
 /** Who asked, as a question shows it: the session, its role and its harness#model. */
 export function askedBy(outcome: { sessionId: string; role: string; harnessModel: string }): string {
   return `${outcome.sessionId} (${outcome.role}, ${outcome.harnessModel})`;
+}
+
+/** What came of an agent's questions: the follow-up that carries the answers, or why the run does not go on. */
+export type AgentAnswers =
+  | { followUp: { continues?: ConversationRef; message: string } }
+  | { declined: Pick<Question, 'id' | 'question' | 'from'> }
+  | { unanswered: Pick<Question, 'id' | 'question' | 'from'>; waitedMs: number };
+
+/**
+ * Questions first: an agent's questions, asked one by one before any more agent time is spent.
+ * The follow-up hands the answers to the session that asked (reuse first: it continues that
+ * conversation); an empty answer declines (a decision not to go on); none within `waitMs` is unanswered.
+ */
+export async function askAgent(desk: QuestionDesk, asked: SessionOutcome, why: string, waitMs?: number): Promise<AgentAnswers> {
+  const from = askedBy(asked);
+  const answers: { question: string; answer: string }[] = [];
+  for (const [index, question] of (asked.result?.questions ?? []).entries()) {
+    const id = `${asked.sessionId}-q${index + 1}`;
+    const got = await desk.ask({ id, question, from, why }, waitMs);
+    if ('timedOut' in got) return { unanswered: { id, question, from }, waitedMs: got.waitedMs };
+    if (got.answer === '') return { declined: { id, question, from } };
+    answers.push({ question, answer: got.answer });
+  }
+  const attempt = asked.attempts.at(-1);
+  const continues = attempt ? { sessionId: asked.sessionId, attempt: attempt.attempt, harnessModel: attempt.harnessModel } : undefined;
+  return { followUp: { ...(continues ? { continues } : {}), message: answersMessage(answers) } };
+}
+
+/** Why a run stops on an agent's question that got no decision to go on: the summary of its needs-decision outcome. */
+export function undecided(answers: Exclude<AgentAnswers, { followUp: unknown }>): { summary: string; message: string } {
+  const { id, question, from } = 'declined' in answers ? answers.declined : answers.unanswered;
+  return 'declined' in answers
+    ? { summary: `the answer to ${from ?? 'the'} question ${id} was empty: a decision not to go on`, message: `question ${id} answered empty: ${question}` }
+    : {
+        summary: `no answer to ${from ?? 'the'} question ${id} within ${Math.round(answers.waitedMs / 1000)} s (the recipe's limits.questions.wait)`,
+        message: `no answer to question ${id} within ${Math.round(answers.waitedMs / 1000)} s: ${question}`,
+      };
 }

@@ -3,11 +3,13 @@ import type { Activities } from '../activities';
 import type { SealedReport } from '../activities/review-cache';
 import { hostQueue, placementQueue } from '../core/queues';
 import type { CacheStatus, PanelMeters, PanelRequest, PanelReviewer, PanelVerdict, ResolvedPanel, ReviewerReport } from '../core/review-types';
-import type { SessionOutcome, SessionRequest } from '../core/session-types';
+import type { ConversationRef, SessionOutcome, SessionRequest } from '../core/session-types';
+import { parseDuration } from '../core/duration';
 import { capsule } from './activity-options';
 import { eventsQuery, panelStatusQuery, runEventSignal } from '../core/messages';
 import { metrics } from './metrics';
 import { budgetShare } from '../policies/budget';
+import { askAgent, QuestionDesk, undecided } from './questions';
 import { RunJournal } from './run-journal';
 import { childRecord } from '../core/search-attributes';
 import { decidePanel, reviewerReportOf, type PanelDecision } from '../policies/quorum';
@@ -21,18 +23,21 @@ const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
  * A reviewer that errs is respawned by its own session (the session policy); one that still has no
  * verdict makes the panel review-incomplete whatever the quorum — never "no findings".
  */
-export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal): Promise<PanelVerdict> {
+export async function reviewPanel(input: PanelRequest, own?: { journal: RunJournal; desk: QuestionDesk }): Promise<PanelVerdict> {
   const { workflowId, taskQueue } = workflowInfo();
   // Its own live events (GET /v1/runs/:id/events) when it runs on its own: cache, sessions, verdict.
-  const journal = ownJournal ?? new RunJournal();
-  if (!ownJournal) {
+  const journal = own?.journal ?? new RunJournal();
+  // Its reviewers' questions: shown by the run it works for (answers forwarded here), or its own.
+  const desk = own?.desk ?? new QuestionDesk(journal, input.reportTo);
+  if (!own) {
     setHandler(eventsQuery, ({ after, limit } = {}) => journal.page(after, limit));
-    setHandler(runEventSignal, ({ key, ...event }) => journal.record(event, key));
+    setHandler(runEventSignal, ({ key, ...event }) => (event.kind === 'question' ? desk.adopt(event, key) : journal.record(event, key)));
+    desk.install();
   }
   const reportTo = input.reportTo ?? workflowId;
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
   const request = input;
-  if (input.fresh) return await standalone(input, input.fresh, journal);
+  if (input.fresh) return await standalone(input, input.fresh, { journal, desk });
   const hostId = request.hostId!;
   const treeSha = request.treeSha!;
   const headSha = request.headSha!;
@@ -68,7 +73,8 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
   status.state = 'reviewing';
   status.running = misses.map((miss) => miss.harnessModel);
   const reviewerBudget = shareOf(request.budget, misses.length);
-  const session = { request, panel, host, treeSha, headSha, files, reportTo, ...(reviewerBudget ? { budget: reviewerBudget } : {}) };
+  const waitMs = request.recipes?.limits.questions?.wait ? parseDuration(request.recipes.limits.questions.wait) : undefined;
+  const session = { request, panel, host, treeSha, headSha, files, reportTo, desk, ...(waitMs ? { waitMs } : {}), ...(reviewerBudget ? { budget: reviewerBudget } : {}) };
   await Promise.all(
     misses.map(async ({ harnessModel }) => {
       const { report, outcome } = await review(session, harnessModel);
@@ -87,6 +93,9 @@ export async function reviewPanel(input: PanelRequest, ownJournal?: RunJournal):
   );
 
   const verdict = panelVerdict(panel, reports, reviewers, { treeSha, cache, restored: status.restored, misses, meters: panelMeters(spent) });
+  // A reviewer's question answered empty (or not in time): the run's decision, not the panel's verdict.
+  const undecidedReviewer = [...reports.values()].find((report) => report.undecided);
+  if (undecidedReviewer?.undecided) verdict.needsDecision = undecidedReviewer.undecided;
   status.state = 'done';
   status.verdict = verdict;
   journal.record({ kind: 'outcome', status: verdict.status, summary: verdict.summary });
@@ -141,7 +150,7 @@ function panelMeters(sessions: SessionOutcome['meters'][]): PanelMeters {
 }
 
 /** Standalone (POST /v1/reviews): a workspace of its own at the head, the facts of base...head, then the panel; cleaned up after. */
-async function standalone(input: PanelRequest, fresh: NonNullable<PanelRequest['fresh']>, journal: RunJournal): Promise<PanelVerdict> {
+async function standalone(input: PanelRequest, fresh: NonNullable<PanelRequest['fresh']>, own: { journal: RunJournal; desk: QuestionDesk }): Promise<PanelVerdict> {
   // Through the placement queue: the worker that prepares the workspace is a host, and the panel's from here on.
   const placing = proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(workflowInfo().taskQueue) });
   const { hostId } = await placing['capsule.prepareSessionWorkspace']({ runId: input.runId, repo: input.repo, ref: fresh.head, alsoFetch: [fresh.base] });
@@ -149,9 +158,9 @@ async function standalone(input: PanelRequest, fresh: NonNullable<PanelRequest['
   const facts = await pinned['capsule.diffFacts']({ runId: input.runId, base: fresh.baseSha });
   const { fresh: _fresh, ...rest } = input;
   try {
-    return await reviewPanel({ ...rest, hostId, ...facts }, journal);
+    return await reviewPanel({ ...rest, hostId, ...facts }, own);
   } finally {
-    journal.finished = true;
+    own.journal.finished = true;
     await CancellationScope.nonCancellable(() => pinned['capsule.cleanupRun']({ runId: input.runId }).catch(() => undefined));
   }
 }
@@ -181,6 +190,9 @@ interface ReviewSession {
   headSha: string;
   files: string[];
   reportTo: string;
+  /** Where its reviewers' questions are asked, and how long one may wait. */
+  desk: QuestionDesk;
+  waitMs?: number;
   budget?: SessionRequest['budget'];
 }
 
@@ -196,6 +208,15 @@ async function review(at: ReviewSession, harnessModel: string): Promise<{ report
   let outcome: SessionOutcome;
   try {
     outcome = await reviewerSession(at, harnessModel);
+    // Questions first: a reviewer that asks is answered, and a follow-up in its conversation reviews.
+    for (let followUps = 1; outcome.status === 'asked'; followUps += 1) {
+      const answers = await askAgent(at.desk, outcome, `reviewing tree ${treeSha.slice(0, 12)} for panel ${panel.name}`, at.waitMs);
+      if (!('followUp' in answers)) {
+        const { summary } = undecided(answers);
+        return { report: { harnessModel, status: 'errored', findings: [], reason: summary, undecided: summary }, outcome };
+      }
+      outcome = await reviewerSession(at, harnessModel, { ...answers.followUp, n: followUps });
+    }
   } catch (error) {
     if (isCancellation(error)) throw error;
     // The session workflow itself failed (terminated, …): no outcome, no verdict.
@@ -211,21 +232,23 @@ async function review(at: ReviewSession, harnessModel: string): Promise<{ report
 }
 
 /** The reviewer's agent session: a child workflow on the landing's workspace, read-only. */
-async function reviewerSession(at: ReviewSession, harnessModel: string): Promise<SessionOutcome> {
+async function reviewerSession(at: ReviewSession, harnessModel: string, followUp?: { continues?: ConversationRef; message: string; n: number }): Promise<SessionOutcome> {
   const { workflowId, taskQueue } = workflowInfo();
   const { request, panel, treeSha } = at;
+  const answered = followUp ? `-answered-${followUp.n}` : '';
   return (await executeChild('agentSession', {
-    workflowId: `${workflowId}.${slug(harnessModel)}`,
+    workflowId: `${workflowId}.${slug(harnessModel)}${answered}`,
     taskQueue,
     ...childRecord('agent-session', { repo: request.repo, parent: workflowId, summary: { role: 'reviewer', harnessModel, treeSha } }),
     args: [
       {
         runId: request.runId,
-        sessionId: `review-${treeSha.slice(0, 12)}-${slug(harnessModel)}`,
+        sessionId: `review-${treeSha.slice(0, 12)}-${slug(harnessModel)}${answered}`,
         role: 'reviewer',
         harnessModel,
         ladder: [harnessModel],
-        task: { prompt: panel.prompt, files: at.files },
+        task: { prompt: followUp ? `${followUp.message}\n\n${panel.prompt}` : panel.prompt, files: at.files },
+        ...(followUp?.continues ? { continues: followUp.continues } : {}),
         workspace: { kind: 'run', repo: request.repo, hostId: request.hostId!, baseSha: at.headSha },
         reportTo: at.reportTo,
         ...(at.budget ? { budget: at.budget } : {}),

@@ -127,25 +127,31 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
     async (request) => {
       const handle = client.workflow.getHandle(request.params.id);
       let workflowStatus: string;
+      let described: Awaited<ReturnType<typeof handle.describe>>;
       try {
-        workflowStatus = (await handle.describe()).status.name;
+        described = await handle.describe();
+        workflowStatus = described.status.name;
       } catch (error) {
         if (error instanceof WorkflowNotFoundError) throw new ApiError(FailureCode.notFound, `no landing ${request.params.id}`);
         throw error;
       }
       let view: LandingStatusView | undefined;
+      let unanswered: string | undefined;
       try {
         view = await handle.query(landingStatusQuery);
       } catch (error) {
         // A closed workflow answers queries only while a worker can replay it; the outcome suffices.
-        if (workflowStatus === 'RUNNING') throw error;
+        // A running one with no worker to answer (all down, or its host lost) still has its phase
+        // in visibility: say so rather than fail the request.
+        if (workflowStatus === 'RUNNING') unanswered = `no worker answered the status query (${error instanceof Error ? error.message : String(error)}); the phase is the last one recorded in visibility`;
       }
       let outcome: LandingOutcome | undefined = view?.outcome;
       if (!outcome && workflowStatus === 'COMPLETED') outcome = (await handle.result()) as LandingOutcome;
       return {
         id: request.params.id,
         workflowStatus,
-        phase: view?.phase ?? outcome?.endedInPhase ?? 'unknown',
+        phase: view?.phase ?? outcome?.endedInPhase ?? described.typedSearchAttributes.get(searchAttributes.phase) ?? 'unknown',
+        ...(unanswered ? { statusUnavailable: unanswered } : {}),
         steps: view?.steps ?? [],
         gates: view?.gates ?? outcome?.gates ?? [],
         meters: { ...(view?.meters ?? outcome?.meters ?? {}) },
@@ -171,29 +177,40 @@ export const landingControlRoutes: FastifyPluginAsyncTypebox<{ client: Client }>
     }
   };
 
-  app.post(
-    '/landings/:id/answers',
-    {
-      schema: {
-        summary: "Answer the landing's pending question (only approve, approved or yes approve a gate-file change; an empty or any other text stops it with needs-decision)",
-        params: LandingIdParams,
-        body: Type.Object({ text: Type.String({ maxLength: 10_000 }), questionId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) }, { additionalProperties: false }),
-        response: { 200: Type.Object({ accepted: Type.Boolean(), questionId: Type.String() }), 409: ErrorSchema, ...errors },
+  // One answer route for every run that asks (landings, fix loops, standalone review panels); the
+  // landing's path is kept as it was.
+  for (const path of ['/landings/:id/answers', '/runs/:id/answers']) {
+    app.post(
+      path,
+      {
+        schema: {
+          summary:
+            path === '/runs/:id/answers'
+              ? "Answer a run's pending question (a landing's, a fix loop's or a standalone review panel's: its own or its agents'); an empty text is a decision not to go on (needs-decision)"
+              : "Answer the landing's pending question (only approve, approved or yes approve a gate-file change; an agent's question gets the text as its answer; an empty text stops it with needs-decision)",
+          params: LandingIdParams,
+          body: Type.Object({ text: Type.String({ maxLength: 10_000 }), questionId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) }, { additionalProperties: false }),
+          response: { 200: Type.Object({ accepted: Type.Boolean(), questionId: Type.String() }), 409: ErrorSchema, ...errors },
+        },
       },
-    },
-    async (request) => {
-      const { handle, status } = await existing(request.params.id);
-      if (status !== 'RUNNING') throw new ApiError(FailureCode.conflict, `landing ${request.params.id} is not running (${status}); nothing to answer`);
-      try {
-        return await handle.executeUpdate(answerUpdate, { args: [{ text: request.body.text, ...(request.body.questionId ? { questionId: request.body.questionId } : {}) }] });
-      } catch (error) {
-        if (error instanceof WorkflowUpdateFailedError) {
-          throw new ApiError(FailureCode.validation, `text: ${error.cause instanceof Error ? error.cause.message : 'the answer was rejected'}`, { field: 'text' });
+      async (request) => {
+        const { handle, status } = await existing(request.params.id);
+        const what = path === '/runs/:id/answers' ? 'run' : 'landing';
+        if (status !== 'RUNNING') throw new ApiError(FailureCode.conflict, `${what} ${request.params.id} is not running (${status}); nothing to answer`);
+        try {
+          return await handle.executeUpdate(answerUpdate, { args: [{ text: request.body.text, ...(request.body.questionId ? { questionId: request.body.questionId } : {}) }] });
+        } catch (error) {
+          if (error instanceof WorkflowUpdateFailedError) {
+            const cause = error.cause instanceof Error ? error.cause.message : '';
+            // A run that takes no answers at all (a nightly, an agent session): nothing of it waits on one.
+            if (/no registered handler for update|unknown update/i.test(cause)) throw new ApiError(FailureCode.conflict, `${what} ${request.params.id} takes no answers; nothing to answer`);
+            throw new ApiError(FailureCode.validation, `text: ${cause || 'the answer was rejected'}`, { field: 'text' });
+          }
+          throw error;
         }
-        throw error;
-      }
-    },
-  );
+      },
+    );
+  }
 
   app.post(
     '/landings/:id/cancel',

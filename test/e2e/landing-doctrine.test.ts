@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { defaultRecipesDir } from '../../core/node/recipes';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { eventsQuery } from '../../core/messages';
 import type { SessionRequest } from '../../core/session-types';
@@ -13,15 +17,25 @@ const show = (repoPath: string, ref: string, file: string) => git(repoPath, 'sho
 describe('the failures the doctrine names: questions first, the resolver on every rebase, verify → fixup → re-verify', () => {
   let stack: Stack;
   const question = "Which line should shared.txt keep: the target's or the branch's?";
+  // Its own recipes: the shipped ones and a panel whose first reviewer asks before it reviews.
+  const recipesDir = mkdtempSync(join(tmpdir(), 'tarmac-test-recipes-'));
   before(async () => {
-    stack = await startStack();
+    cpSync(defaultRecipesDir, recipesDir, { recursive: true });
+    const panels = JSON.parse(readFileSync(join(recipesDir, 'panels.json'), 'utf8'));
+    panels.panels['script-asker'] = { reviewers: ['script#reviewer-a:ask-review', 'script#reviewer-b'], quorum: 2, blockingSeverities: ['blocking'], promptVersion: 'v1', prompt: 'Review the listed files.' };
+    writeFileSync(join(recipesDir, 'panels.json'), `${JSON.stringify(panels, null, 2)}\n`);
+    stack = await startStack({ recipesDir });
+    stack.scriptScenario('ask-review', { ask: ['Is the TODO in notes.txt on purpose?'] });
     // A resolver that asks before it resolves, and writes the answer as the resolution.
     stack.scriptScenario('ask-keep', { ask: [question], edits: [{ file: 'shared.txt', replace: '{{answer}}\n' }] });
     // A fixer that mends a committed conflict in notes.txt.
+    // A fixer that asks first, and writes the answer where the gate wants it.
+    stack.scriptScenario('ask-fix', { ask: ['Should FIXED say yes or no?'], edits: [{ file: 'FIXED', replace: '{{answer}}\n' }] });
     stack.scriptScenario('mend-notes', { edits: [{ file: 'notes.txt', replace: 'ours\ntheirs\n' }] });
   });
   after(async () => {
     await stack?.stop();
+    rmSync(recipesDir, { recursive: true, force: true });
   });
 
   async function land(body: Record<string, unknown>) {
@@ -172,5 +186,69 @@ describe('the failures the doctrine names: questions first, the resolver on ever
     assert.equal(view.outcome.status, 'verify-failed', view.outcome.summary);
     assert.match(view.outcome.summary, /^verification refused the merge after its fixup round: leftover conflict markers: notes\.txt:1, notes\.txt:3, notes\.txt:5; nothing was merged$/);
     assert.equal(branchHead(repo.path, 'main'), before);
+  });
+
+  it("a fix loop's agent asks inside a landing: the landing shows the question, the answer given to the landing reaches the fix loop's agent; landed", async () => {
+    const repo = createFixtureRepo({
+      base: { 'check.sh': 'test "$(cat FIXED 2>/dev/null)" = yes || { echo "FIXED is not yes"; exit 3; }\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 1 } }) },
+      branches: [{ name: 'feature/f', commits: [{ message: 'feature', files: { 'feature.txt': 'f\n' } }] }],
+    });
+    const id = await land({ repo: repo.url, branches: ['feature/f'], target: 'main', agents: { fixer: 'script#fixer:ask-fix', ladder: ['script#fixer:ask-fix'] } });
+    const waiting = await waitingView(id);
+    const [pending] = waiting.body.pendingQuestions;
+    assert.deepEqual(
+      { id: pending?.id, from: pending?.from, phase: waiting.body.phase },
+      { id: 'fixup-1-implementer-1-q1', from: 'fixup-1-implementer-1 (implementer, script#fixer:ask-fix)', phase: 'fixup' },
+      JSON.stringify(waiting.body),
+    );
+    assert.match(pending.why, /agent round 1 on `sh check\.sh` \(exit 3\)/);
+    // The fix loop shows it too, as its own.
+    const loop = await stack.client.workflow.getHandle(`${id}.fixup-1`).query<{ pendingQuestions: { id: string }[] }>('status');
+    assert.deepEqual(loop.pendingQuestions.map((question) => question.id), ['fixup-1-implementer-1-q1']);
+
+    assert.equal((await stack.api('POST', `/v1/landings/${id}/answers`, { text: 'yes' })).status, 200);
+    const view = await landingFinished(stack, id);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    assert.equal(show(repo.path, 'main', 'FIXED'), 'yes', "the fix is the operator's answer");
+    const followUp = await sessionInput(`${id}.fixup-1-implementer-1-answered-1`);
+    assert.equal(followUp?.continues?.sessionId, 'fixup-1-implementer-1', 'the follow-up continues the agent that asked');
+    assert.match(followUp.task.prompt, /Answer from the operator: yes$/m);
+    assert.deepEqual(view.outcome.questions.map((question: { id: string; answer?: string }) => [question.id, question.answer]), [['fixup-1-implementer-1-q1', 'yes']]);
+  });
+
+  it("a reviewer's question: the landing shows it, the answer reaches a follow-up of that reviewer, whose report counts; empty → needs-decision", async () => {
+    const reviewed = (answer: string) => {
+      const repo = createFixtureRepo({
+        base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { review: { panel: 'script-asker', quorum: 2 } }) },
+        branches: [{ name: 'feature/n', commits: [{ message: 'notes', files: { 'notes.txt': `notes ${answer}\n` } }] }],
+      });
+      return repo;
+    };
+    const repo = reviewed('yes');
+    const id = await land({ repo: repo.url, branches: ['feature/n'], target: 'main' });
+    const waiting = await waitingView(id);
+    const [pending] = waiting.body.pendingQuestions;
+    assert.equal(waiting.body.phase, 'review', JSON.stringify(waiting.body));
+    assert.match(pending.id, /^review-[0-9a-f]{12}-script_reviewer-a_ask-review-q1$/);
+    assert.match(pending.from, /\(reviewer, script#reviewer-a:ask-review\)$/);
+    assert.match(pending.why, /^reviewing tree [0-9a-f]{12} for panel script-asker$/);
+    assert.equal((await stack.api('POST', `/v1/landings/${id}/answers`, { text: 'yes, on purpose' })).status, 200);
+    const view = await landingFinished(stack, id);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    assert.equal(view.outcome.reviews[0].status, 'approved');
+    const panelId = `${id}.review-1`;
+    const followUp = await sessionInput(`${panelId}.script_reviewer-a_ask-review-answered-1`);
+    assert.match(followUp!.task.prompt, /^Answer from the operator: yes, on purpose$/m);
+    assert.match(followUp!.continues!.sessionId, /^review-[0-9a-f]{12}-script_reviewer-a_ask-review$/, 'the follow-up continues the reviewer that asked');
+
+    const declined = reviewed('no');
+    const before = branchHead(declined.path, 'main');
+    const second = await land({ repo: declined.url, branches: ['feature/n'], target: 'main' });
+    await waitingView(second);
+    assert.equal((await stack.api('POST', `/v1/landings/${second}/answers`, { text: '' })).status, 200);
+    const stopped = await landingFinished(stack, second);
+    assert.equal(stopped.outcome.status, 'needs-decision', stopped.outcome.summary);
+    assert.match(stopped.outcome.summary, /^review: the answer to .* question review-.*-q1 was empty: a decision not to go on; nothing was merged$/);
+    assert.equal(branchHead(declined.path, 'main'), before);
   });
 });

@@ -242,6 +242,22 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     assert.deepEqual(view.pendingQuestions, [{ id: 'gate-file-edit', question: 'approve the gate file change?' }]);
     assert.equal(view.outcome, undefined);
 
+    // Running, but no worker answers (all down, or its host lost): 200 with the phase visibility recorded, and why.
+    temporal.add({
+      workflowId: 'land.orphan',
+      searchAttributes: [{ key: searchAttributes.phase, value: 'gate' }],
+      queries: {
+        [landingStatusQuery.name]: () => {
+          throw new Error('query timed out: no worker polls the queue');
+        },
+      },
+    });
+    const orphan = await app.inject({ method: 'GET', url: '/v1/landings/land.orphan', headers: auth });
+    assert.equal(orphan.statusCode, 200, orphan.body);
+    const { statusUnavailable, ...shown } = orphan.json();
+    assert.deepEqual(shown, { id: 'land.orphan', workflowStatus: 'RUNNING', phase: 'gate', steps: [], gates: [], meters: {}, pendingQuestions: [], reviews: [] });
+    assert.match(statusUnavailable, /^no worker answered the status query \(query timed out: no worker polls the queue\)/);
+
     // No worker to answer the query: a completed landing still shows its recorded outcome.
     temporal.add({ workflowId: 'land.done', status: 'COMPLETED', result: landedOutcome('land.done') });
     const done = (await app.inject({ method: 'GET', url: '/v1/landings/land.done', headers: auth })).json();
@@ -311,6 +327,12 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     assert.deepEqual(accepted.json(), { accepted: true, questionId: 'gate-file-edit' });
     assert.deepEqual(answers, [{ text: 'approve' }]);
     const refused = assertError(await app.inject({ method: 'POST', url: '/v1/landings/land.asking/answers', headers: auth, payload: { text: 'later' } }), 400, ApiErrorCode.validation);
+    // The same through /v1/runs/:id/answers (any run that asks); a run that takes no answers → 409.
+    const viaRuns = await app.inject({ method: 'POST', url: '/v1/runs/land.asking/answers', headers: auth, payload: { text: 'yes', questionId: 'fixup-1-implementer-1-q1' } });
+    assert.equal(viaRuns.statusCode, 200, viaRuns.body);
+    assert.deepEqual(answers.at(-1), { text: 'yes', questionId: 'fixup-1-implementer-1-q1' });
+    temporal.add({ workflowId: 'nightly.x', type: 'nightly' });
+    assert.match(assertError(await app.inject({ method: 'POST', url: '/v1/runs/nightly.x/answers', headers: auth, payload: { text: 'yes' } }), 409, ApiErrorCode.conflict).message, /takes no answers/);
     assert.equal(refused.details?.field, 'text');
     assert.match(refused.message, /no pending question/);
     const budget = await app.inject({ method: 'POST', url: '/v1/runs/land.asking/budget', headers: auth, payload: { action: 'extend', tokens: 1000 } });

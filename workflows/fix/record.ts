@@ -8,6 +8,7 @@ import type { SessionRequest } from '../../core/session-types';
 import { budgetLeft, type BudgetLimits } from '../../policies/budget';
 import { classifyIntent, roleFor } from '../../policies/intent';
 import type { ReproChoice } from '../../policies/repro-discovery';
+import { QuestionDesk } from '../questions';
 import { RunJournal } from '../run-journal';
 
 export type PartialFixOutcome = Omit<FixOutcome, 'filesChanged' | 'fixBranch'>;
@@ -30,6 +31,10 @@ export class FixRecord {
   /** How often each repro failure (policies/repeated-failure.ts sightingKey) has been seen. */
   readonly sightings: Record<string, number> = {};
   readonly journal = new RunJournal();
+  /** Questions the loop waits on (its agents'); a loop working for a landing shows them there too. */
+  readonly desk: QuestionDesk;
+  /** Follow-up sessions that carried answers to an agent's questions (names them). */
+  followUps = 0;
   readonly state = {
     phase: 'discover',
     reproExitCode: null as number | null,
@@ -51,6 +56,7 @@ export class FixRecord {
   groundRounds = 0;
 
   constructor(readonly request: FixRequest) {
+    this.desk = new QuestionDesk(this.journal, request.reportTo);
     this.intent = classifyIntent(request.request);
     this.routedTo = roleFor(this.intent);
     const { intent, routedTo } = this;
@@ -62,10 +68,13 @@ export class FixRecord {
       reproSource: this.reproSource,
       reproReason: this.reproReason,
       groundingFiles: [...this.groundingFiles],
+      pendingQuestions: this.desk.pending().map(({ answer: _answer, owner: _owner, ...question }) => question),
       ...(this.outcome ? { outcome: this.outcome } : {}),
     }));
     setHandler(eventsQuery, ({ after, limit } = {}) => this.journal.page(after, limit));
-    setHandler(runEventSignal, ({ key, ...event }) => this.journal.record(event, key));
+    setHandler(runEventSignal, ({ key, ...event }) => (event.kind === 'question' ? this.desk.adopt(event, key) : this.journal.record(event, key)));
+    // Its agents' questions: answered here (the `answer` update) or through the run it works for.
+    this.desk.install();
   }
 
   /** Takes in what grounding read and decided: the facts for the playbooks, the repro for the rest of the loop. */

@@ -66,12 +66,14 @@ export interface LandingState {
   /** The tree the review panel last approved (null: a panel is configured but nothing approved yet). */
   approvedTree: string | null;
   mergeTries: number;
+  /** Hosts this landing lost (no worker of theirs picked up a step in time): it re-placed itself after each. */
+  lostHosts: string[];
   /** Set when the target moved under the merge: the rebase phase rebases onto it; failures after it are final. */
   moved?: { to: string };
 }
 
 export function initialState(): LandingState {
-  return { hostId: '', base: '', declaredDrops: new Map(), dropped: [], when: 'After the rebase', round: 0, fixups: 0, verifyFixups: 0, approvedTree: null, mergeTries: 0 };
+  return { hostId: '', base: '', declaredDrops: new Map(), dropped: [], when: 'After the rebase', round: 0, fixups: 0, verifyFixups: 0, approvedTree: null, mergeTries: 0, lostHosts: [] };
 }
 
 /** The parts of the state a phase needs once validate and rebase have run (a bug otherwise, not an outcome). */

@@ -26,6 +26,10 @@ export async function fixup(ctx: LandingContext, state: LandingState): Promise<N
   if (unavailable !== undefined) {
     return end(tracker.fail(FailureCode.agentUnavailable, `${repair.problem}; fixup round ${round} could not start an agent: ${unavailable}; nothing was merged`, { message: unavailable }));
   }
+  // The fix loop's agent asked and the answer declined (or none came in time): the landing's decision too.
+  if ('outcome' in repaired && repaired.outcome === 'needs-decision') {
+    return end(tracker.fail(FailureCode.needsDecision, `fixup round ${round}: ${repaired.summary}; nothing was merged`, { message: repaired.summary }));
+  }
   const after = await host['capsule.workspaceHead']({ runId, since: head.headSha });
   if (after.commitsSince < 1) {
     return end(tracker.fail(FailureCode.fixupFailed, `fixup round ${round} added no commit; ${repair.problem}`, { message: 'the fixup round added no commit' }));

@@ -6,6 +6,7 @@ import { releaseSignal } from '../../core/messages';
 import type { BudgetCommand } from '../../core/session-types';
 import type { LandingOutcome, LandingRequest } from '../../core/types';
 import { localCapsule } from '../activity-options';
+import { hostLost } from '../pinned';
 import { failureOf, initialState, type LandingContext, type LandingState, type Next, type Phase } from './context';
 import { fixup } from './fixup';
 import { gate } from './gate';
@@ -51,6 +52,7 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     budgetControl,
     startedAt: Date.now(),
     gateFiles: { asked: 0 },
+    hostLostAfterMs: parseDuration(request.recipes?.limits.session.hostLostAfter ?? '5m') ?? 5 * 60_000,
     // The recipe's wait for an answer (none: as long as it takes), from the snapshot the run started with.
     ...(request.recipes?.limits.questions?.wait ? { questionWaitMs: parseDuration(request.recipes.limits.questions.wait) } : {}),
     local: proxyLocalActivities<Activities>(localCapsule),
@@ -69,12 +71,42 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
   return outcome;
 }
 
+/** Hosts a landing may lose before it gives up (each loss re-places it on a live host). */
+const maxLostHosts = 2;
+
 async function run(ctx: LandingContext, state: LandingState): Promise<LandingOutcome> {
   for (let next: Phase = 'validate'; ; ) {
-    const decided: Next = await phases[next](ctx, state);
+    let decided: Next;
+    try {
+      decided = await phases[next](ctx, state);
+    } catch (error) {
+      if (!state.hostId || !hostLost(error) || state.lostHosts.length >= maxLostHosts) throw error;
+      next = await replace(ctx, state);
+      continue;
+    }
     if ('outcome' in decided) return decided.outcome;
     next = decided.next;
   }
+}
+
+/**
+ * The run's host is lost (no worker of it picked up a step in time): what lived only there — the
+ * workspace with the rebased and fixed commits, the gate's containers, the sessions' copies — is
+ * gone with it. The landing gives the target back, forgets the host and places itself again on a
+ * live host from its request (origin and the host's new mirror): the same run, its journal, meters,
+ * answers and approvals kept; the work redone there, from the rebase on.
+ */
+async function replace(ctx: LandingContext, state: LandingState): Promise<Phase> {
+  const { tracker, queue } = ctx;
+  const lost = state.hostId;
+  tracker.journal.record({ kind: 'host', state: 'lost', hostId: lost, reason: `no worker of host ${lost} picked up a step within ${Math.round((ctx.hostLostAfterMs ?? 0) / 1000)} s; the landing places itself on a live host` });
+  if (queue.id) await getExternalWorkflowHandle(queue.id).signal(releaseSignal, { landingId: ctx.runId }).catch(() => undefined);
+  const lostHosts = [...state.lostHosts, lost];
+  // Counters that name steps and children (gate rounds) keep rising; everything learned on the lost host goes.
+  Object.assign(state, { ...initialState(), round: state.round, mergeTries: state.mergeTries, lostHosts });
+  queue.id = undefined;
+  queue.admitted = false;
+  return 'validate';
 }
 
 /** The outcome of a landing a phase did not finish: cancelled, out of budget, or failed (the cause named). */
@@ -91,7 +123,8 @@ function endedBy(error: unknown, tracker: LandingTracker): LandingOutcome {
 
 /** Runs even when the workflow is cancelled: free the target, clean up by manifest, record the outcome. */
 async function finale({ runId, tracker, queue }: LandingContext, state: LandingState, outcome: LandingOutcome): Promise<void> {
-  const host = state.host;
+  // A lost host cleans up after itself when it comes back (its files and containers are its own).
+  const host = state.lostHosts.includes(state.hostId) ? undefined : state.host;
   // Free the target for the next landing, whether this one merged, failed or was cancelled: the
   // cleanup does it first; without a cleanup (or when it failed), a signal of the landing's own.
   const release = () => (queue.id ? getExternalWorkflowHandle(queue.id).signal(releaseSignal, { landingId: runId }).catch(() => undefined) : undefined);
@@ -105,6 +138,6 @@ async function finale({ runId, tracker, queue }: LandingContext, state: LandingS
     outcome.summary += ` (cleanup failed: ${failureOf(error).message})`;
     tracker.enter('done');
     await release();
-    await host['capsule.recordOutcome']({ outcome });
+    await host['capsule.recordOutcome']({ outcome }).catch(() => undefined);
   }
 }

@@ -12,6 +12,7 @@ export async function review(ctx: LandingContext, state: LandingState): Promise<
   const { tracker, request } = ctx;
   const { host, gate: gateFile } = placed(state);
   const verdict = await reviewTree(ctx, host, state.hostId, gateFile.review!);
+  if (verdict.needsDecision) return end(tracker.fail(FailureCode.needsDecision, `review: ${verdict.needsDecision}; nothing was merged`, { message: verdict.needsDecision }));
   if (verdict.status === 'approved') {
     state.approvedTree = verdict.treeSha;
     return go('verify');

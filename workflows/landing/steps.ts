@@ -15,7 +15,7 @@ import { landingRepairRequest } from '../../policies/intent';
 import { repairPlan } from '../../policies/repair-plan';
 import { gateVerdict } from '../../policies/supersedes';
 import { childRecord } from '../../core/search-attributes';
-import { answersMessage, askedBy } from '../questions';
+import { askAgent, undecided } from '../questions';
 
 export interface LandingStepContext {
   runId: string;
@@ -28,6 +28,8 @@ export interface LandingStepContext {
   startedAt: number;
   /** The gate-file version an operator approved in this landing (none until one is), and how many times it was asked. */
   gateFiles: { approved?: GateFileApproval; asked: number };
+  /** A host-pinned step no worker of the host picks up for this long: the host is lost (the recipe's `limits.session.hostLostAfter`). */
+  hostLostAfterMs?: number;
   /** How long a question may wait for its answer (the recipe's `limits.questions.wait`); none: as long as it takes. */
   questionWaitMs?: number;
 }
@@ -115,31 +117,16 @@ export async function ask(ctx: LandingStepContext, question: Omit<Question, 'ans
   return { stopped: tracker.fail(FailureCode.needsDecision, `${waited}; nothing was merged`, { message: `${waited}: ${question.question}` }) };
 }
 
-/** The outcome of an empty answer: a decision not to go on, with the question it answered. */
-export function declined(ctx: LandingStepContext, question: Pick<Question, 'id' | 'question' | 'from'>): LandingOutcome {
-  return ctx.tracker.fail(FailureCode.needsDecision, `the answer to ${question.from ?? 'the'} question ${question.id} was empty: a decision not to go on; nothing was merged`, {
-    message: `question ${question.id} answered empty: ${question.question}`,
-  });
-}
-
 /**
  * Questions first: an agent's questions, asked one by one before any more agent time is spent.
  * The follow-up that hands the answers to the session that asked (reuse first: it continues that
  * conversation), or the outcome when an answer is empty (a decision not to go on) or none came in time.
  */
 export async function answerAgent(ctx: LandingStepContext, asked: SessionOutcome, why: string): Promise<{ followUp: { continues?: ConversationRef; message: string } } | { stopped: LandingOutcome }> {
-  const from = askedBy(asked);
-  const answers: { question: string; answer: string }[] = [];
-  for (const [index, question] of (asked.result?.questions ?? []).entries()) {
-    const id = `${asked.sessionId}-q${index + 1}`;
-    const got = await ask(ctx, { id, question, from, why });
-    if ('stopped' in got) return got;
-    if (got.answer === '') return { stopped: declined(ctx, { id, question, from }) };
-    answers.push({ question, answer: got.answer });
-  }
-  const attempt = asked.attempts.at(-1);
-  const continues = attempt ? { sessionId: asked.sessionId, attempt: attempt.attempt, harnessModel: attempt.harnessModel } : undefined;
-  return { followUp: { ...(continues ? { continues } : {}), message: answersMessage(answers) } };
+  const answers = await askAgent(ctx.tracker.desk, asked, why, ctx.questionWaitMs);
+  if ('followUp' in answers) return answers;
+  const { summary, message } = undecided(answers);
+  return { stopped: ctx.tracker.fail(FailureCode.needsDecision, `${summary}; nothing was merged`, { message }) };
 }
 
 /**
@@ -182,7 +169,7 @@ export async function runGate(ctx: LandingStepContext, pinned: string, gate: Gat
   const { runId, request, tracker } = ctx;
   for (const suite of gate.suites) {
     const timeoutMs = suiteTimeoutMs(suite);
-    const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(pinned) });
+    const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(pinned), ...(ctx.hostLostAfterMs ? { scheduleToStartTimeout: ctx.hostLostAfterMs } : {}) });
     const result = await tracker.step(
       `gate.runSuite:${suite.id}#${round}`,
       'container',

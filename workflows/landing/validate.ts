@@ -29,7 +29,7 @@ export async function validate(ctx: LandingContext, state: LandingState): Promis
   tracker.facts.targetSha = inspected.targetSha;
   // Everything after this touches the host's mirror, workspace or Docker daemon: pin to that host.
   state.hostId = inspected.hostId;
-  state.host = pinnedTo(inspected.hostId);
+  state.host = pinnedTo(inspected.hostId, ctx.hostLostAfterMs);
   if (!inspected.gate.ok) return end(invalidGateFile(ctx, inspected.gate));
   state.gate = inspected.gate.gate;
   state.base = inspected.targetSha;
