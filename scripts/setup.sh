@@ -9,6 +9,8 @@
 #      tarmac/agent-codex, rebuilt only when their inputs change
 #   6. Debian's chromium for the Web UI browser test (apt, only when /usr/bin/chromium is missing)
 #   7. schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
+#   8. the prebuilt workflow bundle (npm run build:workflows → dist/workflow-bundle.js), rebuilt only when
+#      the workflow sources changed; workers load it while it is current
 # Environment: TARMAC_BASE_IMAGE (use this base instead of the offline debootstrap one),
 # TARMAC_SKIP_IMAGES=1, TARMAC_CACHE_DIR (default ~/.cache/tarmac).
 set -euo pipefail
@@ -101,5 +103,11 @@ if [ "$("$schemathesis_venv/bin/schemathesis" --version 2>/dev/null)" != "schema
   { python3 -m venv "$schemathesis_venv" >&2 && "$schemathesis_venv/bin/pip" install -q "schemathesis==$schemathesis_version" >&2; } \
     || say "warning: could not install schemathesis (needs python3 with venv, and PyPI); the OpenAPI fuzz test will fail"
 fi
+
+# 8. Workflow bundle ---------------------------------------------------------------
+# Workers load dist/workflow-bundle.js instead of bundling at every start, while its key (a hash of
+# workflows/, core/, policies/ and the installed dependencies) matches the sources; a stale one is never
+# loaded (the worker bundles from source and logs why). See docs/VERSIONING.md.
+node --import tsx "$root/scripts/build-workflows.ts" >&2 || die "could not build the workflow bundle; see the error above"
 
 say "ready"

@@ -78,6 +78,13 @@ export interface Config {
    * (the agents it reports). Give the API and the workers the same directory.
    */
   recipesDir: string;
+  /**
+   * `TARMAC_WORKFLOW_BUNDLE`: a workflow bundle file the worker loads as given (one built by
+   * `bundleWorkflowCode`, e.g. for a release). Default none: the worker loads the prebuilt
+   * `dist/workflow-bundle.js` when it is current (`npm run build:workflows`), else bundles the
+   * workflows from source at start (worker/workflow-bundle.ts).
+   */
+  workflowBundle?: string;
 }
 
 export class ConfigError extends Error {
@@ -210,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     modelUpstreams,
     ...(env.TARMAC_SCRIPT_SCENARIOS?.trim() ? { scriptScenariosDir: resolve(env.TARMAC_SCRIPT_SCENARIOS.trim()) } : {}),
     recipesDir: resolve(text('TARMAC_RECIPES_DIR', defaultRecipesDir)),
+    ...(env.TARMAC_WORKFLOW_BUNDLE?.trim() ? { workflowBundle: resolve(env.TARMAC_WORKFLOW_BUNDLE.trim()) } : {}),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return redactSecrets(config);
