@@ -176,6 +176,10 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
         if (now !== expectedTargetSha) {
           throw failure(FailureCode.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12) || '(deleted)'}; the push was refused`, { expected: expectedTargetSha, actual: now });
         }
+        // The origin answered and refused (a hook, a protected branch): a retry would be refused the
+        // same way. Anything else (the transport) may pass on a retry.
+        const refused = /\[remote rejected\][^\n]*|\[rejected\][^\n]*/.exec(error instanceof Error ? error.message : String(error));
+        if (refused) throw failure(FailureCode.pushRefused, `the origin refused the push of ${headSha.slice(0, 12)} to ${target}: ${refused[0].trim()}; nothing was pushed`);
         throw error;
       }
       log.info('target fast-forwarded', { target, from: expectedTargetSha, to: headSha });

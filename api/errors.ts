@@ -62,6 +62,11 @@ export function registerErrorHandler(app: FastifyInstance): void {
       // Fastify's own client errors (bad JSON, wrong content type, body too large).
       return reply.status(status).send({ error: { code: FailureCode.validation, message: error.message } });
     }
+    // The operator's recipe files do not load: their own data, named (file and field), not internals.
+    if ((error as Error).name === 'RecipeError') {
+      request.log.error({ err: error }, 'the recipes do not load');
+      return reply.status(httpStatus(FailureCode.recipesInvalid)).send({ error: { code: FailureCode.recipesInvalid, message: `${(error as Error).message}; nothing was started` } });
+    }
     if (temporalUnreachable(error)) {
       request.log.warn({ err: error }, 'Temporal is unreachable');
       return reply.status(httpStatus(FailureCode.unavailable)).header('retry-after', '5').send({ error: { code: FailureCode.unavailable, message: 'Temporal is unreachable; nothing was started or changed; retry shortly' } });

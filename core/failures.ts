@@ -65,6 +65,7 @@ export const failureTable = {
   refNotFound: { code: 'TARMAC_REF_NOT_FOUND', raised: 'thrown', retryable: false, ends: failed, description: 'A branch, target or recorded SHA does not exist in the repository.' },
   imageMissing: { code: 'TARMAC_IMAGE_MISSING', raised: 'thrown', retryable: false, ends: failed, description: 'A gate or agent image is not present on the Docker host.' },
   targetMoved: { code: 'TARMAC_TARGET_MOVED', raised: 'thrown', retryable: false, ends: { ...failed, landing: 'target-moved' }, description: 'The target branch moved since the landing was verified (the merge refuses; the landing retargets, or gives up after its tries).' },
+  pushRefused: { code: 'TARMAC_PUSH_REFUSED', raised: 'thrown', retryable: false, ends: failed, description: 'The origin refused the fast-forward push itself (a pre-receive hook, a protected branch): nothing was pushed; the reason git reported is named.' },
   notFastForward: { code: 'TARMAC_NOT_FAST_FORWARD', raised: 'thrown', retryable: false, ends: failed, description: 'The head is not a descendant of the target head: nothing was pushed.' },
   unknownModel: { code: 'TARMAC_UNKNOWN_MODEL', raised: 'thrown', retryable: false, http: 400, ends: { ...failed, session: 'invalid-request' }, description: 'A harness#model is not in the registry (the message names the nearest known ones).' },
   invalidRequest: { code: 'TARMAC_INVALID_REQUEST', raised: 'thrown', retryable: false, ends: { ...failed, session: 'invalid-request' }, description: 'A request (session, limits, budget, panel, network) is invalid; the message names the field.' },
@@ -95,6 +96,7 @@ export const failureTable = {
   methodNotAllowed: { code: 'TARMAC_METHOD_NOT_ALLOWED', raised: 'answered', http: 405, description: 'The path exists but not with this method (`Allow` names the ones it has).' },
   conflict: { code: 'TARMAC_CONFLICT', raised: 'answered', http: 409, description: 'The run is not running (answer, cancel, budget), a landing to retry is still running or landed, or a schedule exists or has a run in progress.' },
   rateLimited: { code: 'TARMAC_RATE_LIMITED', raised: 'answered', http: 429, description: 'Too many requests on an unauthenticated path, or too many open event streams for a token.' },
+  recipesInvalid: { code: 'TARMAC_RECIPES_INVALID', raised: 'answered', http: 500, description: "The API's recipe files (TARMAC_RECIPES_DIR) do not load: the message names the file and the field; nothing was started." },
   unavailable: { code: 'TARMAC_UNAVAILABLE', raised: 'answered', http: 503, description: 'Temporal is unreachable: nothing was started or changed; retry after `Retry-After`.' },
 } as const satisfies Record<string, FailureRow>;
 

@@ -48,8 +48,9 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
 async function loop(record: FixRecord): Promise<PartialFixOutcome> {
   const { request, state } = record;
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue: workflowInfo().taskQueue });
-  state.meters.capsulesRun += 2;
-  const limits = await shared['fix.limits']();
+  // The loop's limits from the recipes it started with (a run started before snapshots reads the live file).
+  const limits = request.recipes?.playbooks.limits ?? (await shared['fix.limits']());
+  state.meters.capsulesRun += request.recipes ? 1 : 2;
   record.sessionTimeout = limits.sessionTimeout;
   // A workspace of its own is placed through the placement queue: the worker that prepares it is a host.
   const placing = proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(workflowInfo().taskQueue) });

@@ -65,6 +65,9 @@ describe('retrying a landing that did not land', () => {
     const failed = (await landingFinished(stack, first, 300_000)).outcome;
     assert.notEqual(failed.status, 'landed', failed.summary);
     assert.equal(failed.endedInPhase, 'merge', failed.summary);
+    // Refused by the origin itself: said so at once with git's reason, not retried as if transient.
+    assert.equal(failed.failure.type, 'TARMAC_PUSH_REFUSED', failed.summary);
+    assert.match(failed.summary, /the origin refused the push of [0-9a-f]{12} to main: \[remote rejected\] .*pre-receive hook declined/);
     assert.equal(failed.reviews[0].status, 'approved');
     assert.equal(failed.reviews[0].cache, 'miss');
     assert.equal(failed.reviews[0].sessionsStarted, 3);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
@@ -9,6 +9,7 @@ import { buildApp } from '../../api/app';
 import { FailureCode as ApiErrorCode } from '../../core/failures';
 import { answerUpdate, budgetUpdate, eventsQuery, landingStatusQuery } from '../../core/messages';
 import { loadConfig, type Config } from '../../core/node/config';
+import { defaultRecipesDir } from '../../core/node/recipes';
 import { searchAttributes } from '../../core/search-attributes';
 import type { LandingOutcome, LandingStatusView } from '../../core/types';
 import { branchHead, createFixtureRepo, type FixtureRepo } from '../../infra/fixture-repo';
@@ -121,6 +122,23 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     }
     assert.deepEqual(temporal.startCalls, [], 'no run was started by a rejected request');
     assert.deepEqual(temporal.visibilityQueries, [], 'a rejected filter never became a query');
+  });
+
+  it('TARMAC_RECIPES_INVALID: recipe files that do not load are named (file and field) and nothing is started', async () => {
+    const broken = mkdtempSync(join(tmpdir(), 'tarmac-unit-recipes-'));
+    cpSync(defaultRecipesDir, broken, { recursive: true });
+    const limits = JSON.parse(readFileSync(join(broken, 'limits.json'), 'utf8'));
+    limits.session.timeout = 'half an hour';
+    writeFileSync(join(broken, 'limits.json'), JSON.stringify(limits));
+    const misconfigured = await build({ TARMAC_RECIPES_DIR: broken });
+    try {
+      const error = assertError(await misconfigured.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main' } }), 500, ApiErrorCode.recipesInvalid);
+      assert.match(error.message, /^recipes\/limits\.json: session\.timeout .*; nothing was started$/);
+      assert.deepEqual(temporal.startCalls, []);
+    } finally {
+      await misconfigured.close();
+      rmSync(broken, { recursive: true, force: true });
+    }
   });
 
   it('TARMAC_REPO_ALLOW: a repository outside the allowed prefixes is refused naming repo, before anything is started; TARMAC_RATE_LIMITED on unauthenticated paths', async () => {

@@ -37,6 +37,8 @@ describe('the failure table: one row per code', () => {
     imageMissing: 'TARMAC_IMAGE_MISSING',
     targetMoved: 'TARMAC_TARGET_MOVED',
     notFastForward: 'TARMAC_NOT_FAST_FORWARD',
+    pushRefused: 'TARMAC_PUSH_REFUSED',
+    recipesInvalid: 'TARMAC_RECIPES_INVALID',
     unknownModel: 'TARMAC_UNKNOWN_MODEL',
     invalidRequest: 'TARMAC_INVALID_REQUEST',
     manifestInvalid: 'TARMAC_MANIFEST_INVALID',
@@ -181,6 +183,7 @@ describe('HTTP statuses of the API', () => {
     { code: FailureCode.rateLimited, expected: 429 },
     { code: FailureCode.internal, expected: 500 },
     { code: FailureCode.unavailable, expected: 503 },
+    { code: FailureCode.recipesInvalid, expected: 500 },
   ];
   for (const { code, expected } of table) {
     it(`${code} → ${expected}, and an ApiError of it answers so`, () => {
@@ -206,6 +209,7 @@ describe('the fix loop vocabulary', () => {
     { type: FixFailure.thrashing, expected: 'thrashing' },
     { type: FixFailure.commandThrashing, expected: 'thrashing' },
     { type: FixFailure.noRepro, expected: 'no-repro' },
+    { type: FixFailure.needsDecision, expected: 'needs-decision' },
     { type: FixFailure.agentUnavailable, expected: 'agent-unavailable' },
     { type: FixFailure.agentFailed, expected: 'failed' },
     { type: FixFailure.error, expected: 'failed' },
