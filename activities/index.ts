@@ -11,6 +11,7 @@ import { createPlacement } from './place-landing';
 import { createRebaseActivities } from './rebase';
 import { createReviewCacheActivities } from './review-cache';
 import { createQueueActivities } from './queue';
+import { createRetentionActivities } from './retention';
 import { createNightlyActivities } from './nightly';
 import { defaultTaskQueue } from '../core/queues';
 import { createSessionActivities } from './sessions';
@@ -54,6 +55,7 @@ export function createActivities(deps: ActivityDeps) {
   const rebase = createRebaseActivities(deps);
   const queue = createQueueActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
   const nightly = createNightlyActivities();
+  const retention = createRetentionActivities(deps);
   const activities = {
     'capsule.placeLanding': createPlacement({ dataDir: deps.dataDir, hostId: deps.hostId, servesHost: deps.servesHost ?? true, git, landing, rebase, gates }),
     'capsule.inspectTarget': git.inspectTarget,
@@ -83,6 +85,8 @@ export function createActivities(deps: ActivityDeps) {
     'fix.logTail': fix.logTail,
     'fix.publishFixes': fix.publishFixes,
     'nightly.pinLanding': nightly.pinLanding,
+    /** This host's retention sweep (workflows/retention.ts): finished runs, unused mirrors and cache entries past TARMAC_RETENTION. */
+    'retention.sweep': retention.sweep,
     /** The recipe snapshot a run started now carries (a nightly's first step: schedules start it, not the API). */
     'recipes.snapshot': async (): Promise<RecipeSnapshot> => loadRecipes(deps.recipesDir),
     /**

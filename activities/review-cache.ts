@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFile, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { log } from '@temporalio/activity';
 import { Type } from '@sinclair/typebox';
@@ -67,7 +67,12 @@ export function createReviewCacheActivities({ dataDir }: { dataDir: string }) {
           if (!Value.Check(SealedEntrySchema, entry)) reason = 'entry does not match the schema';
           else if (!sameKey(entry.key, key)) reason = `entry is for another key (${entry.key.treeSha.slice(0, 12)} ${entry.key.harnessModel})`;
           else if (entry.digest !== digestOf(entry.key, entry.report)) reason = 'entry digest does not match its content';
-          else result.restored.push({ harnessModel, report: entry.report });
+          else {
+            result.restored.push({ harnessModel, report: entry.report });
+            // A hit keeps the entry young: retention (activities/retention.ts) counts from its last use.
+            const now = new Date();
+            await utimes(path, now, now).catch(() => undefined);
+          }
         }
         if (reason) {
           if (reason !== 'no entry') log.warn('findings cache entry refused; the reviewer runs again', { path, reason });

@@ -6,3 +6,4 @@ export { reviewPanel } from './review-panel';
 export { fixLoop } from './fix-loop';
 export { nightly } from './nightly';
 export { agentRegistry } from './agent-registry';
+export { retentionSweep } from './retention';
