@@ -85,6 +85,22 @@ export interface Config {
    * workflows from source at start (worker/workflow-bundle.ts).
    */
   workflowBundle?: string;
+  /**
+   * `TARMAC_RETENTION`, default `7d`: how long a finished run's files (`runs/<id>/`: workspace, logs,
+   * outcome), a mirror no run uses and a findings-cache entry are kept on this host; `off` keeps them
+   * for ever. Each host sweeps its own data dir (a Temporal Schedule per host, `tarmac.retention.<host>`).
+   */
+  retentionMs?: number;
+  /** `TARMAC_RETENTION_EVERY`, default `1h`: how often this host's retention sweep runs. */
+  retentionEveryMs: number;
+}
+
+/** `7d`, `36h`, `90m`, `30s`, `500ms` (or `off` where allowed) in milliseconds; undefined when malformed. */
+export function parseRetentionDuration(text: string): number | undefined {
+  const match = /^([0-9]{1,9})(ms|s|m|h|d)$/.exec(text.trim());
+  if (!match) return undefined;
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'ms' | 's' | 'm' | 'h' | 'd'];
+  return Number(match[1]) * unit;
 }
 
 export class ConfigError extends Error {
@@ -174,6 +190,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(`TARMAC_WORKER_METRICS_URL: "${workerMetricsUrl}" must be an http:// URL (e.g. http://127.0.0.1:9464/metrics)`);
   }
 
+  const retentionText = text('TARMAC_RETENTION', '7d');
+  const retentionMs = retentionText === 'off' ? undefined : parseRetentionDuration(retentionText);
+  if (retentionText !== 'off' && retentionMs === undefined) problems.push(`TARMAC_RETENTION: "${retentionText}" must be a duration like 7d, 36h, 90m or 30s, or off`);
+  const retentionEveryText = text('TARMAC_RETENTION_EVERY', '1h');
+  const retentionEveryMs = parseRetentionDuration(retentionEveryText);
+  if (retentionEveryMs === undefined || retentionEveryMs < 1_000) problems.push(`TARMAC_RETENTION_EVERY: "${retentionEveryText}" must be a duration of at least 1s, like 1h, 15m or 30s`);
+
   const upstream = (name: string, fallback: string): string => {
     const value = text(name, fallback);
     let url: URL | undefined;
@@ -218,6 +241,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...(env.TARMAC_SCRIPT_SCENARIOS?.trim() ? { scriptScenariosDir: resolve(env.TARMAC_SCRIPT_SCENARIOS.trim()) } : {}),
     recipesDir: resolve(text('TARMAC_RECIPES_DIR', defaultRecipesDir)),
     ...(env.TARMAC_WORKFLOW_BUNDLE?.trim() ? { workflowBundle: resolve(env.TARMAC_WORKFLOW_BUNDLE.trim()) } : {}),
+    ...(retentionMs !== undefined ? { retentionMs } : {}),
+    retentionEveryMs: retentionEveryMs ?? 3_600_000,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return redactSecrets(config);
