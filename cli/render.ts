@@ -86,6 +86,7 @@ export function eventLine(event: WatchEvent, state: WatchState, options: LineOpt
     case 'cache':
       return `${at} review cache ${event.cache} for tree ${short(event.treeSha)}${event.restored.length ? ` (restored: ${event.restored.join(', ')})` : ''}`;
     case 'question':
+      if (event.withdrawn) return `${at} question ${event.id} withdrawn: ${event.from ?? 'its asker'} ended without an answer`;
       return event.answer !== undefined
         ? `${at} answered ${event.id}: ${event.answer === '' ? '(empty: stop)' : event.answer}`
         : `${at} question ${event.id}${asker(event)}: ${event.question} — answer with: tarmac answer ${state.runId} "<text>"`;

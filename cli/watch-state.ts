@@ -159,6 +159,11 @@ export function applyEvent(state: WatchState, event: WatchEvent): WatchState {
       break;
     case 'question': {
       const others = state.questions.filter((question) => question.id !== event.id);
+      // A withdrawn question waits for nothing any more: it leaves the display.
+      if (event.withdrawn) {
+        next.questions = others;
+        break;
+      }
       next.questions = [
         ...others,
         { id: event.id, question: event.question, ...(event.from ? { from: event.from } : {}), ...(event.why ? { why: event.why } : {}), ...(event.answer !== undefined ? { answer: event.answer } : {}) },

@@ -58,7 +58,17 @@ export type RunEventBody =
     }
   | { kind: 'cache'; treeSha: string; cache: 'hit' | 'partial' | 'miss'; restored: string[] }
   | { kind: 'meters'; meters: Meters }
-  | { kind: 'question'; id: string; question: string; /** Who asked and why (Question). */ from?: string; why?: string; answer?: string }
+  | {
+      kind: 'question';
+      id: string;
+      question: string;
+      /** Who asked and why (Question). */
+      from?: string;
+      why?: string;
+      answer?: string;
+      /** The child that asked ended without this run's answer: nobody waits for it any more. */
+      withdrawn?: boolean;
+    }
   | { kind: 'budget'; state: 'paused' | 'extended' | 'stopped'; reason: string }
   /** The run's host was lost (no worker of it picked up a step in time): the run places itself on a live host. */
   | { kind: 'host'; state: 'lost'; hostId: string; reason: string }
@@ -85,4 +95,18 @@ export interface RunEventsPage {
   lastSeq: number;
   /** True once the run has its outcome: no journal event will follow the last one. */
   finished: boolean;
+  /**
+   * The workflow continued as new: events up to `throughSeq` were recorded by an earlier run of
+   * it (`runId`), which still answers `events` for them (its worker replays the closed run).
+   */
+  earlier?: { runId: string; throughSeq: number };
+}
+
+/** What a run hands to the run it continues as (continue-as-new): where the numbering goes on, and the report keys it saw. */
+export interface JournalHandoff {
+  /** The run that recorded events up to `lastSeq`. */
+  runId: string;
+  lastSeq: number;
+  /** The newest report keys: a report retried across the continue-as-new is still recorded once. */
+  keys: string[];
 }

@@ -167,6 +167,8 @@ export interface Question {
   owner?: string;
   /** The answer (trimmed); empty is a decision not to go on. */
   answer?: string;
+  /** The child that asked ended before an answer came here (see its outcome): nobody waits for it any more. */
+  withdrawn?: boolean;
 }
 
 export interface ReviewRecord {

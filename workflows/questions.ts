@@ -30,7 +30,19 @@ export class QuestionDesk {
   ) {}
 
   pending(): Question[] {
-    return this.questions.filter((entry) => entry.answer === undefined);
+    return this.questions.filter((entry) => entry.answer === undefined && !entry.withdrawn);
+  }
+
+  /**
+   * A child that asked has ended (its outcome says how: answered, declined, out of wait): its
+   * questions still pending here are withdrawn — nobody waits for their answers any more.
+   */
+  withdraw(owner: string): void {
+    for (const question of this.pending().filter((entry) => entry.owner === owner)) {
+      question.withdrawn = true;
+      const { owner: _owner, answer: _answer, withdrawn: _withdrawn, ...shown } = question;
+      this.journal.record({ kind: 'question', ...shown, withdrawn: true });
+    }
   }
 
   /** Asks and waits for the answer, or (with `waitMs`) until the wait limit passes. */
@@ -47,7 +59,7 @@ export class QuestionDesk {
   /** An answer to one of this workflow's own questions (from the update, or forwarded by the run). */
   answer(id: string, text: string): void {
     const question = this.find(id);
-    if (!question || question.answer !== undefined) return;
+    if (!question || question.answer !== undefined || question.withdrawn) return;
     question.answer = text;
     const { answer: _answer, owner: _owner, ...asked } = question;
     this.journal.record({ kind: 'question', ...asked, answer: text });
@@ -62,7 +74,7 @@ export class QuestionDesk {
       const { kind: _kind, ...question } = event;
       this.questions.push(question);
     } else {
-      if (!known || known.answer !== undefined) return;
+      if (!known || known.answer !== undefined || known.withdrawn) return;
       known.answer = event.answer;
     }
     const { owner: _owner, ...shown } = event;

@@ -81,6 +81,7 @@ describe('plain lines: one per phase change, step end, gate result, session even
       journal(11, { kind: 'question', id: 'gate-file', question: 'approve the edit of land-gate.json?' }),
       journal(70, { kind: 'question', id: 'gate-file', question: 'approve the edit of land-gate.json?', answer: '' }),
       journal(70, { kind: 'question', id: 'resolver-1-q1', question: 'keep which line?', from: 'resolver-1 (resolver, script#resolver)', why: 'the rebase stopped at a conflict' }),
+      journal(70, { kind: 'question', id: 'fixup-1-implementer-1-q1', question: 'yes or no?', from: 'fixup-1-implementer-1 (implementer, script#fixer)', withdrawn: true }),
       journal(71, { kind: 'budget', state: 'paused', reason: 'tokens: 600 used of 500' }),
       journal(80, { kind: 'budget', state: 'extended', reason: 'extended by an operator' }),
     ]);
@@ -92,6 +93,7 @@ describe('plain lines: one per phase change, step end, gate result, session even
       '[+0:11] question gate-file: approve the edit of land-gate.json? — answer with: tarmac answer land.demo.main.abc "<text>"',
       '[+1:10] answered gate-file: (empty: stop)',
       '[+1:10] question resolver-1-q1 (from resolver-1 (resolver, script#resolver); the rebase stopped at a conflict): keep which line? — answer with: tarmac answer land.demo.main.abc "<text>"',
+      '[+1:10] question fixup-1-implementer-1-q1 withdrawn: fixup-1-implementer-1 (implementer, script#fixer) ended without an answer',
       '[+1:11] budget spent (tokens: 600 used of 500): paused — extend with POST /v1/runs/land.demo.main.abc/budget {"action":"extend",…} or stop with {"action":"stop"}',
       '[+1:20] budget extended: extended by an operator',
     ]);

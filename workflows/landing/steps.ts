@@ -206,6 +206,7 @@ export async function reviewTree(ctx: LandingStepContext, host: Activities, pinn
   );
   // A verdict of a panel that ran before panels reported their meters counts its sessions only.
   const spent = verdict.meters ?? { sessionsSpawned: verdict.sessionsStarted, respawns: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
+  tracker.desk.withdraw(`${runId}.review-${tracker.reviews.length + 1}`);
   tracker.reviews.push({
     treeSha: verdict.treeSha,
     status: verdict.status,
@@ -268,6 +269,7 @@ export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failin
     (value) => `${value.outcome}${value.playbookUsed ? ` (playbook ${value.playbookUsed})` : ''}: ${value.summary}`,
     (value) => (value.outcome === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
   );
+  tracker.desk.withdraw(`${runId}.${label}`);
   tracker.fixLoops.push({ id: `${runId}.${label}`, outcome: result.outcome, summary: result.summary, playbookUsed: result.playbookUsed, repairAttempts: result.repairAttempts, filesChanged: result.filesChanged });
   for (const entry of result.sessions) {
     tracker.sessions.push({ sessionId: entry.sessionId, role: result.routedTo, status: entry.status, harnessModel: entry.harnessModel, attempts: entry.attempts ?? 1 });
