@@ -166,7 +166,12 @@ async function racingContainer(docker: Docker, name: string, labels: Record<stri
 async function ensureStepContainer(docker: Docker, spec: ContainerSpec): Promise<{ container: Docker.Container; existing?: Docker.ContainerInfo }> {
   const stepLabels = { [labelKeys.run]: spec.labels['tarmac.run'], [labelKeys.step]: spec.labels['tarmac.step'] };
   const found = await findByLabels(docker, stepLabels);
-  if (found) return { container: docker.getContainer(found.Id), existing: found };
+  if (found) {
+    // Made by an attempt that died before the step's files were ready (a placement whose workflow
+    // task was lost mid-export), never started: make them now, before anyone can start it.
+    if (found.State === 'created' && spec.prepare && !(await spec.isPrepared?.())) await spec.prepare();
+    return { container: docker.getContainer(found.Id), existing: found };
+  }
   const name = containerName(spec.labels['tarmac.run'], spec.labels['tarmac.step']);
   const create = async (): Promise<{ container: Docker.Container; existing?: Docker.ContainerInfo }> => {
     await ensureImage(docker, spec.image);
@@ -211,14 +216,12 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   // A container made ahead of the step is the first attempt's own run, whatever state it is in
   // (a later attempt that finds it reattaches, as to any other).
   let existing = made.existing?.Labels?.[labelKeys.ahead] === 'true' && context.info.attempt === 1 ? undefined : made.existing;
-  const madeAhead = Boolean(made.existing) && !existing;
   context.heartbeat({ containerId: container.id });
   spec.onContainer?.(container.id);
   let state = (await container.inspect()).State;
   const foundFinished = Boolean(existing) && state.Status === 'exited';
   if (state.Status === 'created') {
-    // Never started: whoever made it, this attempt is the first to run it.
-    if ((existing || madeAhead) && spec.prepare && !(await spec.isPrepared?.())) await spec.prepare();
+    // Never started (its files made by ensureStepContainer): whoever made it, this attempt is the first to run it.
     existing = undefined;
     try {
       await container.start();
