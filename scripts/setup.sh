@@ -11,9 +11,20 @@
 #   7. schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
 #   8. the prebuilt workflow bundle (npm run build:workflows → dist/workflow-bundle.js), rebuilt only when
 #      the workflow sources changed; workers load it while it is current
+#   9. with --cluster only (what test/cluster needs; `npm run up` needs none of it): Debian's PostgreSQL
+#      server (apt, when no initdb is found) and its `postgres` user, and the Temporal server and its
+#      schema tool built from the Go module proxy (a few minutes, once) with the schema files, cached
+#      in ~/.cache/tarmac/temporal-server-<version>/
 # Environment: TARMAC_BASE_IMAGE (use this base instead of the offline debootstrap one),
 # TARMAC_SKIP_IMAGES=1, TARMAC_CACHE_DIR (default ~/.cache/tarmac).
 set -euo pipefail
+cluster=0
+for argument in "$@"; do
+  case "$argument" in
+    --cluster) cluster=1 ;;
+    *) printf '[setup] error: unknown argument %s (only --cluster)\n' "$argument" >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "$0")/.."
 root=$(pwd)
 cache=${TARMAC_CACHE_DIR:-$HOME/.cache/tarmac}
@@ -109,5 +120,45 @@ fi
 # workflows/, core/, policies/ and the installed dependencies) matches the sources; a stale one is never
 # loaded (the worker bundles from source and logs why). See docs/VERSIONING.md.
 node --import tsx "$root/scripts/build-workflows.ts" >&2 || die "could not build the workflow bundle; see the error above"
+
+# 9. A Temporal cluster on PostgreSQL (--cluster) ---------------------------------------
+# test/cluster runs the Temporal server itself on PostgreSQL, with two worker hosts and the API, as
+# separate processes. The version is the one of the compose file's temporalio/server image.
+if [ "$cluster" = 1 ]; then
+  postgres_bin() { { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; } || true; }
+  if [ -z "$(postgres_bin)" ] && ! command -v initdb >/dev/null; then
+    [ -f /etc/debian_version ] || die "PostgreSQL's initdb is not installed; install a PostgreSQL server (test/cluster needs one)"
+    say "installing Debian's PostgreSQL server (apt; test/cluster)"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2 \
+      || { as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2; } \
+      || die "apt-get install postgresql failed"
+  fi
+  say "PostgreSQL: $(postgres_bin || command -v initdb)"
+  # PostgreSQL refuses to run as root: as root, the test runs it as this user (Debian's package makes it).
+  if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
+    say "creating the system user postgres (PostgreSQL refuses to run as root)"
+    useradd --system --user-group --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
+  fi
+  temporal_server_version=v1.29.1
+  server_dir="$cache/temporal-server-$temporal_server_version"
+  if [ ! -x "$server_dir/temporal-server" ] || [ ! -x "$server_dir/temporal-sql-tool" ] || [ ! -d "$server_dir/schema/postgresql/v12" ]; then
+    command -v go >/dev/null || die "the Temporal server is not built and Go is not installed; install Go (test/cluster builds go.temporal.io/server $temporal_server_version)"
+    say "building the Temporal server $temporal_server_version and its SQL tool from the Go module proxy (a few minutes, once)"
+    build=$(mktemp -d "$cache/temporal-server.XXXXXX")
+    chmod 755 "$build"
+    CGO_ENABLED=0 GOBIN="$build" go install "go.temporal.io/server/cmd/server@$temporal_server_version" "go.temporal.io/server/cmd/tools/sql@$temporal_server_version" >&2 \
+      || { rm -rf "$build"; die "could not build the Temporal server; see the go errors above"; }
+    # The schema files ship in the module's source, which go install just downloaded.
+    module_dir=$(go mod download -json "go.temporal.io/server@$temporal_server_version" | node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0, "utf8")).Dir)')
+    mkdir -p "$build/schema"
+    cp -R "$module_dir/schema/postgresql" "$build/schema/"
+    chmod -R u+w "$build/schema"
+    mv "$build/server" "$build/temporal-server"
+    mv "$build/sql" "$build/temporal-sql-tool"
+    rm -rf "$server_dir"
+    mv "$build" "$server_dir"
+  fi
+  say "Temporal server: $server_dir/temporal-server ($("$server_dir/temporal-server" --version 2>/dev/null | awk '{print $NF}'))"
+fi
 
 say "ready"

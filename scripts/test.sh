@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite: typecheck, lint, unit tests (pure code), then end-to-end
-# tests against a real Temporal dev server, the real Docker engine and real git.
-# Run through `npm test`, which runs scripts/setup.sh first.
+# The whole test suite: typecheck, lint, unit tests (pure code), infra checks, the Temporal server on
+# PostgreSQL with two worker hosts (test/cluster), then end-to-end tests against a real Temporal dev
+# server, the real Docker engine and real git.
+# Run through `npm test`, which runs `scripts/setup.sh --cluster` first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "[test] typecheck"; npx tsc --noEmit -p tsconfig.json
 echo "[test] lint"; npx eslint .
 shopt -s nullglob
-files=(test/unit/*.test.ts test/infra/*.test.ts test/e2e/*.test.ts test/scenarios/*.test.ts test/security/*.test.ts)
+files=(test/unit/*.test.ts test/infra/*.test.ts test/cluster/*.test.ts test/e2e/*.test.ts test/scenarios/*.test.ts test/security/*.test.ts)
 if [ "$#" -gt 0 ]; then files=("$@"); fi
 echo "[test] ${#files[@]} test files"
 node --import tsx --test --test-reporter=spec --test-concurrency=1 "${files[@]}"
