@@ -93,7 +93,7 @@ export interface RetentionDeps {
  */
 export function createRetentionActivities({ dataDir, hostId, client = () => Context.current().client }: RetentionDeps) {
   return {
-    async sweep({ retentionMs }: { retentionMs: number }): Promise<RetentionReport> {
+    sweep: async ({ retentionMs }: { retentionMs: number }): Promise<RetentionReport> => {
       const startedAt = new Date();
       const now = startedAt.getTime();
       const report: RetentionReport = { hostId, dataDir, retentionMs, startedAt: startedAt.toISOString(), endedAt: '', removed: [], keptRuns: [], keptMirrors: [], keptCacheEntries: 0, bytesFreed: 0, problems: [] };

@@ -3,13 +3,14 @@ import type { Activities } from '../activities';
 import { parseDuration } from '../core/duration';
 import { FixFailure } from '../core/failures';
 import type { FixOutcome, FixRequest } from '../core/fix-types';
-import { hostQueue, placementQueue } from '../core/queues';
+import { placementQueue } from '../core/queues';
 import type { SessionOutcome } from '../core/session-types';
 import { budgetExhausted } from '../policies/budget';
 import { afterFailedVerify } from '../policies/repeated-failure';
 import { discoverRepro } from '../policies/repro-discovery';
 import { capsule } from './activity-options';
 import { FixRecord, type PartialFixOutcome } from './fix/record';
+import { hostLost } from './pinned';
 import { askAgent, undecided } from './questions';
 import { agent, readFacts, repro, roundToolFailures, tryPlaybooks, type ReproRun } from './fix/steps';
 
@@ -18,6 +19,9 @@ function questionWaitMs(request: FixRequest): number | undefined {
   const wait = request.recipes?.limits.questions?.wait;
   return wait ? parseDuration(wait) : undefined;
 }
+
+/** Hosts a fix loop of its own workspace may lose before it gives up. */
+const maxLostHosts = 2;
 
 /** Playbook edits one playbook phase may chain (each verified; the next one sees the new failure). */
 const maxPlaybookChain = 3;
@@ -33,11 +37,24 @@ const maxPlaybookChain = 3;
 export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
   const record = new FixRecord(request);
   let partial: PartialFixOutcome;
-  try {
-    partial = await loop(record);
-  } catch (error) {
-    const message = error instanceof Error ? ((error as { cause?: Error }).cause?.message ?? error.message) : String(error);
-    partial = isCancellation(error) ? record.fail(FixFailure.cancelled, `cancelled in phase ${record.state.phase}`) : record.fail(FixFailure.error, `failed in phase ${record.state.phase}: ${message}`);
+  for (;;) {
+    try {
+      partial = await loop(record);
+    } catch (error) {
+      // Its own workspace's host is lost: what lived there (workspace, fixes) went with it. The loop
+      // places itself again on a live host and starts over from its request (same run, journal and
+      // meters). Inside a landing the workspace is the landing's: the landing re-places itself.
+      if (!request.workspace && record.hostId && hostLost(error) && record.lostHosts.length < maxLostHosts) {
+        record.lostHosts.push(record.hostId);
+        record.journal.record({ kind: 'host', state: 'lost', hostId: record.hostId, reason: `no worker of host ${record.hostId} picked up a step within ${Math.round(record.hostLostAfterMs / 1000)} s; the fix loop places itself on a live host` });
+        record.hostId = '';
+        record.host = undefined;
+        continue;
+      }
+      const message = error instanceof Error ? ((error as { cause?: Error }).cause?.message ?? error.message) : String(error);
+      partial = isCancellation(error) ? record.fail(FixFailure.cancelled, `cancelled in phase ${record.state.phase}`) : record.fail(FixFailure.error, `failed in phase ${record.state.phase}: ${message}`);
+    }
+    break;
   }
   record.outcome = await CancellationScope.nonCancellable(() => finale(record, partial));
   record.journal.record({ kind: 'outcome', status: record.outcome.outcome, summary: record.outcome.summary });
@@ -55,7 +72,7 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
   // A workspace of its own is placed through the placement queue: the worker that prepares it is a host.
   const placing = proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(workflowInfo().taskQueue) });
   ({ hostId: record.hostId, baseSha: record.baseSha } = request.workspace ?? (await placing['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: request.repo, ref: request.branch })));
-  const host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(record.hostId) });
+  const host = proxyActivities<Activities>({ ...capsule, ...record.hostOptions() });
   record.host = host;
 
   if (record.routedTo === 'architect') {

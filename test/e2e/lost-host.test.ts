@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
@@ -19,6 +20,9 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
   let stack: Stack;
   const recipesDir = mkdtempSync(join(tmpdir(), 'tarmac-test-recipes-'));
   const otherDataDir = mkdtempSync(join(tmpdir(), 'tarmac-test-host-b-'));
+  const thirdDataDir = mkdtempSync(join(tmpdir(), 'tarmac-test-host-c-'));
+  /** Host B, which the first test starts when A dies (the later tests start from there). */
+  let hostB: ChildProcess | undefined;
   before(async () => {
     // A host that picks up no step for 6 s is lost (the recipe's limits.session.hostLostAfter; default 5m).
     cpSync(defaultRecipesDir, recipesDir, { recursive: true });
@@ -32,6 +36,7 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     await stack?.stop();
     rmSync(recipesDir, { recursive: true, force: true });
     rmSync(otherDataDir, { recursive: true, force: true });
+    rmSync(thirdDataDir, { recursive: true, force: true });
   });
 
   it('host A dies mid-gate with its Docker engine; host B re-places the run from origin, re-gates, and merges exactly the gated tree', async () => {
@@ -69,6 +74,7 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     assert.equal(during.body.workflowStatus, 'RUNNING', `A died before the landing ended: ${JSON.stringify(during.body)}`);
     assert.match(during.body.statusUnavailable, /^no worker answered the status query/, 'with no worker up, the view says why it is thin');
     const other = await stack.startExtraWorker({ TARMAC_HOST_ID: 'test-host-b', TARMAC_DATA_DIR: otherDataDir });
+    hostB = other;
 
     const view = await landingFinished(stack, id, 240_000);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
@@ -125,5 +131,51 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     assert.match(view.outcome.summary, /^no answer to resolver-1 \(resolver, script#resolver:ask-nobody\) question resolver-1-q1 within 3 s \(the recipe's limits\.questions\.wait\); nothing was merged$/);
     assert.deepEqual(view.outcome.questions.map((question: { id: string; answer?: string }) => [question.id, question.answer]), [['resolver-1-q1', undefined]]);
     assert.equal(branchHead(repo.path, 'main'), before);
+  });
+
+  it('a fix loop whose host is lost for good places a new workspace on a live host, starts over there and publishes its fix', async () => {
+    // As the first test left it: A is gone, B is the one host. The loop is placed on B.
+    assert.ok(hostB && hostB.exitCode === null, 'B runs (the first test started it)');
+    stack.scriptScenario('write-fixed', { edits: [{ file: 'FIXED', replace: 'yes\n' }] });
+    const repo = createFixtureRepo({ base: { 'check.sh': 'sleep 6; test -f FIXED || { echo "FIXED is missing"; exit 3; }\n' } });
+    const created = await stack.api('POST', '/v1/fix-loops', {
+      repo: repo.url,
+      branch: 'main',
+      request: 'the check fails: FIXED is missing',
+      reproCommand: 'sh check.sh',
+      agents: { implementer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    const handle = stack.client.workflow.getHandle(id);
+    await waitFor(
+      async () => (await handle.describe()).raw.pendingActivities ?? [],
+      (pending) => pending.some((activity) => activity.activityType?.name === 'gate.runSuite' && (activity.heartbeatDetails?.payloads?.length ?? 0) > 0),
+      90_000,
+      "the fix loop's repro to run on B",
+    );
+    // B dies for good with its Docker engine; C joins.
+    const bPid = hostB.pid;
+    hostB.kill('SIGKILL');
+    for (const info of await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${id}`] }) })) {
+      await stack.docker.getContainer(info.Id).remove({ force: true });
+    }
+    await stack.startExtraWorker({ TARMAC_HOST_ID: 'test-host-c', TARMAC_DATA_DIR: thirdDataDir });
+
+    const run = await waitFor(() => stack.api('GET', `/v1/runs/${id}`), (response) => response.body?.workflowStatus !== 'RUNNING', 240_000, `fix loop ${id} to finish`);
+    const outcome = run.body.result;
+    assert.equal(outcome.outcome, 'fixed', outcome.summary);
+    assert.equal(outcome.fixBranch, `tarmac/fix/${id}`);
+    assert.equal(execFileSync('git', ['-C', repo.path, 'show', `${outcome.fixBranch}:FIXED`], { encoding: 'utf8' }), 'yes\n', 'the fix was published from C');
+    const { events } = await handle.query(eventsQuery, {});
+    assert.deepEqual(events.filter((event) => event.kind === 'host').map((event) => event.kind === 'host' && event.hostId), ['test-host-b']);
+    const history = (await handle.fetchHistory()).events ?? [];
+    const onC = history.filter((event) => event.activityTaskScheduledEventAttributes?.taskQueue?.name === hostQueue('test-host-c'));
+    assert.ok(onC.length > 0, 'the loop went on on C');
+    assert.ok(
+      history.every((event) => !event.activityTaskStartedEventAttributes || processOf(event.activityTaskStartedEventAttributes.identity) !== String(bPid) || Number(event.eventId) < Number(onC[0]!.eventId)),
+      'nothing ran on B after the loop moved',
+    );
+    assert.equal(existsSync(join(thirdDataDir, 'runs', id, 'worktree')), false, 'C cleaned up after itself');
   });
 });

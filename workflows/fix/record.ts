@@ -8,6 +8,7 @@ import type { SessionRequest } from '../../core/session-types';
 import { budgetLeft, type BudgetLimits } from '../../policies/budget';
 import { classifyIntent, roleFor } from '../../policies/intent';
 import type { ReproChoice } from '../../policies/repro-discovery';
+import { hostQueue } from '../../core/queues';
 import { QuestionDesk } from '../questions';
 import { RunJournal } from '../run-journal';
 
@@ -35,6 +36,15 @@ export class FixRecord {
   readonly desk: QuestionDesk;
   /** Follow-up sessions that carried answers to an agent's questions (names them). */
   followUps = 0;
+  /** A host step no worker of the host picks up for this long: the host is lost (the recipe's limits.session.hostLostAfter). */
+  readonly hostLostAfterMs: number;
+  /** Hosts this loop lost; a loop with a workspace of its own re-placed itself after each. */
+  readonly lostHosts: string[] = [];
+
+  /** The host's queue for a step, with the lost-host limit. */
+  hostOptions(): { taskQueue: string; scheduleToStartTimeout: number } {
+    return { taskQueue: hostQueue(this.hostId), scheduleToStartTimeout: this.hostLostAfterMs };
+  }
   readonly state = {
     phase: 'discover',
     reproExitCode: null as number | null,
@@ -57,6 +67,7 @@ export class FixRecord {
 
   constructor(readonly request: FixRequest) {
     this.desk = new QuestionDesk(this.journal, request.reportTo);
+    this.hostLostAfterMs = parseDuration(request.recipes?.limits.session.hostLostAfter ?? '5m') ?? 5 * 60_000;
     this.intent = classifyIntent(request.request);
     this.routedTo = roleFor(this.intent);
     const { intent, routedTo } = this;

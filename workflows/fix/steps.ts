@@ -1,8 +1,8 @@
 import { executeChild, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import { hostQueue } from '../../core/queues';
 import { childRecord } from '../../core/search-attributes';
 import type { ConversationRef, SessionOutcome, SessionRequest } from '../../core/session-types';
 import type { RepoFacts } from '../../core/fix-types';
+import { workflowTaskTimeout } from '../../core/timeouts';
 import type { Activities } from '../../activities';
 import { failureShape, sightingKey, type FailureSighting } from '../../policies/repeated-failure';
 import { gateSuite } from '../activity-options';
@@ -29,7 +29,7 @@ export async function readFacts(record: FixRecord): Promise<RepoFacts> {
   record.groundRounds += 1;
   const step = `ground#${record.groundRounds}`;
   journal.record({ kind: 'step', name: step, status: 'started' });
-  const runner = proxyActivities<Activities>({ ...gateSuite(groundingTimeoutMs), taskQueue: hostQueue(record.hostId) });
+  const runner = proxyActivities<Activities>({ ...gateSuite(groundingTimeoutMs), ...record.hostOptions() });
   const facts = await runner['fix.groundingFacts']({
     runId: request.runId,
     repo: request.repo,
@@ -65,7 +65,7 @@ export async function repro(record: FixRecord): Promise<ReproRun> {
   const round = record.reproRounds;
   state.meters.containersRun += 1;
   const timeoutMs = request.reproTimeoutMs ?? 10 * 60_000;
-  const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(record.hostId) });
+  const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), ...record.hostOptions() });
   const step = `repro#${round}`;
   journal.record({ kind: 'step', name: step, status: 'started' });
   const head = await record.host!['capsule.workspaceHead']({ runId: request.runId, since: record.baseSha });
@@ -105,6 +105,7 @@ export async function agent(record: FixRecord, prompt: string, name: string, con
   const result = (await executeChild('agentSession', {
     workflowId: `${request.runId}.${sessionId}`,
     taskQueue: workflowInfo().taskQueue,
+    workflowTaskTimeout,
     ...childRecord('agent-session', { repo: request.repo, parent: workflowInfo().workflowId, summary: { role: routedTo, harnessModel: harnessModel || '(ladder)' } }),
     args: [
       {
