@@ -66,7 +66,19 @@ export const LimitsRecipeSchema = Type.Object(
     version: Type.Literal(1),
     session: SessionLimitsSchema,
     budget: BudgetSchema,
-    landing: Type.Object({ maxFixupRounds: Type.Integer({ minimum: 0, maximum: 5 }) }, { additionalProperties: false }),
+    landing: Type.Object(
+      {
+        maxFixupRounds: Type.Integer({ minimum: 0, maximum: 5 }),
+        historyEvents: Type.Optional(
+          Type.Integer({
+            minimum: 20,
+            maximum: 40_000,
+            description: "a landing whose Temporal history has this many events continues as new at its next phase boundary (default 10000, Temporal's warning level; its hard limit is 50000)",
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
     questions: Type.Optional(
       Type.Object(
         {

@@ -33,5 +33,7 @@ export function runListQuery(filter: RunFilter): string {
   if (filter.phase !== undefined) clauses.push(`TarmacPhase = ${quote(filter.phase)}`);
   if (filter.outcome !== undefined) clauses.push(`TarmacOutcome = ${quote(filter.outcome)}`);
   if (filter.status !== undefined) clauses.push(`ExecutionStatus = ${quote(filter.status)}`);
+  // A run that continued as new is listed once, as its latest run (unless its earlier runs are asked for).
+  else clauses.push(`ExecutionStatus != 'ContinuedAsNew'`);
   return clauses.join(' AND ');
 }

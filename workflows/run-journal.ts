@@ -1,4 +1,4 @@
-import type { RunEvent, RunEventBody, RunEventsPage } from '../core/events';
+import type { JournalHandoff, RunEvent, RunEventBody, RunEventsPage } from '../core/events';
 
 /** Most events one `events` query answer carries; a client asks again for the rest. */
 export const maxEventsPerPage = 500;
@@ -41,10 +41,27 @@ export class RunJournal {
   private readonly maxKeys: number;
   finished = false;
 
-  constructor(limits: JournalLimits = {}) {
+  /** Where the events before this run's first are (a workflow that continued as new). */
+  private readonly earlier?: { runId: string; throughSeq: number };
+
+  constructor(limits: JournalLimits = {}, continues?: JournalHandoff) {
     this.maxEvents = Math.max(2, limits.maxEvents ?? 2000);
     this.keepNewest = Math.min(this.maxEvents - 1, Math.max(1, limits.keepNewest ?? Math.floor(this.maxEvents / 2)));
     this.maxKeys = limits.maxKeys ?? 4096;
+    if (continues) {
+      // Numbers go on from the run before: a cursor stays exact across continue-as-new.
+      this.recorded = continues.lastSeq;
+      this.earlier = { runId: continues.runId, throughSeq: continues.lastSeq };
+      for (const key of continues.keys) this.keys.add(key);
+    }
+  }
+
+  /**
+   * What the next run of this workflow needs to go on with the numbering (continue-as-new): the
+   * events themselves stay with this run, which answers `events` for them once it is closed.
+   */
+  handoff(runId: string, maxKeys = 512): JournalHandoff {
+    return { runId, lastSeq: this.recorded, keys: [...this.keys].slice(-maxKeys) };
   }
 
   record(body: RunEventBody, key?: string): void {
@@ -71,7 +88,7 @@ export class RunJournal {
   page(after = 0, limit = maxEventsPerPage): RunEventsPage {
     const start = this.firstAfter(Math.max(0, Math.floor(after)));
     const size = Math.min(Math.max(1, Math.floor(limit)), maxEventsPerPage);
-    return { events: this.events.slice(start, start + size), lastSeq: this.recorded, finished: this.finished };
+    return { events: this.events.slice(start, start + size), lastSeq: this.recorded, finished: this.finished, ...(this.earlier ? { earlier: { ...this.earlier } } : {}) };
   }
 
   /** Index of the first kept event numbered above `seq` (numbers rise along the array; gaps where events were trimmed). */

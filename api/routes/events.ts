@@ -63,6 +63,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
             'Events: phase, step, gate, session, cache, meters, question, outcome (journal events, JSON in `data`), `log` ({file, line, at}) and a final `end` ({workflowStatus, outcome}). ' +
             'Each event id is a cursor; reconnect with the header Last-Event-ID (or the query parameter `after`) set to the last id received to continue with no gap and no repeat. ' +
             'The journal is bounded: past its cap, older step, meters, session and cache events are replaced by one `trimmed` event ({dropped, throughSeq, reason}); numbers still only rise. ' +
+            'A long run continues as new (a fresh Temporal history) with its numbering going on: the stream reads the earlier runs\' events from them, one stream, no gap. ' +
             'One bearer token may hold at most TARMAC_API_MAX_STREAMS_PER_TOKEN (default 8) streams open at once; one more is refused with 429 TARMAC_RATE_LIMITED.',
           params: LandingIdParams,
           querystring: Type.Object({
@@ -170,7 +171,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
         try {
           while (open) {
             const before = cursor;
-            const state = await readJournal(handle, cursor.journal);
+            const state = await readJournal(client, handle, cursor.journal);
             for (const event of state.events) {
               cursor = { ...cursor, journal: event.seq };
               send(event.kind, event);
@@ -217,9 +218,11 @@ type RunOutcome = Record<string, unknown>;
  * is not the end: the stream waits and asks again. A closed run whose history no worker
  * can replay ends with its recorded result instead.
  */
-async function readJournal(handle: WorkflowHandle, after: number): Promise<JournalState> {
+async function readJournal(client: Client, handle: WorkflowHandle, after: number): Promise<JournalState> {
   try {
     const page = await handle.query(eventsQuery, { after });
+    // The events after the cursor begin in an earlier run of this workflow (it continued as new).
+    if (page.earlier && after < page.earlier.throughSeq) return { events: await readEarlier(client, handle.workflowId, page.earlier, after), more: true, closed: false, workflowStatus: 'RUNNING' };
     // Numbers have gaps where the journal was trimmed: more is waiting if the page stops short of the last.
     const more = page.events.length > 0 && page.events.at(-1)!.seq < page.lastSeq;
     if (!page.finished || more) return { events: page.events, more, closed: false, workflowStatus: 'RUNNING' };
@@ -239,4 +242,24 @@ async function readJournal(handle: WorkflowHandle, after: number): Promise<Journ
     }
     throw error;
   }
+}
+
+/**
+ * Events after `after` recorded by an earlier run of a workflow that continued as new: each
+ * closed run answers `events` for its own (a worker replays it), and points at the run before it.
+ * A run Temporal no longer has (past the namespace's retention) cannot answer: its numbers are
+ * skipped with one `trimmed` event, so the stream goes on and numbers still only rise. Any other
+ * failure is thrown: the stream waits and asks again.
+ */
+async function readEarlier(client: Client, workflowId: string, earlier: { runId: string; throughSeq: number }, after: number, depth = 0): Promise<RunEvent[]> {
+  try {
+    const page = await client.workflow.getHandle(workflowId, earlier.runId).query(eventsQuery, { after });
+    if (page.earlier && after < page.earlier.throughSeq && depth < 1000) return await readEarlier(client, workflowId, page.earlier, after, depth + 1);
+    const events = page.events.filter((event) => event.seq <= earlier.throughSeq);
+    if (events.length > 0) return events;
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
+  const dropped = earlier.throughSeq - after;
+  return [{ kind: 'trimmed', dropped, throughSeq: earlier.throughSeq, reason: `${dropped} event(s) up to #${earlier.throughSeq} were recorded by run ${earlier.runId} of this workflow, which can no longer be read`, seq: earlier.throughSeq, at: new Date().toISOString() }];
 }

@@ -1,4 +1,4 @@
-import { CancellationScope, getExternalWorkflowHandle, isCancellation, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, ContinueAsNew, getExternalWorkflowHandle, isCancellation, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { parseDuration } from '../../core/duration';
 import { FailureCode } from '../../core/failures';
@@ -7,6 +7,7 @@ import type { BudgetCommand } from '../../core/session-types';
 import type { LandingOutcome, LandingRequest } from '../../core/types';
 import { localCapsule } from '../activity-options';
 import { hostLost } from '../pinned';
+import { continueAsNewDue, continueLanding, resumedState, type LandingResume } from './continue';
 import { failureOf, initialState, type LandingContext, type LandingState, type Next, type Phase } from './context';
 import { fixup } from './fixup';
 import { gate } from './gate';
@@ -32,17 +33,19 @@ const phases: Record<Phase, (ctx: LandingContext, state: LandingState) => Promis
 /**
  * landing: the loop over the phases, then the finale (release the target queue, cleanup by
  * manifest, the recorded outcome). Every exit path, cancellation included, returns and records
- * an outcome.
+ * an outcome. A long landing continues as new between phases (continue.ts): `resume` is what the
+ * run before it handed on.
  */
-export async function landing(request: LandingRequest): Promise<LandingOutcome> {
+export async function landing(request: LandingRequest, resume?: LandingResume): Promise<LandingOutcome> {
   const { workflowId: runId, taskQueue } = workflowInfo();
   const tracker = new LandingTracker(runId, request);
   if (request.budget) {
     const { tokens, costUsd, sessions, wall, onExhausted } = request.budget;
     tracker.budget = { tokens, costUsd, sessions, wallMs: parseDuration(wall) ?? 8 * 3_600_000, onExhausted };
   }
+  if (resume) tracker.takeOn(resume.tracker);
   const budgetControl: { pending?: BudgetCommand } = {};
-  const admission: LandingContext['queue'] = { admitted: false };
+  const admission: LandingContext['queue'] = resume ? { ...resume.queue } : { admitted: false };
   installHandlers(tracker, budgetControl, admission);
   const ctx: LandingContext = {
     runId,
@@ -50,20 +53,22 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
     request,
     tracker,
     budgetControl,
-    startedAt: Date.now(),
-    gateFiles: { asked: 0 },
+    startedAt: resume?.startedAt ?? Date.now(),
+    gateFiles: resume?.gateFiles ?? { asked: 0 },
     hostLostAfterMs: parseDuration(request.recipes?.limits.session.hostLostAfter ?? '5m') ?? 5 * 60_000,
     // The recipe's wait for an answer (none: as long as it takes), from the snapshot the run started with.
     ...(request.recipes?.limits.questions?.wait ? { questionWaitMs: parseDuration(request.recipes.limits.questions.wait) } : {}),
     local: proxyLocalActivities<Activities>(localCapsule),
     queue: admission,
   };
-  const state = initialState();
+  const state = resume ? resumedState(resume, ctx.hostLostAfterMs) : initialState();
 
   let outcome: LandingOutcome;
   try {
-    outcome = await run(ctx, state);
+    outcome = await run(ctx, state, resume?.next ?? 'validate', resume?.continued ?? 0);
   } catch (error) {
+    // Going on in a fresh run is not an ending: no finale, no outcome.
+    if (error instanceof ContinueAsNew) throw error;
     outcome = endedBy(error, tracker);
   }
   await CancellationScope.nonCancellable(() => finale(ctx, state, outcome));
@@ -74,8 +79,8 @@ export async function landing(request: LandingRequest): Promise<LandingOutcome> 
 /** Hosts a landing may lose before it gives up (each loss re-places it on a live host). */
 const maxLostHosts = 2;
 
-async function run(ctx: LandingContext, state: LandingState): Promise<LandingOutcome> {
-  for (let next: Phase = 'validate'; ; ) {
+async function run(ctx: LandingContext, state: LandingState, first: Phase, continued: number): Promise<LandingOutcome> {
+  for (let next: Phase = first; ; ) {
     let decided: Next;
     try {
       decided = await phases[next](ctx, state);
@@ -86,6 +91,9 @@ async function run(ctx: LandingContext, state: LandingState): Promise<LandingOut
     }
     if ('outcome' in decided) return decided.outcome;
     next = decided.next;
+    // Between phases nothing is open: a history past its budget goes on in a fresh run here.
+    const long = continueAsNewDue(ctx);
+    if (long) await continueLanding(ctx, state, next, long, continued);
   }
 }
 

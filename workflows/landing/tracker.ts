@@ -15,6 +15,7 @@ import { endsAs, type RunFailureCode } from '../../core/failures';
 import { metrics } from '../metrics';
 import { QuestionDesk } from '../questions';
 import { RunJournal } from '../run-journal';
+import type { JournalHandoff } from '../../core/events';
 import { searchAttributes } from '../../core/search-attributes';
 
 /**
@@ -37,6 +38,24 @@ export const workflowEffects: TrackerEffects = {
     metrics.landingFinished(status);
   },
 };
+
+/** What a landing's record carries across continue-as-new (LandingTracker.carry / takeOn). */
+export interface TrackerCarry {
+  phase: LandingPhase;
+  steps: StepRecord[];
+  meters: Meters;
+  gates: GateSuiteResult[];
+  facts: LandingTracker['facts'];
+  sessions: LandingTracker['sessions'];
+  fixLoops: LandingTracker['fixLoops'];
+  reviews: LandingTracker['reviews'];
+  budget?: LandingTracker['budget'];
+  pausedFor?: string;
+  questions: QuestionDesk['questions'];
+  startedAt: number;
+  phaseStartedAt?: number;
+  journal: JournalHandoff;
+}
 
 export function emptyMeters(): Meters {
   return { capsulesRun: 0, containersRun: 0, agentSessions: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0 };
@@ -61,10 +80,10 @@ export class LandingTracker {
   budget?: NonNullable<LandingStatusView['budget']>;
   pausedFor?: string;
   /** Numbered events for the live stream: phases, steps, gates, sessions, cache, meters, questions. */
-  readonly journal = new RunJournal();
+  journal = new RunJournal();
   /** Questions the landing waits on: its own and its children's (workflows/questions.ts). */
-  readonly desk = new QuestionDesk(this.journal);
-  private readonly startedAt = Date.now();
+  desk = new QuestionDesk(this.journal);
+  private startedAt = Date.now();
   private phaseStartedAt?: number;
 
   constructor(
@@ -72,6 +91,35 @@ export class LandingTracker {
     readonly request: LandingRequest,
     private readonly effects: TrackerEffects = workflowEffects,
   ) {}
+
+  /**
+   * The record a landing that continues as new hands to its next run (workflows/landing/continue.ts):
+   * everything the status and the outcome show, the questions, the times, and where the journal's
+   * numbering goes on — not the journal's events, which the earlier run keeps answering for.
+   */
+  carry(runId: string): TrackerCarry {
+    const { phase, steps, meters, gates, facts, sessions, fixLoops, reviews, budget, pausedFor, startedAt, phaseStartedAt } = this;
+    return { phase, steps, meters, gates, facts, sessions, fixLoops, reviews, ...(budget ? { budget } : {}), ...(pausedFor ? { pausedFor } : {}), questions: this.desk.questions, startedAt, ...(phaseStartedAt !== undefined ? { phaseStartedAt } : {}), journal: this.journal.handoff(runId) };
+  }
+
+  /** Takes on the record of the run before (continue-as-new); called before the handlers are installed. */
+  takeOn(carried: TrackerCarry): void {
+    this.phase = carried.phase;
+    this.steps.push(...carried.steps);
+    Object.assign(this.meters, carried.meters);
+    this.gates.push(...carried.gates);
+    this.facts = carried.facts;
+    this.sessions.push(...carried.sessions);
+    this.fixLoops.push(...carried.fixLoops);
+    this.reviews.push(...carried.reviews);
+    this.budget = carried.budget;
+    this.pausedFor = carried.pausedFor;
+    this.startedAt = carried.startedAt;
+    this.phaseStartedAt = carried.phaseStartedAt;
+    this.journal = new RunJournal({}, carried.journal);
+    this.desk = new QuestionDesk(this.journal);
+    this.desk.questions.push(...carried.questions);
+  }
 
   enter(phase: LandingPhase): void {
     const now = Date.now();
