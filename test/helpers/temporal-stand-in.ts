@@ -63,12 +63,12 @@ function unavailable(what: string): ServiceError {
   return new ServiceError(`Failed to ${what}`, { cause: grpc });
 }
 
-/** A visibility query of `Name = 'value'` clauses joined by AND, as the routes build them; anything else is refused. */
-function parseQuery(query: string): { name: string; value: string }[] {
+/** A visibility query of `Name = 'value'` (or `!=`) clauses joined by AND, as the routes build them; anything else is refused. */
+function parseQuery(query: string): { name: string; value: string; not: boolean }[] {
   return query.split(' AND ').map((clause) => {
-    const match = /^(\w+) = '([^'\\]*)'$/.exec(clause);
+    const match = /^(\w+) (!?=) '([^'\\]*)'$/.exec(clause);
     if (!match) throw new Error(`stand-in: cannot evaluate the visibility query clause "${clause}" of "${query}"`);
-    return { name: match[1]!, value: match[2]! };
+    return { name: match[1]!, value: match[3]!, not: match[2] === '!=' };
   });
 }
 
@@ -76,14 +76,16 @@ function attribute(run: StandInRun, name: string): unknown {
   return run.searchAttributes.find((pair) => pair.key.name === name)?.value;
 }
 
-function matches(run: StandInRun, clauses: { name: string; value: string }[]): boolean {
-  return clauses.every(({ name, value }) => {
-    if (name === 'ExecutionStatus') return run.status === queryStatusNames[value];
-    if (name === 'WorkflowType') return run.type === value;
-    const current = attribute(run, name);
-    // A keyword list matches when the value is one of its entries (TarmacBranch).
-    return Array.isArray(current) ? current.includes(value) : current === value;
-  });
+function matches(run: StandInRun, clauses: { name: string; value: string; not: boolean }[]): boolean {
+  return clauses.every(({ not, ...clause }) => matchesClause(run, clause) !== not);
+}
+
+function matchesClause(run: StandInRun, { name, value }: { name: string; value: string }): boolean {
+  if (name === 'ExecutionStatus') return run.status === queryStatusNames[value];
+  if (name === 'WorkflowType') return run.type === value;
+  const current = attribute(run, name);
+  // A keyword list matches when the value is one of its entries (TarmacBranch).
+  return Array.isArray(current) ? current.includes(value) : current === value;
 }
 
 export class TemporalStandIn {
