@@ -58,10 +58,84 @@ export interface RunCreated {
 
 export interface RunView {
   id: string;
+  /** The workflow type: landing, reviewPanel, fixLoop, nightly, agentSession… */
   type: string;
   workflowStatus: string;
   status: unknown;
   result?: unknown;
+}
+
+/** GET /v1/runs filters; every one optional. */
+export interface RunListFilter {
+  kind?: string;
+  repo?: string;
+  target?: string;
+  branch?: string;
+  phase?: string;
+  outcome?: string;
+  status?: string;
+  limit?: number;
+}
+
+export interface RunSummary {
+  id: string;
+  kind: string;
+  workflowStatus: string;
+  startTime: string;
+  closeTime?: string;
+  repo?: string;
+  target?: string;
+  branches?: string[];
+  phase?: string;
+  outcome?: string;
+  parent?: string;
+}
+
+export interface ReviewCreate {
+  repo: string;
+  base: string;
+  head: string;
+  panel: string;
+  quorum?: number;
+}
+
+export type BudgetCommand = { action: 'extend'; tokens?: number; costUsd?: number; sessions?: number; wallMs?: number } | { action: 'stop' };
+
+export interface BudgetAnswer {
+  accepted: boolean;
+  budget?: { tokens?: number; costUsd?: number; sessions?: number; wallMs?: number; onExhausted?: string };
+}
+
+export interface ScheduleCreate {
+  repo: string;
+  target: string;
+  cron?: string;
+  timezone?: string;
+  paused?: boolean;
+  agents?: { implementer?: string };
+}
+
+export interface ScheduleSummary {
+  id: string;
+  repo: string;
+  target: string;
+  cron: string;
+  timezone: string;
+  agents?: { implementer?: string; ladder?: string[] };
+  paused: boolean;
+  nextRuns: string[];
+}
+
+export interface ScheduleCreated extends ScheduleSummary {
+  duplicate: boolean;
+  links: { self: string; trigger: string };
+}
+
+export interface ScheduleView extends ScheduleSummary {
+  note?: string;
+  actionsTaken: number;
+  running: string[];
+  recentRuns: { workflowId: string; scheduledAt: string; takenAt: string; workflowStatus: string; outcome?: Record<string, unknown> }[];
 }
 
 /** What a failed `fetch` means to the user: the URL and the reason. */
@@ -147,5 +221,40 @@ export class TarmacClient {
 
   async run(id: string): Promise<RunView> {
     return (await this.request<RunView>('GET', `/v1/runs/${encodeURIComponent(id)}`)).body;
+  }
+
+  async listRuns(filter: RunListFilter): Promise<RunSummary[]> {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(filter)) if (value !== undefined) query.set(name, String(value));
+    const text = query.toString();
+    return (await this.request<{ runs: RunSummary[] }>('GET', `/v1/runs${text ? `?${text}` : ''}`)).body.runs;
+  }
+
+  async createReview(request: ReviewCreate): Promise<RunCreated> {
+    return (await this.request<RunCreated>('POST', '/v1/reviews', request)).body;
+  }
+
+  async budget(id: string, command: BudgetCommand): Promise<BudgetAnswer> {
+    return (await this.request<BudgetAnswer>('POST', `/v1/runs/${encodeURIComponent(id)}/budget`, command)).body;
+  }
+
+  async schedules(): Promise<ScheduleSummary[]> {
+    return (await this.request<{ schedules: ScheduleSummary[] }>('GET', '/v1/schedules')).body.schedules;
+  }
+
+  async createSchedule(request: ScheduleCreate): Promise<ScheduleCreated> {
+    return (await this.request<ScheduleCreated>('POST', '/v1/schedules', request)).body;
+  }
+
+  async schedule(id: string): Promise<ScheduleView> {
+    return (await this.request<ScheduleView>('GET', `/v1/schedules/${encodeURIComponent(id)}`)).body;
+  }
+
+  async triggerSchedule(id: string): Promise<{ id: string; triggered: boolean }> {
+    return (await this.request<{ id: string; triggered: boolean }>('POST', `/v1/schedules/${encodeURIComponent(id)}/trigger`)).body;
+  }
+
+  async deleteSchedule(id: string): Promise<{ id: string; deleted: boolean }> {
+    return (await this.request<{ id: string; deleted: boolean }>('DELETE', `/v1/schedules/${encodeURIComponent(id)}`)).body;
   }
 }

@@ -40,6 +40,13 @@ export class LineDisplay implements Display {
   finish(): void {}
 }
 
+/** Shows nothing (a `--json` wait prints only the record at the end). */
+export class SilentDisplay implements Display {
+  update(): void {}
+  note(): void {}
+  finish(): void {}
+}
+
 export interface TtyOptions {
   /** Least time between two redraws; default 100 ms. */
   throttleMs?: number;

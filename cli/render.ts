@@ -4,8 +4,10 @@
  * gate result, session event, question, outcome), for pipes, files and CI; and
  * `screenLines` — the live display a terminal redraws in place.
  */
+import type { FixOutcome } from '../core/fix-types';
+import type { PanelVerdict } from '../core/review-types';
 import type { Meters } from '../core/types';
-import type { LandingView } from './client';
+import type { LandingView, RunSummary, ScheduleSummary, ScheduleView } from './client';
 import type { OutcomeLike, WatchEvent, WatchState } from './watch-state';
 
 export const marks = { started: '▸', running: '▸', done: '✓', passed: '✓', failed: '✗', skipped: '–', 'timed-out': '⧗' } as const;
@@ -92,7 +94,7 @@ export function eventLine(event: WatchEvent, state: WatchState, options: LineOpt
         : `${at} question ${event.id}${asker(event)}: ${event.question} — answer with: tarmac answer ${state.runId} "<text>"`;
     case 'budget':
       return event.state === 'paused'
-        ? `${at} budget spent (${event.reason}): paused — extend with POST /v1/runs/${state.runId}/budget {"action":"extend",…} or stop with {"action":"stop"}`
+        ? `${at} budget spent (${event.reason}): paused — extend with: tarmac budget ${state.runId} extend --tokens <n>, or stop with: tarmac budget ${state.runId} stop`
         : `${at} budget ${event.state}: ${event.reason}`;
     case 'outcome':
       return `${at} outcome ${event.status}: ${event.summary}`;
@@ -187,5 +189,95 @@ export function statusLines(view: LandingView): string[] {
   }
   if (view.outcome) lines.push(...outcomeLines(view.outcome, view.meters));
   else lines.push(`meters: ${metersLine(view.meters)}`);
+  return lines;
+}
+
+/** Fix-loop outcomes that leave the branch in a good state (or answered the question). */
+export const goodFixOutcomes: readonly string[] = ['fixed', 'nothing-to-fix', 'answered'];
+
+export function isFixOutcome(value: unknown): value is FixOutcome {
+  const record = value as Partial<FixOutcome> | null;
+  return typeof record === 'object' && record !== null && typeof record.outcome === 'string' && typeof record.summary === 'string';
+}
+
+/** What a finished fix loop comes to; with the repo and branch, how to land its fixes. */
+export function fixOutcomeLines(outcome: FixOutcome, landOnto?: { repo: string; branch: string }): string[] {
+  const lines = [`outcome: ${outcome.outcome} — ${outcome.summary}`];
+  if (outcome.fixBranch) lines.push(`fix branch: ${outcome.fixBranch}${landOnto ? `  (land it: tarmac land ${landOnto.repo} ${outcome.fixBranch} --onto ${landOnto.branch})` : ''}`);
+  if (outcome.filesChanged?.length) lines.push(`files changed: ${outcome.filesChanged.join(', ')}`);
+  if (outcome.reproCommand) {
+    lines.push(`repro: ${outcome.reproCommand} → exit ${outcome.reproExitCode ?? 'none'}; repairs ${outcome.repairAttempts}${outcome.playbookUsed ? `; playbook ${outcome.playbookUsed}` : ''}`);
+  }
+  // Why this repro (or why none), and what was read to decide.
+  if (outcome.reproReason) lines.push(`repro chosen${outcome.reproSource ? ` (from the ${outcome.reproSource === 'explicit' ? "request's --repro" : outcome.reproSource === 'request' ? "request's words" : 'repository'})` : ''}: ${outcome.reproReason}`);
+  if (outcome.groundingFiles?.length) lines.push(`grounding files read: ${outcome.groundingFiles.join(', ')}`);
+  if (outcome.meters) lines.push(`meters: ${metersLine(outcome.meters)}`);
+  return lines;
+}
+
+export function isPanelVerdict(value: unknown): value is PanelVerdict {
+  const record = value as Partial<PanelVerdict> | null;
+  return typeof record === 'object' && record !== null && typeof record.status === 'string' && typeof record.summary === 'string' && Array.isArray(record.reviewers);
+}
+
+/** A review panel's verdict: the decision, the cache, each reviewer, the blocking findings, the spend. */
+export function verdictLines(verdict: PanelVerdict): string[] {
+  const lines = [`verdict: ${verdict.status} — ${verdict.summary}`];
+  lines.push(`panel ${verdict.panel} on tree ${short(verdict.treeSha)}: REVIEW_CACHE=${verdict.cache}${verdict.restored.length ? ` (restored: ${verdict.restored.join(', ')})` : ''}; ${verdict.delivered} verdict(s), quorum ${verdict.quorum}`);
+  for (const reviewer of verdict.reviewers) {
+    const mark = reviewer.status === 'delivered' ? marks.done : marks.failed;
+    const how = reviewer.source === 'cache' ? 'from the cache' : `session ${reviewer.sessionStatus ?? '?'}${reviewer.attempts !== undefined ? `, ${reviewer.attempts} attempt(s)` : ''}${reviewer.respawns ? `, ${reviewer.respawns} respawn(s)` : ''}`;
+    lines.push(`  ${mark} ${reviewer.harnessModel} ${reviewer.status} (${how})${reviewer.reason ? `: ${reviewer.reason}` : ''}`);
+  }
+  if (verdict.needsDecision) lines.push(`needs a decision: ${verdict.needsDecision}`);
+  lines.push(`findings: ${verdict.findings.length}, blocking ${verdict.blocking.length}`);
+  for (const finding of verdict.blocking) lines.push(`  ${marks.failed} ${finding.file}${finding.line !== undefined ? `:${finding.line}` : ''} ${finding.message} (${finding.votes.join(', ')})`);
+  const meters = verdict.meters;
+  lines.push(`meters: tokens ${formatCount(meters.inputTokens)} in / ${formatCount(meters.outputTokens)} out · cost $${meters.costUsd.toFixed(4)} · sessions ${verdict.sessionsStarted} · containers ${meters.sessionsSpawned} (respawns ${meters.respawns})`);
+  return lines;
+}
+
+/** Rows of text in columns, each as wide as its widest cell; the last column is not padded. */
+export function columns(rows: string[][]): string[] {
+  const widths = rows[0]?.map((_, index) => Math.max(...rows.map((row) => (row[index] ?? '').length))) ?? [];
+  return rows.map((row) => row.map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index]!))).join('  ').trimEnd());
+}
+
+/** `2026-12-01T19:00:03Z`: an API time to the second. */
+const second = (iso: string | undefined) => (iso ? iso.replace(/\.\d+Z$/, 'Z') : '');
+
+/** `tarmac list`: one run a row. */
+export function runListLines(runs: RunSummary[]): string[] {
+  if (runs.length === 0) return ['no runs match'];
+  return columns([
+    ['ID', 'KIND', 'STATUS', 'PHASE', 'OUTCOME', 'TARGET', 'STARTED'],
+    ...runs.map((run) => [run.id, run.kind, run.workflowStatus, run.phase ?? '-', run.outcome ?? '-', run.target ?? '-', second(run.startTime)]),
+  ]);
+}
+
+/** `tarmac schedule list`: one schedule a row. */
+export function scheduleListLines(schedules: ScheduleSummary[]): string[] {
+  if (schedules.length === 0) return ['no schedules'];
+  return columns([
+    ['ID', 'TARGET', 'CRON', 'TIMEZONE', 'STATE', 'NEXT RUN'],
+    ...schedules.map((schedule) => [schedule.id, schedule.target, schedule.cron, schedule.timezone, schedule.paused ? 'paused' : 'active', second(schedule.nextRuns[0]) || '-']),
+  ]);
+}
+
+/** `tarmac schedule show`: the definition, the next runs, what runs now and what ran. */
+export function scheduleLines(view: ScheduleView): string[] {
+  const lines = [
+    `${view.id}  ${view.paused ? 'paused' : 'active'}${view.note ? ` (${view.note})` : ''}`,
+    `repo: ${view.repo}`,
+    `target: ${view.target}`,
+    `cron: ${view.cron} (${view.timezone})${view.agents?.implementer ? ` · implementer ${view.agents.implementer}` : ''}`,
+    `next runs: ${view.nextRuns.map(second).join(', ') || 'none'}`,
+    `runs taken: ${view.actionsTaken}${view.running.length ? ` · running: ${view.running.join(', ')}` : ''}`,
+  ];
+  if (view.recentRuns.length) lines.push('recent runs:');
+  for (const run of view.recentRuns) {
+    const outcome = run.outcome && typeof run.outcome.status === 'string' ? `${run.outcome.status}${typeof run.outcome.summary === 'string' ? ` — ${run.outcome.summary}` : ''}` : '';
+    lines.push(`  ${run.workflowId}  ${run.workflowStatus}  ${second(run.takenAt)}${outcome ? `  ${outcome}` : ''}`);
+  }
   return lines;
 }

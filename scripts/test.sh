@@ -5,6 +5,8 @@
 # Run through `npm test`, which runs `scripts/setup.sh --cluster` first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The tests make their own stacks: a developer's .env (tokens, keys, ports) must not reach them.
+export TARMAC_ENV_FILE=
 echo "[test] typecheck"; npx tsc --noEmit -p tsconfig.json
 echo "[test] lint"; npx eslint .
 shopt -s nullglob

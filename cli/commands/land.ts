@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { isLocalPathText, parseRepoLocation } from '../../core/repo-location';
 import { ExitCode, UsageError } from '../errors';
 import { parseCommand, positionals, writeLines, type CliContext } from '../context';
-import { watchLanding } from './watch';
+import { watchRun } from './watch';
 
 /**
  * A local path means a path on this machine: the API gets it absolute (it may run in another
@@ -30,6 +30,7 @@ export async function landCommand(args: string[], context: CliContext): Promise<
   const { onto, watch, json, fixer, resolver } = parsed.values;
   if (!onto) throw new UsageError('land: --onto <target> is required (the branch the landing fast-forwards)');
   if (json && watch) throw new UsageError('land: --json and --watch do not go together');
+  if (!watch && (parsed.values.logs || parsed.values.plain)) throw new UsageError('land: --logs and --plain go with --watch');
   const client = context.client();
   const agents = { ...(fixer ? { fixer } : {}), ...(resolver ? { resolver } : {}) };
   const created = await client.createLanding({ repo: repoArgument(repo!, context.cwd), branches, target: onto, ...(fixer || resolver ? { agents } : {}) });
@@ -47,5 +48,5 @@ export async function landCommand(args: string[], context: CliContext): Promise<
     ...(created.duplicate ? [`  if it did not land, start it again with: tarmac retry ${created.id}`] : []),
   ]);
   if (!watch) return ExitCode.ok;
-  return watchLanding(context, created.id, { logs: parsed.values.logs === true, plain: parsed.values.plain === true });
+  return watchRun(context, created.id, 'landing', { logs: parsed.values.logs === true, plain: parsed.values.plain === true });
 }

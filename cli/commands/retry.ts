@@ -1,11 +1,13 @@
-import { ExitCode } from '../errors';
+import { ExitCode, UsageError } from '../errors';
 import { parseCommand, positionals, writeLines, type CliContext } from '../context';
-import { watchLanding } from './watch';
+import { watchRun } from './watch';
 
 /** `tarmac retry <id> [--watch]`: a landing that did not land, started again on the same heads under a new id. */
 export async function retryCommand(args: string[], context: CliContext): Promise<ExitCode> {
   const parsed = parseCommand('retry', args, { watch: { type: 'boolean' }, logs: { type: 'boolean' }, plain: { type: 'boolean' }, json: { type: 'boolean' } });
   const [id] = positionals('retry', parsed.positionals, ['id']);
+  if (parsed.values.json && parsed.values.watch) throw new UsageError('retry: --json and --watch do not go together');
+  if (!parsed.values.watch && (parsed.values.logs || parsed.values.plain)) throw new UsageError('retry: --logs and --plain go with --watch');
   const client = context.client();
   const retried = await client.retry(id!);
   if (parsed.values.json) {
@@ -21,5 +23,5 @@ export async function retryCommand(args: string[], context: CliContext): Promise
     ...(parsed.values.watch ? [] : [`  follow it with: tarmac watch ${retried.id}`]),
   ]);
   if (!parsed.values.watch) return ExitCode.ok;
-  return watchLanding(context, retried.id, { logs: parsed.values.logs === true, plain: parsed.values.plain === true });
+  return watchRun(context, retried.id, 'landing', { logs: parsed.values.logs === true, plain: parsed.values.plain === true });
 }

@@ -1,21 +1,33 @@
 import { ExitCode } from '../errors';
-import { statusLines } from '../render';
+import { fixOutcomeLines, isFixOutcome, isPanelVerdict, statusLines, verdictLines } from '../render';
 import { parseCommand, positionals, writeLines, type CliContext } from '../context';
-import { fixOutcomeLines, isFixOutcome } from './fix';
 
-/** `tarmac status <id> [--json]`: a landing as the API sees it now; also a fix loop (the id `tarmac fix` printed). */
+/**
+ * `tarmac status <id> [--json]`: a run as the API sees it now. A landing shows its whole view
+ * (GET /v1/landings/:id); a review panel its verdict, a fix loop its outcome, any other
+ * run its workflow status.
+ */
 export async function statusCommand(args: string[], context: CliContext): Promise<ExitCode> {
   const parsed = parseCommand('status', args, { json: { type: 'boolean' } });
   const [id] = positionals('status', parsed.positionals, ['id']);
   const client = context.client();
-  if (id!.startsWith('fix.')) {
-    const run = await client.run(id!);
-    if (parsed.values.json) context.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
-    else writeLines(context.stdout, [`${run.id}  ${run.workflowStatus}  fix loop`, ...(isFixOutcome(run.result) ? fixOutcomeLines(run.result) : [])]);
+  // What kind of run it is: a landing's own view has more than any run's status.
+  const run = await client.run(id!);
+  if (run.type === 'landing') {
+    const view = await client.landing(id!);
+    if (parsed.values.json) context.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
+    else writeLines(context.stdout, statusLines(view));
     return ExitCode.ok;
   }
-  const view = await client.landing(id!);
-  if (parsed.values.json) context.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
-  else writeLines(context.stdout, statusLines(view));
+  if (parsed.values.json) {
+    context.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
+    return ExitCode.ok;
+  }
+  const what = { fixLoop: 'fix loop', reviewPanel: 'review panel', landing: 'landing', nightly: 'nightly', agentSession: 'agent session' }[run.type] ?? run.type;
+  const lines = [`${run.id}  ${run.workflowStatus}  ${what}`];
+  if (isFixOutcome(run.result)) lines.push(...fixOutcomeLines(run.result));
+  else if (isPanelVerdict(run.result)) lines.push(...verdictLines(run.result));
+  else if (run.workflowStatus === 'RUNNING') lines.push(`  follow it with: tarmac watch ${run.id}`);
+  writeLines(context.stdout, lines);
   return ExitCode.ok;
 }

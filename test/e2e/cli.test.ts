@@ -10,51 +10,9 @@ import { buildApp } from '../../api/app';
 import { freePort } from '../../infra/ports';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch, type Files } from '../../infra/fixture-repo';
 import { runningContainer, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
+import { tarmac, type CliRun } from '../helpers/tarmac-cli';
 
 const root = resolve(__dirname, '../..');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** Each stdout line with the time (ms since the command started) it arrived. */
-  lines: { at: number; text: string }[];
-}
-
-/** `tarmac <args>` as a user runs it: a child process of the real binary, talking to the stack's API over HTTP. */
-function tarmac(args: string[], options: { apiUrl: string; env?: NodeJS.ProcessEnv; cwd?: string; onLine?: (line: string) => void; timeoutMs?: number }): Promise<Run> {
-  const started = Date.now();
-  // tsx's loader by absolute path, so the command runs from any directory (as bin/tarmac.sh does).
-  const child = spawn(process.execPath, ['--import', join(root, 'node_modules/tsx/dist/loader.mjs'), join(root, 'bin/tarmac.ts'), ...args], {
-    cwd: options.cwd ?? root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TARMAC_API_URL: options.apiUrl, TARMAC_API_TOKEN: testToken, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const run: Run = { code: null, stdout: '', stderr: '', lines: [] };
-  let partial = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    run.stdout += chunk.toString();
-    partial += chunk.toString();
-    const complete = partial.split('\n');
-    partial = complete.pop()!;
-    for (const text of complete) {
-      run.lines.push({ at: Date.now() - started, text });
-      options.onLine?.(text);
-    }
-  });
-  child.stderr.on('data', (chunk: Buffer) => (run.stderr += chunk.toString()));
-  return new Promise((done, fail) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      fail(new Error(`tarmac ${args.join(' ')} did not finish in time:\n${run.stdout}\n${run.stderr}`));
-    }, options.timeoutMs ?? 240_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      run.code = code;
-      done(run);
-    });
-  });
-}
 
 const hasScript = spawnSync('script', ['--version']).status === 0;
 
@@ -78,7 +36,7 @@ function terminal(raw: string): string[] {
   return rows;
 }
 
-const phasesOf = (run: Run) => run.lines.map((line) => /^\[\+\d+:\d\d\] phase (\S+)$/.exec(line.text)?.[1]).filter((phase): phase is string => phase !== undefined);
+const phasesOf = (run: CliRun) => run.lines.map((line) => /^\[\+\d+:\d\d\] phase (\S+)$/.exec(line.text)?.[1]).filter((phase): phase is string => phase !== undefined);
 
 /** The demo repository of `npm run demo`, with a gate that takes a few seconds so phases can be seen live. */
 function demoRepo(gateExtra: Record<string, unknown> = {}, base: Files = {}, branches?: FixtureBranch[]) {
@@ -170,7 +128,7 @@ describe('tarmac CLI against the real stack', () => {
     // script(1) gives the command a real pseudo-terminal and copies what it draws.
     const run = await new Promise<{ code: number | null; raw: string }>((done) => {
       const child = spawn('script', ['-q', '-e', '-c', command, '/dev/null'], {
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm', TARMAC_API_URL: stack.apiUrl, TARMAC_API_TOKEN: testToken },
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'xterm', TARMAC_ENV_FILE: '', TARMAC_API_URL: stack.apiUrl, TARMAC_API_TOKEN: testToken },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let raw = '';
@@ -209,6 +167,14 @@ describe('tarmac CLI against the real stack', () => {
     assert.match(run.stdout, /^outcome: gate-failed — .*test exited 2/m);
     assert.match(run.stdout, /^ {2}✗ gate test round 1 failed \(exit 2\) · log runs\/.*\.log$/m, 'the failing suite and where its log is');
     assert.equal(branchHead(repo.path, 'main'), before, 'target unchanged');
+
+    // retry --watch follows the new run's event stream the same way, to the same end.
+    const id = /^landing (\S+) started/m.exec(run.stdout)![1]!;
+    const retried = await tarmac(['retry', id, '--watch'], { apiUrl: stack.apiUrl });
+    assert.equal(retried.code, 1, `${retried.stdout}\n${retried.stderr}`);
+    assert.match(retried.stdout, new RegExp(`^landing ${id.replace(/[.]/g, '\\.')}\\.retry-2 started: attempt 2 of feature/rude@`, 'm'));
+    assert.deepEqual(phasesOf(retried).slice(0, 5), ['validate', 'prepare', 'rebase', 'questions', 'gate'], 'live phases of the retry');
+    assert.match(retried.stdout, /^outcome: gate-failed — /m);
   });
 
   it('status shows a pending question; answer lets the landing go on; watch follows it to landed', async () => {
@@ -224,7 +190,7 @@ describe('tarmac CLI against the real stack', () => {
     const status = await tarmac(['status', id], { apiUrl: stack.apiUrl });
     assert.equal(status.code, 0);
     assert.match(status.stdout, /phase questions$/m);
-    assert.match(status.stdout, /^question \S+: .*land-gate\.json/m);
+    assert.match(status.stdout, /^question gate-file-edit \(from the landing; [^)]*\): .*land-gate\.json/m, 'the question, who asked and why');
     assert.match(status.stdout, new RegExp(`answer with: tarmac answer ${id.replace(/[.]/g, '\\.')} "<text>"`));
 
     const answered = await tarmac(['answer', id, 'approved'], { apiUrl: stack.apiUrl });
@@ -232,14 +198,14 @@ describe('tarmac CLI against the real stack', () => {
     assert.match(answered.stdout, /^answer to \S+ accepted: landing .* continues$/m);
     const watched = await tarmac(['watch', id], { apiUrl: stack.apiUrl });
     assert.equal(watched.code, 0, `${watched.stdout}\n${watched.stderr}`);
-    assert.match(watched.stdout, /question \S+: .*land-gate\.json/, 'the replayed question');
+    assert.match(watched.stdout, /question gate-file-edit \(from the landing; [^)]*\): .*land-gate\.json/, 'the replayed question');
     assert.match(watched.stdout, /answered \S+: approved\b/);
     assert.match(watched.stdout, /^outcome: landed/m);
     assert.equal(branchHead(repo.path, 'main'), branchHead(repo.path, 'feature/gate'));
 
     const late = await tarmac(['answer', id, 'too late'], { apiUrl: stack.apiUrl });
     assert.equal(late.code, 2, 'a refused request exits 2');
-    assert.match(late.stderr, /^tarmac: TARMAC_CONFLICT: landing .* is not running \(COMPLETED\)/m);
+    assert.match(late.stderr, /^tarmac: TARMAC_CONFLICT: run .* is not running \(COMPLETED\); nothing to answer$/m);
   });
 
   it('cancel a landing whose gate sleeps: watch ends with cancelled and exit 1; a second cancel is refused', async () => {
@@ -269,7 +235,7 @@ describe('tarmac CLI against the real stack', () => {
     assert.match(again.stderr, /TARMAC_CONFLICT: landing .* is not running/);
     const unknown = await tarmac(['status', 'land.nope.main.0'], { apiUrl: stack.apiUrl });
     assert.equal(unknown.code, 2);
-    assert.match(unknown.stderr, /^tarmac: TARMAC_NOT_FOUND: no landing land\.nope\.main\.0$/m);
+    assert.match(unknown.stderr, /^tarmac: TARMAC_NOT_FOUND: no run land\.nope\.main\.0$/m);
   });
 
   it('watch --logs rides out an API restart: it resumes with Last-Event-ID; every phase and log line shown once, in order', async () => {
@@ -319,6 +285,9 @@ describe('tarmac CLI against the real stack', () => {
     const repo = createFixtureRepo({ base: { Makefile: 'test:\n\ttrue\n', 'scripts/up.sh': 'echo services are up\n' } });
     const run = await tarmac(['fix', repo.url, 'main', 'the app does not start with make up', '--wait'], { apiUrl: stack.apiUrl });
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+    // It waited by following the fix loop's event stream: its phases and outcome as they came.
+    assert.ok(phasesOf(run).length >= 2, `the fix loop's phases, live:\n${run.stdout}`);
+    assert.match(run.stdout, /^\[\+\d+:\d\d\] outcome fixed: /m);
     assert.match(run.stdout, /^outcome: fixed — /m);
     const branch = /^fix branch: (tarmac\/fix\/\S+)/m.exec(run.stdout)?.[1];
     assert.ok(branch, run.stdout);

@@ -78,6 +78,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const metricsPort = await freePort();
   const env = {
     ...process.env,
+    // The worker child reads no .env of the checkout it runs in: the stack's settings are these.
+    TARMAC_ENV_FILE: '',
     TARMAC_DATA_DIR: dataDir,
     TARMAC_TEMPORAL_ADDRESS: server.address,
     TARMAC_API_TOKENS: testToken,

@@ -6,7 +6,8 @@ import { inspect } from 'node:util';
 import { describe, it } from 'node:test';
 import { loadCliConfig } from '../../cli/config';
 import { CliError } from '../../cli/errors';
-import { runCli } from '../../cli/main';
+import { isClientCommand, runCli, runHelp, wantsHelp } from '../../cli/main';
+import { commandUsage, isDocumentedCommand, usage } from '../../cli/usage';
 
 const token = 'cli-token-0123456789abcdef';
 
@@ -96,6 +97,26 @@ describe('command lines: usage errors exit 2 before any request, naming what is 
     { args: ['cancel', []], message: /cancel: missing <id>/ },
     { args: ['fix', ['repo', 'main']], message: /fix: missing <request>/ },
     { args: ['fix', ['repo', 'main', 'make test pass', '--max-repairs', 'many']], message: /--max-repairs must be a whole number/ },
+    { args: ['fix', ['repo', 'main', 'make test pass', '--logs']], message: /fix: --logs and --plain go with --wait/ },
+    { args: ['list', ['extra']], message: /list: unexpected argument "extra"/ },
+    { args: ['list', ['--status', 'sleeping']], message: /list: --status must be one of running, completed, failed, canceled, terminated, timed-out, not "sleeping"/ },
+    { args: ['list', ['--limit', '0']], message: /list: --limit must be a whole number 1-200/ },
+    { args: ['logs', []], message: /logs: missing <id>/ },
+    { args: ['budget', ['land.x']], message: /budget: missing <extend\|stop>/ },
+    { args: ['budget', ['land.x', 'grow']], message: /budget: the action is extend or stop, not "grow"/ },
+    { args: ['budget', ['land.x', 'extend']], message: /budget: extend needs at least one of --tokens, --cost-usd, --sessions, --wall/ },
+    { args: ['budget', ['land.x', 'extend', '--tokens', '1.5']], message: /budget: --tokens must be a whole number above 0, not "1\.5"/ },
+    { args: ['budget', ['land.x', 'extend', '--cost-usd', '0.001']], message: /budget: --cost-usd must be US dollars, at least 0\.01/ },
+    { args: ['budget', ['land.x', 'extend', '--wall', '10 minutes']], message: /budget: --wall must be a duration above 0/ },
+    { args: ['budget', ['land.x', 'stop', '--tokens', '5']], message: /budget: stop takes no amounts \(--tokens\)/ },
+    { args: ['review', ['repo', 'feature/x', '--panel', 'default']], message: /review: --base <branch> is required/ },
+    { args: ['review', ['repo', 'feature/x', '--base', 'main']], message: /review: --panel <name> is required/ },
+    { args: ['review', ['repo', 'feature/x', '--base', 'main', '--panel', 'p', '--quorum', 'all']], message: /review: --quorum must be a whole number 1-12/ },
+    { args: ['schedule', []], message: /schedule: missing <list\|create\|show\|trigger\|delete>/ },
+    { args: ['schedule', ['pause', 'x']], message: /schedule: unknown subcommand "pause"/ },
+    { args: ['schedule', ['create', 'repo']], message: /schedule create: missing <target>/ },
+    { args: ['schedule', ['trigger']], message: /schedule trigger: missing <id>/ },
+    { args: ['retry', ['land.x', '--plain']], message: /retry: --logs and --plain go with --watch/ },
   ];
   for (const { args, message } of cases) {
     it(`tarmac ${args[0]} ${args[1].join(' ')}`, async () => {
@@ -103,7 +124,9 @@ describe('command lines: usage errors exit 2 before any request, naming what is 
       assert.equal(code, 2);
       assert.equal(stdout, '');
       assert.match(stderr, message);
-      for (const command of ['dev', 'worker', 'api', 'land', 'status', 'watch', 'answer', 'cancel', 'fix', 'help']) assert.match(stderr, new RegExp(`^ {2}${command}\\b`, 'm'), `usage lists ${command}`);
+      // The command's own usage follows the message, not the whole binary's.
+      assert.match(stderr, new RegExp(`\\n\\nusage: tarmac ${args[0]} `), 'the usage of that command');
+      assert.doesNotMatch(stderr, /^ {2}dev\b/m, 'not the overview');
     });
   }
 
@@ -111,5 +134,47 @@ describe('command lines: usage errors exit 2 before any request, naming what is 
     const { code, stderr } = await run('status', ['land.x']);
     assert.equal(code, 2);
     assert.match(stderr, /TARMAC_API_TOKEN: not set, and no token file at \/nonexistent-tarmac\/api-token/);
+  });
+});
+
+describe('help: every command has its own, and the overview lists them all', () => {
+  const clientCommands = ['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule'] as const;
+  for (const command of clientCommands) {
+    it(`tarmac ${command} --help: its usage on stdout, exit 0, no request (there is no token)`, async () => {
+      assert.ok(isClientCommand(command));
+      let stdout = '';
+      let stderr = '';
+      const io = { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) }, env: {}, cwd: '/' };
+      // Also after other arguments and options, which are not looked at.
+      for (const args of [['--help'], ['-h'], ['x', '--bogus', '--help']]) {
+        stdout = '';
+        assert.equal(await runCli(command, args, io), 0, stderr);
+        assert.equal(stdout, commandUsage(command));
+        assert.match(stdout, new RegExp(`^usage: tarmac ${command} `));
+        assert.match(stdout, /\nexit codes: 0 /);
+      }
+      assert.equal(stderr, '');
+      assert.match(usage, new RegExp(`^ {2}${command}\\b`, 'm'), `the overview lists ${command}`);
+    });
+  }
+  it('dev, worker and api are documented; help <command> prints it; an unknown one exits 2 with the overview', () => {
+    for (const command of ['dev', 'worker', 'api']) {
+      assert.ok(isDocumentedCommand(command));
+      assert.match(usage, new RegExp(`^ {2}${command}\\b`, 'm'));
+    }
+    let stdout = '';
+    let stderr = '';
+    const io = { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } };
+    assert.equal(runHelp(['budget'], io), 0);
+    assert.equal(stdout, commandUsage('budget'));
+    stdout = '';
+    assert.equal(runHelp([], io), 0);
+    assert.equal(stdout, usage);
+    assert.equal(runHelp(['launch'], io), 2);
+    assert.match(stderr, /^tarmac: help: unknown command "launch"\n\nusage: tarmac <command>/);
+  });
+  it('--help after -- is an argument, not a request for help', () => {
+    assert.equal(wantsHelp(['land.x', '--', '--help']), false);
+    assert.equal(wantsHelp(['land.x', '-h']), true);
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fixOutcomeLines } from '../../cli/commands/fix';
+import { fixOutcomeLines } from '../../cli/render';
 import type { FixOutcome } from '../../core/fix-types';
 
 const outcome = (fields: Partial<FixOutcome>): FixOutcome => ({

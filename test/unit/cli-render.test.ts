@@ -94,7 +94,7 @@ describe('plain lines: one per phase change, step end, gate result, session even
       '[+1:10] answered gate-file: (empty: stop)',
       '[+1:10] question resolver-1-q1 (from resolver-1 (resolver, script#resolver); the rebase stopped at a conflict): keep which line? — answer with: tarmac answer land.demo.main.abc "<text>"',
       '[+1:10] question fixup-1-implementer-1-q1 withdrawn: fixup-1-implementer-1 (implementer, script#fixer) ended without an answer',
-      '[+1:11] budget spent (tokens: 600 used of 500): paused — extend with POST /v1/runs/land.demo.main.abc/budget {"action":"extend",…} or stop with {"action":"stop"}',
+      '[+1:11] budget spent (tokens: 600 used of 500): paused — extend with: tarmac budget land.demo.main.abc extend --tokens <n>, or stop with: tarmac budget land.demo.main.abc stop',
       '[+1:20] budget extended: extended by an operator',
     ]);
   });

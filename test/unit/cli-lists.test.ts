@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { budgetCommandOf } from '../../cli/commands/budget';
+import { executionStatus } from '../../cli/commands/list';
+import { columns, runListLines, verdictLines } from '../../cli/render';
+import type { PanelVerdict } from '../../core/review-types';
+
+describe('tarmac list: the status filter and the table', () => {
+  const statuses: { input: string; expected: string | undefined }[] = [
+    { input: 'running', expected: 'Running' },
+    { input: 'Completed', expected: 'Completed' },
+    { input: 'timed-out', expected: 'TimedOut' },
+    { input: 'TIMED_OUT', expected: 'TimedOut' },
+    { input: 'cancelled', expected: undefined },
+    { input: 'sleeping', expected: undefined },
+  ];
+  for (const { input, expected } of statuses) it(`--status ${input} → ${expected ?? 'refused'}`, () => assert.equal(executionStatus(input), expected));
+
+  it('columns as wide as their widest cell; a missing field is "-"; times to the second', () => {
+    assert.deepEqual(
+      runListLines([
+        { id: 'land.app.main.0123', kind: 'landing', workflowStatus: 'RUNNING', startTime: '2026-12-01T19:00:03.123Z', phase: 'gate', target: 'main' },
+        { id: 'review.app.9', kind: 'review-panel', workflowStatus: 'COMPLETED', startTime: '2026-12-01T18:00:00.000Z' },
+      ]),
+      [
+        'ID                  KIND          STATUS     PHASE  OUTCOME  TARGET  STARTED',
+        'land.app.main.0123  landing       RUNNING    gate   -        main    2026-12-01T19:00:03Z',
+        'review.app.9        review-panel  COMPLETED  -      -        -       2026-12-01T18:00:00Z',
+      ],
+    );
+    assert.deepEqual(runListLines([]), ['no runs match']);
+    assert.deepEqual(columns([['a', 'bb'], ['ccc', '']]), ['a    bb', 'ccc']);
+  });
+});
+
+describe('tarmac budget: the command an option line asks for', () => {
+  const cases: { name: string; action: string; values: Record<string, string>; expected: unknown }[] = [
+    { name: 'stop', action: 'stop', values: {}, expected: { action: 'stop' } },
+    { name: 'tokens', action: 'extend', values: { tokens: '10000' }, expected: { action: 'extend', tokens: 10_000 } },
+    {
+      name: 'every amount, the wall time as a duration',
+      action: 'extend',
+      values: { tokens: '1', 'cost-usd': '2.50', sessions: '3', wall: '90s' },
+      expected: { action: 'extend', tokens: 1, costUsd: 2.5, sessions: 3, wallMs: 90_000 },
+    },
+  ];
+  for (const { name, action, values, expected } of cases) it(name, () => assert.deepEqual(budgetCommandOf(action, values), expected));
+});
+
+describe("tarmac review: a panel's verdict", () => {
+  it('the decision, the cache, each reviewer, the blocking findings and the spend', () => {
+    const verdict: PanelVerdict = {
+      status: 'changes-requested',
+      summary: '1 blocking finding',
+      treeSha: 'abcdef0123456789',
+      panel: 'script-trio',
+      cache: 'partial',
+      restored: ['script#reviewer-a'],
+      misses: [],
+      reviewers: [
+        { harnessModel: 'script#reviewer-a', source: 'cache', status: 'delivered' },
+        { harnessModel: 'script#reviewer-b', source: 'session', status: 'delivered', sessionStatus: 'delivered', attempts: 2, respawns: 1 },
+        { harnessModel: 'script#crash', source: 'session', status: 'errored', sessionStatus: 'crashed', attempts: 3, respawns: 2, reason: 'crashed 3 times' },
+      ],
+      quorum: 2,
+      delivered: 2,
+      missing: ['script#crash'],
+      errored: ['script#crash'],
+      unavailable: [],
+      findings: [],
+      blocking: [{ file: 'src/a.js', line: 3, severity: 'blocking', message: 'eval of input', fingerprint: 'f', votes: ['script#reviewer-a', 'script#reviewer-b'] }],
+      sessionsStarted: 2,
+      meters: { sessionsSpawned: 5, respawns: 3, inputTokens: 12_000, outputTokens: 800, costUsd: 0.05 },
+    };
+    assert.deepEqual(verdictLines(verdict), [
+      'verdict: changes-requested — 1 blocking finding',
+      'panel script-trio on tree abcdef0: REVIEW_CACHE=partial (restored: script#reviewer-a); 2 verdict(s), quorum 2',
+      '  ✓ script#reviewer-a delivered (from the cache)',
+      '  ✓ script#reviewer-b delivered (session delivered, 2 attempt(s), 1 respawn(s))',
+      '  ✗ script#crash errored (session crashed, 3 attempt(s), 2 respawn(s)): crashed 3 times',
+      'findings: 0, blocking 1',
+      '  ✗ src/a.js:3 eval of input (script#reviewer-a, script#reviewer-b)',
+      'meters: tokens 12k in / 800 out · cost $0.0500 · sessions 2 · containers 5 (respawns 3)',
+    ]);
+  });
+});
