@@ -10,6 +10,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../core/node/config';
 import { FailureCode } from '../core/failures';
 import { bearerAuth } from './auth';
+import { dashboardRoutes } from './dashboard';
 import { ApiError, clientErrorHandler, frameworkErrors, registerErrorHandler } from './errors';
 import { RequestCounter } from './metrics';
 import { ErrorSchema } from './schemas';
@@ -29,10 +30,12 @@ export interface AppDeps {
   /** Docker client for the health check; default one on `config.dockerSocket`. */
   docker?: Docker;
   logger?: FastifyBaseLogger;
+  /** The built dashboard served at /dashboard/; default dist/dashboard (npm run build:dashboard). */
+  dashboardDir?: string;
 }
 
 /** Builds the HTTP API. It only translates HTTP into Temporal start / query calls. */
-export async function buildApp({ client, config, logger, docker }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ client, config, logger, docker, dashboardDir }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: 1024 * 1024,
@@ -85,6 +88,7 @@ export async function buildApp({ client, config, logger, docker }: AppDeps): Pro
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   await app.register(opsRoutes, { client, docker: docker ?? new Docker({ socketPath: config.dockerSocket }), config, requests });
+  await app.register(dashboardRoutes, dashboardDir ? { dir: dashboardDir } : {});
 
   await app.register(
     async (v1) => {

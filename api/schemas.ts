@@ -66,6 +66,7 @@ const GateResultSchema = Type.Object({
   logRef: Type.String(),
   durationMs: Type.Number(),
   reattached: Type.Boolean(),
+  round: Type.Optional(Type.Integer({ minimum: 1, description: 'gate round: 1 for the first gate, then one per fixup round or re-gate after the target moved' })),
 });
 
 const StepSchema = Type.Object({

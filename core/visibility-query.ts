@@ -4,7 +4,8 @@
  * point (the API answers 400 naming the field), so a filter can never widen a query.
  */
 export interface RunFilter {
-  kind: string;
+  /** One kind (`landing`), or any of several. */
+  kind: string | readonly string[];
   repo?: string;
   target?: string;
   branch?: string;
@@ -25,7 +26,7 @@ export function filterValueProblem(value: string): string | undefined {
 
 export function runListQuery(filter: RunFilter): string {
   const quote = (value: string) => `'${value}'`;
-  const clauses = [`TarmacKind = ${quote(filter.kind)}`];
+  const clauses = [typeof filter.kind === 'string' ? `TarmacKind = ${quote(filter.kind)}` : `TarmacKind IN (${filter.kind.map(quote).join(', ')})`];
   if (filter.repo !== undefined) clauses.push(`TarmacRepo = ${quote(filter.repo)}`);
   if (filter.target !== undefined) clauses.push(`TarmacTarget = ${quote(filter.target)}`);
   // TarmacBranch is a keyword list: `=` matches a run with this branch among its branches.

@@ -75,6 +75,7 @@ export async function runDev(config: Config, logger: Logger): Promise<number> {
       '',
       'Tarmac is starting:',
       `  API            ${apiUrl}   (OpenAPI: ${apiUrl}/docs)`,
+      `  Dashboard      ${apiUrl}/dashboard/`,
       `  API token      ${join(config.dataDir, 'api-token')}${config.apiTokens[0] ? ' (from TARMAC_API_TOKENS)' : ''}`,
       `  Temporal       ${server.address}`,
       `  Temporal UI    ${server.uiUrl ?? '(headless)'}`,

@@ -10,7 +10,8 @@
 #   6. Debian's chromium for the Web UI browser test (apt, only when /usr/bin/chromium is missing)
 #   7. schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
 #   8. the prebuilt workflow bundle (npm run build:workflows → dist/workflow-bundle.js), rebuilt only when
-#      the workflow sources changed; workers load it while it is current
+#      the workflow sources changed; workers load it while it is current; and the dashboard
+#      (npm run build:dashboard → dist/dashboard/)
 #   9. with --cluster only (what test/cluster needs; `npm run up` needs none of it): Debian's PostgreSQL
 #      server (apt, when no initdb is found) and its `postgres` user, and the Temporal server and its
 #      schema tool built from the Go module proxy (a few minutes, once) with the schema files, cached
@@ -120,6 +121,8 @@ fi
 # workflows/, core/, policies/ and the installed dependencies) matches the sources; a stale one is never
 # loaded (the worker bundles from source and logs why). See docs/VERSIONING.md.
 node --import tsx "$root/scripts/build-workflows.ts" >&2 || die "could not build the workflow bundle; see the error above"
+# The operator's dashboard (dashboard/ → dist/dashboard/, served by the API at /dashboard/); under a second.
+node --import tsx "$root/scripts/build-dashboard.ts" >&2 || die "could not build the dashboard; see the error above"
 
 # 9. A Temporal cluster on PostgreSQL (--cluster) ---------------------------------------
 # test/cluster runs the Temporal server itself on PostgreSQL, with two worker hosts and the API, as

@@ -1,3 +1,4 @@
+import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { WorkflowNotFoundError } from '@temporalio/common';
@@ -121,14 +122,14 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
           }
         }
 
-        reply.hijack();
-        const raw = reply.raw;
-        raw.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache, no-transform',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-        });
+        // The stream goes out through Fastify's reply (not a hijacked socket), so the headers of
+        // hooks and plugins (CORS, request ids) reach it like any other response.
+        const raw = new PassThrough();
+        void reply
+          .status(200)
+          .headers({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' })
+          // The 200 schema describes each event, not the stream the reply sends.
+          .send(raw as never);
         raw.write(`retry: 2000\n\n`);
 
         let open = true;

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
@@ -5,8 +6,11 @@ import { WorkflowNotFoundError } from '@temporalio/common';
 import { Type } from '@sinclair/typebox';
 import { FailureCode } from '../../core/failures';
 import { budgetUpdate } from '../../core/messages';
-import { ApiError } from '../errors';
-import { ErrorSchema, LandingIdParams } from '../schemas';
+import { isLocalPathText, parseRepoLocation } from '../../core/repo-location';
+import { searchAttributes } from '../../core/search-attributes';
+import { filterValueProblem, runListQuery } from '../../core/visibility-query';
+import { ApiError, invalid } from '../errors';
+import { ErrorSchema, LandingIdParams, LandingListQuery } from '../schemas';
 
 const BudgetCommandSchema = Type.Union([
   Type.Object(
@@ -30,8 +34,82 @@ function notFound(id: string, error: unknown): never {
   throw error;
 }
 
+/** The kinds of run an operator starts or schedules (sessions are listed under their run). */
+export const listedRunKinds = ['landing', 'review-panel', 'fix-loop', 'nightly'] as const;
+
+const RunListQuery = Type.Object(
+  {
+    kind: Type.Optional(Type.Union([...listedRunKinds, 'agent-session'].map((kind) => Type.Literal(kind)), { description: 'One kind of run; default landings, review panels, fix loops and nightlies' })),
+    ...LandingListQuery.properties,
+  },
+  { additionalProperties: false },
+);
+
+const RunListSchema = Type.Object({
+  runs: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      kind: Type.String({ description: 'landing, review-panel, fix-loop, nightly or agent-session' }),
+      workflowStatus: Type.String(),
+      startTime: Type.String(),
+      closeTime: Type.Optional(Type.String()),
+      repo: Type.Optional(Type.String()),
+      target: Type.Optional(Type.String()),
+      branches: Type.Optional(Type.Array(Type.String())),
+      phase: Type.Optional(Type.String()),
+      outcome: Type.Optional(Type.String()),
+      parent: Type.Optional(Type.String({ description: 'the run that started this one (a landing\'s panel or fix loop)' })),
+    }),
+  ),
+});
+
 /** Any run (landing, session, panel…): its status query, and its budget update. */
 export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (app, { client }) => {
+  app.get(
+    '/runs',
+    {
+      schema: {
+        summary: 'List runs of every kind (newest first): landings, review panels, fix loops and nightlies, filtered like GET /v1/landings and by kind',
+        querystring: RunListQuery,
+        response: { 200: RunListSchema, 431: ErrorSchema, ...errors },
+      },
+    },
+    async (request) => {
+      const { limit = 50, kind, repo, ...rest } = request.query;
+      for (const [field, value] of Object.entries({ repo, ...rest })) {
+        const problem = typeof value === 'string' ? filterValueProblem(value) : undefined;
+        if (problem) throw invalid(field, problem);
+      }
+      let canonicalRepo: string | undefined;
+      if (repo !== undefined) {
+        const parsed = parseRepoLocation(isLocalPathText(repo) ? resolve(repo) : repo);
+        if (!parsed.ok) throw invalid('repo', parsed.problem);
+        canonicalRepo = parsed.canonical;
+      }
+      const filter = { kind: kind ?? listedRunKinds, ...rest, ...(canonicalRepo === undefined ? {} : { repo: canonicalRepo }) };
+      const runs = [];
+      for await (const execution of client.workflow.list({ query: runListQuery(filter) })) {
+        const attributes = execution.typedSearchAttributes;
+        const parent = (execution.memo as { parent?: unknown } | undefined)?.parent;
+        runs.push({
+          id: execution.workflowId,
+          kind: attributes.get(searchAttributes.kind) ?? execution.type,
+          workflowStatus: execution.status.name,
+          startTime: execution.startTime.toISOString(),
+          ...(execution.closeTime ? { closeTime: execution.closeTime.toISOString() } : {}),
+          ...(attributes.get(searchAttributes.repo) ? { repo: attributes.get(searchAttributes.repo) } : {}),
+          ...(attributes.get(searchAttributes.target) ? { target: attributes.get(searchAttributes.target) } : {}),
+          ...(attributes.get(searchAttributes.branch) ? { branches: [...attributes.get(searchAttributes.branch)!] } : {}),
+          ...(attributes.get(searchAttributes.phase) ? { phase: attributes.get(searchAttributes.phase) } : {}),
+          ...(attributes.get(searchAttributes.outcome) ? { outcome: attributes.get(searchAttributes.outcome) } : {}),
+          ...(typeof parent === 'string' ? { parent } : {}),
+        });
+        if (runs.length >= limit) break;
+      }
+      return { runs };
+    },
+  );
+
   app.get(
     '/runs/:id',
     {

@@ -302,6 +302,28 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     assert.match(events.body, /event: end\ndata: \{"workflowStatus":"COMPLETED","outcome":\{"status":"landed"/);
   });
 
+  it('the event stream goes through the framework: a CORS-enabled API sends its CORS headers on the stream too', async () => {
+    const journal = new RunJournal();
+    journal.record({ kind: 'phase', phase: 'validate' });
+    journal.finished = true;
+    temporal.add({ workflowId: 'land.cors', status: 'COMPLETED', result: landedOutcome('land.cors'), queries: { [eventsQuery.name]: ({ after, limit }: { after?: number; limit?: number }) => journal.page(after, limit) } });
+    const origin = 'https://ops.example.com';
+    const cors = await build({ TARMAC_API_CORS_ORIGINS: origin });
+    try {
+      for (const url of ['/v1/landings/land.cors/events?logs=false', '/v1/runs/land.cors/events?logs=false']) {
+        const stream = await cors.inject({ method: 'GET', url, headers: { ...auth, origin } });
+        assert.equal(stream.statusCode, 200, url);
+        assert.match(String(stream.headers['content-type']), /^text\/event-stream/, url);
+        assert.equal(stream.headers['access-control-allow-origin'], origin, `${url}: the CORS header reaches the stream`);
+        assert.match(stream.body, /event: phase\n[\s\S]*event: end\n/, url);
+        const other = await cors.inject({ method: 'GET', url, headers: { ...auth, origin: 'https://elsewhere.example.com' } });
+        assert.equal(other.headers['access-control-allow-origin'], undefined, `${url}: an origin not configured gets no CORS header`);
+      }
+    } finally {
+      await cors.close();
+    }
+  });
+
   it('TARMAC_NOT_FOUND (unknown run, unknown route) and TARMAC_METHOD_NOT_ALLOWED with Allow', async () => {
     assertError(await app.inject({ method: 'GET', url: '/v1/landings/landing-nope', headers: auth }), 404, ApiErrorCode.notFound);
     assertError(await app.inject({ method: 'GET', url: '/v1/runs/landing-nope', headers: auth }), 404, ApiErrorCode.notFound);

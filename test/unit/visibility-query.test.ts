@@ -11,6 +11,7 @@ const queries: { name: string; input: RunFilter; expected: string }[] = [
     expected:
       "TarmacKind = 'landing' AND TarmacRepo = 'file:///r.git' AND TarmacTarget = 'main' AND TarmacBranch = 'feature/x' AND TarmacPhase = 'gate' AND TarmacOutcome = 'landed' AND ExecutionStatus = 'Running'",
   },
+  { name: 'any of several kinds', input: { kind: ['landing', 'fix-loop'], repo: 'file:///r.git' }, expected: "TarmacKind IN ('landing', 'fix-loop') AND TarmacRepo = 'file:///r.git' AND ExecutionStatus != 'ContinuedAsNew'" },
   { name: 'nightly kind', input: { kind: 'nightly', outcome: 'green' }, expected: "TarmacKind = 'nightly' AND TarmacOutcome = 'green' AND ExecutionStatus != 'ContinuedAsNew'" },
   { name: 'the earlier runs of runs that continued as new, when asked for', input: { kind: 'landing', status: 'ContinuedAsNew' }, expected: "TarmacKind = 'landing' AND ExecutionStatus = 'ContinuedAsNew'" },
 ];

@@ -1,0 +1,238 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../api/app';
+import { dashboardCsp } from '../../api/dashboard';
+import { loadConfig } from '../../core/node/config';
+import type { RunEvent } from '../../core/events';
+import type { SessionStatusView } from '../../core/session-types';
+import { gateRounds, metersAgainstBudget, phaseTimeline, sessionRows, stepGraph, type LandingView } from '../../dashboard/src/model';
+import { SseParser } from '../../dashboard/src/sse';
+import { buildDashboard } from '../../scripts/build-dashboard';
+import { TemporalStandIn } from '../helpers/temporal-stand-in';
+
+/**
+ * The dashboard's pure parts (its SSE parser and what the run page derives from the API's
+ * answers) as tables, and the API serving a real build of it (esbuild) through app.inject.
+ * The page in a browser against the real stack: test/e2e/dashboard.test.ts.
+ */
+
+const stream = 'retry: 2000\n\n: keep-alive\n\nid: c1\nevent: phase\ndata: {"kind":"phase"}\n\nid: c2\nevent: log\ndata: line one\ndata: line two\n\nevent: end\ndata: {}\n\n';
+const sseCases: { name: string; chunks: string[]; expected: { event: string; data: string; id?: string }[]; lastEventId?: string; retryMs?: number }[] = [
+  {
+    name: 'whole stream in one chunk: comments skipped, multi-line data joined, end without an id',
+    chunks: [stream],
+    expected: [
+      { event: 'phase', data: '{"kind":"phase"}', id: 'c1' },
+      { event: 'log', data: 'line one\nline two', id: 'c2' },
+      { event: 'end', data: '{}' },
+    ],
+    lastEventId: 'c2',
+    retryMs: 2000,
+  },
+  {
+    name: 'the same stream cut into one-character chunks gives the same messages',
+    chunks: [...stream],
+    expected: [
+      { event: 'phase', data: '{"kind":"phase"}', id: 'c1' },
+      { event: 'log', data: 'line one\nline two', id: 'c2' },
+      { event: 'end', data: '{}' },
+    ],
+    lastEventId: 'c2',
+    retryMs: 2000,
+  },
+  { name: 'CRLF line ends, split between \\r and \\n', chunks: ['id: 7\r', '\nevent: gate\r\ndata: x\r', '\n\r', '\n'], expected: [{ event: 'gate', data: 'x', id: '7' }], lastEventId: '7' },
+  { name: 'no event name is a message; an unfinished event is held back', chunks: ['data: a\n\ndata: b\n'], expected: [{ event: 'message', data: 'a' }] },
+  { name: 'a retry that is not a number is ignored', chunks: ['retry: soon\ndata: a\n\n'], expected: [{ event: 'message', data: 'a' }] },
+];
+for (const { name, chunks, expected, lastEventId, retryMs } of sseCases) {
+  test(`SseParser: ${name}`, () => {
+    const parser = new SseParser();
+    const messages = chunks.flatMap((chunk) => parser.feed(chunk));
+    assert.deepEqual(messages, expected);
+    assert.equal(parser.lastEventId, lastEventId);
+    assert.equal(parser.retryMs, retryMs);
+  });
+}
+
+const at = (second: number) => `2024-01-01T00:00:${String(second).padStart(2, '0')}.000Z`;
+const tree = (digit: string) => digit.repeat(40);
+const event = (seq: number, body: Record<string, unknown>) => ({ ...body, seq, at: at(seq) }) as RunEvent;
+const meters = { capsulesRun: 4, containersRun: 3, agentSessions: 2, inputTokens: 900, outputTokens: 100, costUsd: 0.5, wallTimeMs: 60_000 };
+
+/** A landing that went: resolver (respawned once) → gate red → fixup → gate green (reattached) → review from the cache. */
+const view: Pick<LandingView, 'steps' | 'gates' | 'reviews' | 'outcome'> = {
+  steps: [
+    { name: 'capsule.rebaseBranches', status: 'done', startedAt: at(1), endedAt: at(2) },
+    { name: 'session.resolver:resolver-1', status: 'done', startedAt: at(2), endedAt: at(4) },
+    { name: 'gate.runSuite:test#1', status: 'done', startedAt: at(5), endedAt: at(6), detail: 'failed (exit 4)' },
+    { name: 'fix.loop:fixup-1', status: 'done', startedAt: at(6), endedAt: at(8) },
+    { name: 'gate.runSuite:test#2', status: 'done', startedAt: at(8), endedAt: at(9), detail: 'passed (exit 0), reattached' },
+    { name: 'review.panel:script-trio#1', status: 'done', startedAt: at(9), endedAt: at(10), detail: 'approved; REVIEW_CACHE=hit' },
+    { name: 'capsule.prepareRun', status: 'skipped', startedAt: at(10) },
+  ],
+  gates: [
+    { suiteId: 'test', treeSha: tree('a'), status: 'failed', exitCode: 4, logRef: 'runs/x/logs/gate-test-1.log', durationMs: 1000, reattached: false, round: 1 },
+    { suiteId: 'test', treeSha: tree('b'), status: 'passed', exitCode: 0, logRef: 'runs/x/logs/gate-test-2.log', durationMs: 900, reattached: true, round: 2 },
+  ],
+  reviews: [
+    { treeSha: tree('b'), status: 'approved', summary: 'ok', cache: 'hit', restored: ['script#reviewer-a'], sessionsStarted: 0, missing: [], blocking: [], reviewers: [], meters: { sessionsSpawned: 0, respawns: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 } },
+  ],
+  outcome: {
+    status: 'landed',
+    summary: 'landed',
+    runId: 'land.x',
+    repo: '/r',
+    target: 'main',
+    heads: [],
+    endedInPhase: 'merge',
+    gates: [],
+    meters,
+    supersedes: [{ suiteId: 'test', red: { treeSha: tree('a'), round: 1, status: 'failed' }, supersededBy: { treeSha: tree('b'), round: 2 } }],
+    sessions: [{ sessionId: 'resolver-1', role: 'resolver', status: 'delivered', harnessModel: 'script#resolver', attempts: 2 }],
+  },
+};
+const journal: RunEvent[] = [
+  event(1, { kind: 'phase', phase: 'rebase' }),
+  event(2, { kind: 'session', sessionId: 'resolver-1', type: 'spawned', role: 'resolver', attempt: 1, harnessModel: 'script#resolver' }),
+  event(3, { kind: 'session', sessionId: 'resolver-1', type: 'classified', attempt: 1, class: 'crashed' }),
+  event(4, { kind: 'session', sessionId: 'resolver-1', type: 'respawned', attempt: 2 }),
+  event(5, { kind: 'session', sessionId: 'resolver-1', type: 'classified', attempt: 2, class: 'delivered' }),
+  event(6, { kind: 'phase', phase: 'gate' }),
+  event(7, { kind: 'phase', phase: 'fixup' }),
+  event(8, { kind: 'session', sessionId: 'fixup-1-implementer-1', type: 'spawned', role: 'implementer', attempt: 1, harnessModel: 'script#fixer' }),
+  event(9, { kind: 'session', sessionId: 'fixup-1-implementer-1', type: 'escalated', attempt: 2, harnessModel: 'script#bigger' }),
+];
+
+describe('the run page derives its marks from the status, the outcome and the journal', () => {
+  it('step graph: respawned session, superseded red gate, reattached green gate, review from the cache, skipped step', () => {
+    const marks = Object.fromEntries(stepGraph(view, journal).map((step) => [step.name, step.markers]));
+    assert.deepEqual(marks, {
+      'capsule.rebaseBranches': [],
+      'session.resolver:resolver-1': ['respawned'],
+      'gate.runSuite:test#1': ['superseded'],
+      'fix.loop:fixup-1': [],
+      'gate.runSuite:test#2': ['reattached'],
+      'review.panel:script-trio#1': ['cached'],
+      'capsule.prepareRun': ['skipped'],
+    });
+  });
+
+  it('gate rounds: one per round with its tree; the red marked superseded, the green reattached', () => {
+    assert.deepEqual(
+      gateRounds(view.gates, view.outcome).map((round) => ({ round: round.round, tree: round.treeSha, results: round.results.map((result) => `${result.suiteId}:${result.status}:${result.markers.join('+')}`) })),
+      [
+        { round: 1, tree: tree('a'), results: ['test:failed:superseded'] },
+        { round: 2, tree: tree('b'), results: ['test:passed:reattached'] },
+      ],
+    );
+  });
+
+  it('sessions: class of the last attempt, ladder rung after escalations, tokens from the session\'s own status', () => {
+    const resolverStatus = { state: 'done', attempt: 2, harnessModel: 'script#resolver', decisions: [], meters: { sessionsSpawned: 2, respawns: 1, escalations: 0, reattachments: 0, inputTokens: 300, outputTokens: 20, costUsd: 0.1, wallTimeMs: 1, capsulesRun: 1, budgetPauses: 0 } } as SessionStatusView;
+    const rows = sessionRows(journal, view.outcome, new Map([['resolver-1', resolverStatus]]));
+    assert.deepEqual(
+      rows.map(({ sessionId, role, harnessModel, status, attemptClass, rung, attempts, respawns, inputTokens, outputTokens, markers }) => ({ sessionId, role, harnessModel, status, attemptClass, rung, attempts, respawns, inputTokens, outputTokens, markers })),
+      [
+        { sessionId: 'resolver-1', role: 'resolver', harnessModel: 'script#resolver', status: 'delivered', attemptClass: 'delivered', rung: 1, attempts: 2, respawns: 1, inputTokens: 300, outputTokens: 20, markers: ['respawned'] },
+        { sessionId: 'fixup-1-implementer-1', role: 'implementer', harnessModel: 'script#bigger', status: 'running', attemptClass: undefined, rung: 2, attempts: 2, respawns: 0, inputTokens: undefined, outputTokens: undefined, markers: ['escalated'] },
+      ],
+    );
+  });
+
+  it('phase timeline: each phase until the next; the last is current while the run goes on', () => {
+    assert.deepEqual(phaseTimeline(journal, false), [
+      { phase: 'rebase', at: at(1), endedAt: at(6), current: false },
+      { phase: 'gate', at: at(6), endedAt: at(7), current: false },
+      { phase: 'fixup', at: at(7), current: true },
+    ]);
+    const done = [...journal, event(10, { kind: 'outcome', status: 'landed', summary: 'ok' })];
+    assert.deepEqual(phaseTimeline(done, true).at(-1), { phase: 'fixup', at: at(7), endedAt: at(10), current: false });
+  });
+
+  it('meters against the budget: tokens are input + output; no budget, no limits', () => {
+    const budget = { tokens: 2000, costUsd: 1, sessions: 4, wallMs: 3_600_000, onExhausted: 'pause' as const };
+    assert.deepEqual(metersAgainstBudget(meters, budget).map((row) => [row.name, row.used, row.limit]), [
+      ['tokens', 1000, 2000],
+      ['cost', 0.5, 1],
+      ['agent sessions', 2, 4],
+      ['wall time', 60_000, 3_600_000],
+    ]);
+    assert.ok(metersAgainstBudget(meters, undefined).every((row) => row.limit === undefined));
+  });
+});
+
+describe('the API serves a build of the dashboard (no Temporal, no Docker)', () => {
+  const token = 'unit-token-0123456789abcdef';
+  const temporal = new TemporalStandIn();
+  const outDir = join(mkdtempSync(join(tmpdir(), 'tarmac-unit-dashboard-')), 'dashboard');
+  let app: FastifyInstance;
+  let unbuilt: FastifyInstance;
+  before(async () => {
+    await buildDashboard(outDir);
+    const config = loadConfig({ TARMAC_API_TOKENS: token, TARMAC_DATA_DIR: mkdtempSync(join(tmpdir(), 'tarmac-unit-dashboard-data-')) });
+    app = await buildApp({ client: temporal.client, config, dashboardDir: outDir });
+    unbuilt = await buildApp({ client: temporal.client, config, dashboardDir: join(outDir, 'not-built') });
+  });
+  after(async () => {
+    await app?.close();
+    await unbuilt?.close();
+    rmSync(join(outDir, '..'), { recursive: true, force: true });
+  });
+
+  it('the page and its assets, without a token, each with the strict CSP and the other security headers', async () => {
+    const redirect = await app.inject({ method: 'GET', url: '/dashboard' });
+    assert.equal(redirect.statusCode, 308);
+    assert.equal(redirect.headers.location, '/dashboard/');
+    for (const [url, type] of [
+      ['/dashboard/', /^text\/html/],
+      ['/dashboard/app.js', /^text\/javascript/],
+      ['/dashboard/app.css', /^text\/css/],
+      ['/dashboard/favicon.svg', /^image\/svg\+xml/],
+    ] as const) {
+      const response = await app.inject({ method: 'GET', url });
+      assert.equal(response.statusCode, 200, url);
+      assert.match(String(response.headers['content-type']), type, url);
+      assert.equal(response.headers['content-security-policy'], dashboardCsp, url);
+      assert.equal(response.headers['x-content-type-options'], 'nosniff', url);
+      assert.equal(response.headers['x-frame-options'], 'DENY', url);
+      assert.equal(response.headers['referrer-policy'], 'no-referrer', url);
+    }
+    for (const directive of ["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "object-src 'none'"]) {
+      assert.ok(dashboardCsp.split('; ').includes(directive), directive);
+    }
+    assert.doesNotMatch(dashboardCsp, /unsafe-inline|unsafe-eval|\*|https?:/, 'no inline script or style, no eval, no other origin');
+  });
+
+  it('the build loads nothing from elsewhere and runs no inline script: every script and stylesheet is a local file', () => {
+    const html = readFileSync(join(outDir, 'index.html'), 'utf8');
+    const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
+    assert.equal(scripts.length, 1);
+    for (const [, attributes, body] of scripts) {
+      assert.match(attributes!, /src="app\.js"/);
+      assert.equal(body!.trim(), '', 'no inline script');
+    }
+    assert.doesNotMatch(html, /\b(src|href)="(https?:)?\/\//, 'no asset from another origin');
+    assert.doesNotMatch(html, /\sstyle=|<style/, 'no inline style');
+    const code = readFileSync(join(outDir, 'app.js'), 'utf8');
+    assert.doesNotMatch(code, /\beval\(|new Function\(/, 'no eval in the bundle');
+    assert.doesNotMatch(code, /localStorage|document\.cookie/, 'the token is kept in sessionStorage only');
+  });
+
+  it('unknown files are 404; an API without a build says how to make one; the OpenAPI document hides the static routes', async () => {
+    for (const url of ['/dashboard/secret.txt', '/dashboard/..%2Fpackage.json', '/dashboard/index.html.map']) {
+      const response = await app.inject({ method: 'GET', url });
+      assert.equal(response.statusCode, 404, url);
+      assert.equal(response.json().error.code, 'TARMAC_NOT_FOUND', url);
+    }
+    const missing = await unbuilt.inject({ method: 'GET', url: '/dashboard/' });
+    assert.equal(missing.statusCode, 404);
+    assert.match(missing.json().error.message, /npm run build:dashboard/);
+    const paths = Object.keys((await app.inject({ method: 'GET', url: '/docs/json' })).json().paths);
+    assert.deepEqual(paths.filter((path) => path.startsWith('/dashboard')), [], 'the static routes are not in the OpenAPI document');
+    assert.ok(paths.includes('/v1/runs'), 'the list the dashboard reads is documented');
+  });
+});
