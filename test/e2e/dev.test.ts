@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -17,9 +17,10 @@ interface Dev {
   output: () => string;
 }
 
-/** Starts `tarmac dev` (the README's first command, after setup) and waits for its API. */
-async function startDev(env: NodeJS.ProcessEnv, apiUrl: string): Promise<Dev> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bin/tarmac.ts'), 'dev'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `tarmac dev` (the README's first command, after setup) in `cwd` and waits for its API. */
+async function startDev(env: NodeJS.ProcessEnv, apiUrl: string, cwd: string): Promise<Dev> {
+  // tsx's loader by absolute path: the project directory has no node_modules of its own.
+  const child = spawn(process.execPath, ['--import', join(root, 'node_modules/tsx/dist/loader.mjs'), join(root, 'bin/tarmac.ts'), 'dev'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -45,20 +46,42 @@ describe('tarmac dev: the README flow on one machine', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('lands the demo branch over HTTP, lists it in the Web UI by TarmacRepo, and resumes in-flight runs after Ctrl-C', async () => {
-    const [apiPort, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
-    const env = {
+  it('honours .env (the environment wins over it), lands the demo branch over HTTP, lists it in the Web UI by TarmacRepo, and resumes in-flight runs after Ctrl-C', async () => {
+    const [apiPort, temporalPort, uiPort, filePort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    // A project directory with a .env, as `cp .env.example .env` makes one: the UI port comes only
+    // from the file; the API port is in both, and the environment's wins.
+    const project = join(dataDir, 'project');
+    mkdirSync(project);
+    writeFileSync(join(project, '.env'), `# the operator's settings\nTARMAC_TEMPORAL_UI_PORT=${uiPort}\nTARMAC_API_PORT=${filePort}\n`);
+    const env: NodeJS.ProcessEnv = {
       ...process.env,
       TARMAC_DATA_DIR: dataDir,
       TARMAC_API_PORT: String(apiPort),
       TARMAC_TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
-      TARMAC_TEMPORAL_UI_PORT: String(uiPort),
       TARMAC_API_TOKENS: '',
       TARMAC_LOG_LEVEL: 'info',
     };
+    // scripts/test.sh turns .env off for the whole suite; this test is about reading it.
+    delete env.TARMAC_ENV_FILE;
+    delete env.TARMAC_TEMPORAL_UI_PORT;
     const apiUrl = `http://127.0.0.1:${apiPort}`;
-    dev = await startDev(env, apiUrl);
-    assert.match(dev.output(), new RegExp(`Temporal UI\\s+http://127.0.0.1:${uiPort}`));
+    dev = await startDev(env, apiUrl, project);
+    assert.match(dev.output(), new RegExp(`Temporal UI\\s+http://127.0.0.1:${uiPort}`), 'the UI port from .env');
+    assert.match(dev.output(), new RegExp(`API\\s+http://127.0.0.1:${apiPort}\\s`), "the environment's API port, not the file's");
+    assert.equal(await fetch(`http://127.0.0.1:${filePort}/healthz`).then(() => 'up', () => 'down'), 'down', "nothing listens on the file's API port");
+    const read = dev
+      .output()
+      .split('\n')
+      .map((line) => {
+        try {
+          return JSON.parse(line) as { name?: string; msg?: string; envFile?: string; fromFile?: string[]; fromEnvironment?: string[] };
+        } catch {
+          return undefined;
+        }
+      })
+      .find((entry) => entry?.name === 'tarmac-dev' && entry.msg?.startsWith('settings read from the env file'));
+    assert.ok(read, `tarmac dev logs that it read the file:\n${dev.output()}`);
+    assert.deepEqual([read.envFile, read.fromFile, read.fromEnvironment], [join(project, '.env'), ['TARMAC_TEMPORAL_UI_PORT'], ['TARMAC_API_PORT']], 'names only, never values');
 
     // `npm run demo` + the README's curl example.
     const demoUrl = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'scripts/demo-repo.ts'), join(dataDir, 'demo')], { cwd: root, encoding: 'utf8' }).trim();
@@ -99,7 +122,7 @@ describe('tarmac dev: the README flow on one machine', () => {
     assert.equal(await fetch(`${apiUrl}/healthz`).then(() => 'up', () => 'down'), 'down', 'the API stopped with it');
     assert.notEqual(branchHead(slow.path, 'main'), branchHead(slow.path, 'feature/slow'), 'not landed before the restart');
 
-    dev = await startDev(env, apiUrl);
+    dev = await startDev(env, apiUrl, project);
     const resumed = await waitFor(() => get(slowId), (view) => view.workflowStatus === 'COMPLETED', 120_000, 'the slow landing to resume');
     assert.equal(resumed.outcome.status, 'landed', resumed.outcome.summary);
     assert.equal(branchHead(slow.path, 'main'), branchHead(slow.path, 'feature/slow'));
