@@ -63,9 +63,11 @@ function unavailable(what: string): ServiceError {
   return new ServiceError(`Failed to ${what}`, { cause: grpc });
 }
 
-/** A visibility query of `Name = 'value'` (or `!=`) clauses joined by AND, as the routes build them; anything else is refused. */
-function parseQuery(query: string): { name: string; value: string; not: boolean }[] {
+/** A visibility query of `Name = 'value'` (or `!=`, or `IN ('a', 'b')`) clauses joined by AND, as the routes build them; anything else is refused. */
+function parseQuery(query: string): { name: string; value: string | string[]; not: boolean }[] {
   return query.split(' AND ').map((clause) => {
+    const among = /^(\w+) IN \(('[^'\\]*'(?:, '[^'\\]*')*)\)$/.exec(clause);
+    if (among) return { name: among[1]!, value: among[2]!.split(', ').map((quoted) => quoted.slice(1, -1)), not: false };
     const match = /^(\w+) (!?=) '([^'\\]*)'$/.exec(clause);
     if (!match) throw new Error(`stand-in: cannot evaluate the visibility query clause "${clause}" of "${query}"`);
     return { name: match[1]!, value: match[3]!, not: match[2] === '!=' };
@@ -76,8 +78,8 @@ function attribute(run: StandInRun, name: string): unknown {
   return run.searchAttributes.find((pair) => pair.key.name === name)?.value;
 }
 
-function matches(run: StandInRun, clauses: { name: string; value: string; not: boolean }[]): boolean {
-  return clauses.every(({ not, ...clause }) => matchesClause(run, clause) !== not);
+function matches(run: StandInRun, clauses: { name: string; value: string | string[]; not: boolean }[]): boolean {
+  return clauses.every(({ not, name, value }) => (typeof value === 'string' ? matchesClause(run, { name, value }) : value.some((one) => matchesClause(run, { name, value: one }))) !== not);
 }
 
 function matchesClause(run: StandInRun, { name, value }: { name: string; value: string }): boolean {

@@ -420,6 +420,35 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     );
   });
 
+  it('GET /v1/runs lists runs of every kind an operator starts (or one kind), newest first, with kind and parent', async () => {
+    const minutesAgo = (minutes: number) => new Date(Date.now() - minutes * 60_000);
+    const run = (workflowId: string, kind: string, minutes: number, memo: Record<string, unknown> = {}) =>
+      temporal.add({ workflowId, startTime: minutesAgo(minutes), memo, searchAttributes: [{ key: searchAttributes.kind, value: kind }, { key: searchAttributes.repo, value: '/srv/repo.git' }] });
+    run('land.a', 'landing', 9);
+    run('land.a.review-1', 'review-panel', 8, { parent: 'land.a' });
+    run('fix.b', 'fix-loop', 7);
+    run('nightly.c', 'nightly', 6);
+    run('land.a.resolver-1', 'agent-session', 5, { parent: 'land.a' });
+
+    const all = await app.inject({ method: 'GET', url: '/v1/runs', headers: auth });
+    assert.equal(all.statusCode, 200, all.body);
+    assert.deepEqual(temporal.visibilityQueries.at(-1), "TarmacKind IN ('landing', 'review-panel', 'fix-loop', 'nightly') AND ExecutionStatus != 'ContinuedAsNew'");
+    assert.deepEqual(
+      all.json().runs.map((entry: { id: string; kind: string; parent?: string }) => [entry.id, entry.kind, entry.parent]),
+      [
+        ['nightly.c', 'nightly', undefined],
+        ['fix.b', 'fix-loop', undefined],
+        ['land.a.review-1', 'review-panel', 'land.a'],
+        ['land.a', 'landing', undefined],
+      ],
+      'sessions are left out unless asked for; a child names its parent',
+    );
+    const sessions = (await app.inject({ method: 'GET', url: '/v1/runs?kind=agent-session&limit=5', headers: auth })).json().runs;
+    assert.deepEqual(sessions.map((entry: { id: string }) => entry.id), ['land.a.resolver-1']);
+    assertError(await app.inject({ method: 'GET', url: '/v1/runs?kind=session', headers: auth }), 400, ApiErrorCode.validation);
+    assertError(await app.inject({ method: 'GET', url: `/v1/runs?target=${encodeURIComponent("main' OR 1=1")}`, headers: auth }), 400, ApiErrorCode.validation);
+  });
+
   it('TARMAC_UNAVAILABLE: Temporal unreachable → 503 with Retry-After and no internals, nothing started; /healthz says which', async () => {
     temporal.unreachable = true;
     const error = assertError(await app.inject({ method: 'GET', url: '/v1/landings/landing-x', headers: auth }), 503, ApiErrorCode.unavailable);
