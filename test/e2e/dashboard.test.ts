@@ -46,11 +46,13 @@ describe('the dashboard in a real browser against the real stack', () => {
     panels.panels['script-one'] = { reviewers: ['script#reviewer-a'], quorum: 1, blockingSeverities: ['blocking'], promptVersion: 'v1', prompt: 'Review the listed files.' };
     writeFileSync(join(recipesDir, 'panels.json'), `${JSON.stringify(panels, null, 2)}\n`);
     // A CORS-enabled API: the event stream must carry the CORS headers too.
+    const corsBefore = process.env.TARMAC_API_CORS_ORIGINS;
     process.env.TARMAC_API_CORS_ORIGINS = corsOrigin;
     try {
       stack = await startStack({ recipesDir });
     } finally {
-      delete process.env.TARMAC_API_CORS_ORIGINS;
+      if (corsBefore === undefined) delete process.env.TARMAC_API_CORS_ORIGINS;
+      else process.env.TARMAC_API_CORS_ORIGINS = corsBefore;
     }
     stack.scriptScenario('ask-keep', { ask: [question], edits: [{ file: 'shared.txt', replace: '{{answer}}\n' }] });
     stack.scriptScenario('write-fixed', { edits: [{ file: 'FIXED', replace: 'yes\n' }] });
