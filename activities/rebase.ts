@@ -69,6 +69,18 @@ async function unmergedFiles(workspace: string): Promise<string[]> {
   return out.split('\n').filter(Boolean);
 }
 
+/**
+ * A rebase git left running with no conflict to show was interrupted (its worker, and git with it,
+ * killed mid-way): aborted, so the rebase can run again from where it began. A rebase stopped at a
+ * conflict has unmerged files and is left for a resolver.
+ */
+async function interruptedRebaseUndone(workspace: string): Promise<void> {
+  if (!rebaseRunning(workspace) || (await unmergedFiles(workspace)).length > 0) return;
+  // A rebase killed before it wrote its own state cannot be aborted: its state is dropped instead
+  // (the patch check after every rebase still finds any commit this loses).
+  if ((await gitExitCode(workspace, ['rebase', '--abort'])) !== 0) await gitExitCode(workspace, ['rebase', '--quit']);
+}
+
 async function conflictAt(workspace: string, branch: string): Promise<Extract<RebaseResult, { status: 'conflict' }>> {
   const git = automationGit(workspace);
   const stopped = (await readFile(join(workspace, '.git', 'rebase-merge', 'stopped-sha'), 'utf8').catch(() => '')).trim();
@@ -183,9 +195,15 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
         if (resolvedHead && (await gitExitCode(workspace, ['merge-base', '--is-ancestor', onto, resolvedHead])) === 0) {
           if (rebaseRunning(workspace)) await gitExitCode(workspace, ['rebase', '--abort']);
           await git.raw(['checkout', '--quiet', '--detach', resolvedHead]);
+          state.applied.push({ branch: state.inProgress, newHead: resolvedHead });
+        } else if (rebaseRunning(workspace) && (await unmergedFiles(workspace)).length > 0) {
+          return await conflictAt(workspace, state.inProgress);
+        } else {
+          // No resolution and no conflict: the call before was stopped (its worker killed) between
+          // saving this state and the end of its rebase, so HEAD says nothing about the branch (it
+          // may still be the base). Undo what git left and rebase the branch again, below.
+          await interruptedRebaseUndone(workspace);
         }
-        if (rebaseRunning(workspace)) return await conflictAt(workspace, state.inProgress);
-        state.applied.push({ branch: state.inProgress, newHead: (await git.revparse(['HEAD'])).trim() });
         delete state.inProgress;
         await save();
       }
@@ -232,12 +250,14 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
       const workspace = runPaths(dataDir, runId).worktree;
       const git = automationGit(workspace);
       const label = `onto ${ontoSha.slice(0, 12)}`;
-      if (rebaseRunning(workspace)) {
+      if (rebaseRunning(workspace) && (resolvedHead || (await unmergedFiles(workspace)).length > 0)) {
         if (!resolvedHead || (await gitExitCode(workspace, ['merge-base', '--is-ancestor', ontoSha, resolvedHead])) !== 0) return await conflictAt(workspace, label);
         await gitExitCode(workspace, ['rebase', '--abort']);
         await git.raw(['checkout', '--quiet', '--detach', resolvedHead]);
         return { status: 'done', headSha: resolvedHead };
       }
+      // A rebase interrupted mid-way leaves HEAD anywhere on the new target: undone before HEAD is read.
+      await interruptedRebaseUndone(workspace);
       // Done already (a retry after the result was lost): the head is on the new target.
       if ((await gitExitCode(workspace, ['merge-base', '--is-ancestor', ontoSha, 'HEAD'])) === 0) return { status: 'done', headSha: (await git.revparse(['HEAD'])).trim() };
       const code = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--no-autosquash', '--onto', ontoSha, fromSha]);
