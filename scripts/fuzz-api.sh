@@ -19,7 +19,7 @@
 #                         it, so the 200 answers (status, run, event stream) are checked too
 #   TARMAC_FUZZ_EXAMPLES  examples per operation and phase, default 100 (about a minute on 2 cores)
 #   TARMAC_FUZZ_SEED      default 20261130: the same seed generates the same requests
-#   TARMAC_CACHE_DIR      default ~/.cache/tarmac; scripts/setup.sh installs schemathesis in its venv-schemathesis
+#   TARMAC_CACHE_DIR      default ~/.cache/tarmac; scripts/setup.sh --tests (npm test) installs schemathesis in its venv-schemathesis
 #
 # Checks: all of schemathesis' checks but positive_data_acceptance, which expects a schema-valid
 # request to succeed; here schema-valid requests name repositories, branches and panels that do
@@ -28,7 +28,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${TARMAC_CACHE_DIR:-$HOME/.cache/tarmac}
 schemathesis="$cache/venv-schemathesis/bin/schemathesis"
-[ -x "$schemathesis" ] || { echo "[fuzz] $schemathesis is missing; run scripts/setup.sh" >&2; exit 2; }
+[ -x "$schemathesis" ] || { echo "[fuzz] $schemathesis is missing; run bash scripts/setup.sh --tests" >&2; exit 2; }
 url=${TARMAC_FUZZ_URL:?set TARMAC_FUZZ_URL to a throwaway API (see the header of this script)}
 : "${TARMAC_FUZZ_TOKEN:?set TARMAC_FUZZ_TOKEN to a bearer token of that API}"
 export TARMAC_FUZZ_TOKEN

@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # Idempotent setup for Tarmac on a bare machine; fast when everything is already there.
-#   1. node dependencies (npm ci when the lockfile changed)
+# Without arguments (`npm run up`): what running Tarmac needs. `--tests` (`npm test`) adds what only the
+# test suite needs (marked [tests] below); `--cluster` what test/cluster needs.
+#   1. node dependencies (npm ci when the lockfile changed): without the devDependencies (TypeScript,
+#      ESLint, playwright-core, Temporal's test server…); [tests] with them (a run-only install is
+#      completed: node_modules/.tarmac-omit-dev marks one)
 #   2. the temporal CLI (PATH, else ~/.cache/tarmac/bin, else go install from the module proxy)
-#   3. a Docker engine (a running one, else docker.io from apt and dockerd in the background)
+#   3. a Docker engine (a running one, else docker.io from apt and dockerd in the background);
+#      [tests] a compose tool (Debian's docker-compose) for the compose file's test
 #   4. the agent CLIs (scripts/fetch-agent-clis.sh: pinned npm platform packages into the cache)
-#   5. images: tarmac/runner, tarmac/agent-script, tarmac/self-gate (Tarmac's own gate: Node and this
-#      checkout's node_modules on the runner) and (from the cached CLIs) tarmac/agent-claude-code and
-#      tarmac/agent-codex, rebuilt only when their inputs change
-#   6. Debian's chromium for the Web UI browser test (apt, only when /usr/bin/chromium is missing)
-#   7. schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
+#   5. images: tarmac/runner, tarmac/agent-script and (from the cached CLIs) tarmac/agent-claude-code and
+#      tarmac/agent-codex; [tests] tarmac/self-gate (Tarmac's own gate: Node and this checkout's
+#      node_modules on the runner); each rebuilt only when its inputs change
+#   6. [tests] Debian's chromium for the browser tests (apt, only when /usr/bin/chromium is missing)
+#   7. [tests] schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
 #   8. the prebuilt workflow bundle (npm run build:workflows → dist/workflow-bundle.js), rebuilt only when
 #      the workflow sources changed; workers load it while it is current; and the dashboard
 #      (npm run build:dashboard → dist/dashboard/)
+#  10. (before 9) [tests] Temporal's time-skipping test server, the JVM build from Maven Central
+#      (scripts/fetch-test-server.sh: a JRE and maven from apt when missing), for
+#      test/e2e/long-waits.test.ts; fetched once into the cache
 #   9. with --cluster only (what test/cluster needs; `npm run up` needs none of it): Debian's PostgreSQL
 #      server (apt, when no initdb is found) and its `postgres` user, and the Temporal server and its
 #      schema tool built from the Go module proxy (a few minutes, once) with the schema files, cached
@@ -20,10 +28,12 @@
 # TARMAC_SKIP_IMAGES=1, TARMAC_CACHE_DIR (default ~/.cache/tarmac).
 set -euo pipefail
 cluster=0
+tests=0
 for argument in "$@"; do
   case "$argument" in
     --cluster) cluster=1 ;;
-    *) printf '[setup] error: unknown argument %s (only --cluster)\n' "$argument" >&2; exit 2 ;;
+    --tests) tests=1 ;;
+    *) printf '[setup] error: unknown argument %s (--tests, --cluster)\n' "$argument" >&2; exit 2 ;;
   esac
 done
 cd "$(dirname "$0")/.."
@@ -35,9 +45,18 @@ die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi; }
 
 # 1. Node dependencies ------------------------------------------------------------
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "installing node dependencies (npm ci)"
-  npm ci --no-audit --no-fund >&2
+# Running needs the dependencies only; the tests also the devDependencies. An install without them
+# leaves a marker, so that --tests completes it (npm ci starts from an empty node_modules).
+omit_dev_marker=node_modules/.tarmac-omit-dev
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ] || { [ "$tests" = 1 ] && [ -f "$omit_dev_marker" ]; }; then
+  if [ "$tests" = 1 ]; then
+    say "installing node dependencies with the development tools (npm ci)"
+    npm ci --no-audit --no-fund >&2
+  else
+    say "installing node dependencies (npm ci --omit=dev; npm test adds the development tools)"
+    npm ci --omit=dev --no-audit --no-fund >&2
+    touch "$omit_dev_marker"
+  fi
 fi
 
 # 2. Temporal CLI ------------------------------------------------------------------
@@ -78,7 +97,7 @@ if ! docker_ok; then
 fi
 say "docker engine: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
 # The test suite validates docker-compose.yml with a compose tool.
-if ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1 && [ -f /etc/debian_version ]; then
+if [ "$tests" = 1 ] && ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1 && [ -f /etc/debian_version ]; then
   say "installing docker-compose from apt (validates docker-compose.yml in the tests)"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >&2 \
     || { as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >&2; } \
@@ -93,24 +112,28 @@ bash "$root/scripts/fetch-agent-clis.sh" || say "warning: could not fetch the ag
 
 # 5. Images ------------------------------------------------------------------------
 if [ "${TARMAC_SKIP_IMAGES:-0}" != 1 ]; then
-  bash "$root/scripts/build-images.sh"
+  # Tarmac's own gate (self-gate) is for the tests: it carries this checkout's dev tools.
+  if [ "$tests" = 1 ]; then bash "$root/scripts/build-images.sh"
+  else bash "$root/scripts/build-images.sh" runner agent-script agent-claude-code agent-codex
+  fi
 fi
 
-# 6. Chromium ----------------------------------------------------------------------
-# test/e2e/web-ui.test.ts drives Debian's chromium through playwright-core (no browser download).
-if [ ! -x /usr/bin/chromium ] && [ -f /etc/debian_version ]; then
+# 6. Chromium [tests] ---------------------------------------------------------------
+# The browser tests (test/e2e/web-ui.test.ts, the dashboard's) drive Debian's chromium through
+# playwright-core (no browser download).
+if [ "$tests" = 1 ] && [ ! -x /usr/bin/chromium ] && [ -f /etc/debian_version ]; then
   say "installing chromium from apt (the Web UI browser test)"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2 \
     || { as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2; } \
     || say "warning: could not install chromium; the Web UI browser test will fail"
 fi
 
-# 7. Schemathesis ------------------------------------------------------------------
+# 7. Schemathesis [tests] ------------------------------------------------------------
 # test/infra/openapi-fuzz.test.ts fuzzes the OpenAPI document through scripts/fuzz-api.sh,
 # whose command line and config are written for this version (the v3 CLI differs).
 schemathesis_version=4.32.5
 schemathesis_venv="$cache/venv-schemathesis"
-if [ "$("$schemathesis_venv/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, version $schemathesis_version" ]; then
+if [ "$tests" = 1 ] && [ "$("$schemathesis_venv/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, version $schemathesis_version" ]; then
   say "installing schemathesis $schemathesis_version from PyPI into $schemathesis_venv (the OpenAPI fuzz test)"
   { python3 -m venv "$schemathesis_venv" >&2 && "$schemathesis_venv/bin/pip" install -q "schemathesis==$schemathesis_version" >&2; } \
     || say "warning: could not install schemathesis (needs python3 with venv, and PyPI); the OpenAPI fuzz test will fail"
@@ -123,6 +146,13 @@ fi
 node --import tsx "$root/scripts/build-workflows.ts" >&2 || die "could not build the workflow bundle; see the error above"
 # The operator's dashboard (dashboard/ → dist/dashboard/, served by the API at /dashboard/); under a second.
 node --import tsx "$root/scripts/build-dashboard.ts" >&2 || die "could not build the dashboard; see the error above"
+
+# 10. Time-skipping test server [tests] ---------------------------------------------
+# Hours-long waits are tested with time skipped (test/e2e/long-waits.test.ts); the SDK's own download of
+# the test server cannot be reached here, so its JVM build comes from Maven Central, once.
+if [ "$tests" = 1 ]; then
+  bash "$root/scripts/fetch-test-server.sh" || say "warning: could not fetch the time-skipping test server; test/e2e/long-waits.test.ts will be skipped"
+fi
 
 # 9. A Temporal cluster on PostgreSQL (--cluster) ---------------------------------------
 # test/cluster runs the Temporal server itself on PostgreSQL, with two worker hosts and the API, as

@@ -2,7 +2,7 @@
 # The whole test suite: typecheck, lint, unit tests (pure code), infra checks, the Temporal server on
 # PostgreSQL with two worker hosts (test/cluster), then end-to-end tests against a real Temporal dev
 # server, the real Docker engine and real git.
-# Run through `npm test`, which runs `scripts/setup.sh --cluster` first.
+# Run through `npm test`, which runs `scripts/setup.sh --tests --cluster` first (what only the tests need).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The tests make their own stacks: a developer's .env (tokens, keys, ports) must not reach them.

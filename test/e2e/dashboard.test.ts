@@ -38,7 +38,7 @@ describe('the dashboard in a real browser against the real stack', () => {
   let repoFixup: FixtureRepo;
 
   before(async () => {
-    assert.ok(existsSync(chromiumPath), `${chromiumPath} not found: install Debian's chromium (\`bash scripts/setup.sh\` does)`);
+    assert.ok(existsSync(chromiumPath), `${chromiumPath} not found: install Debian's chromium (\`bash scripts/setup.sh --tests\` does)`);
     // The API serves the build in dist/dashboard: make it from today's sources.
     await buildDashboard();
     cpSync(defaultRecipesDir, recipesDir, { recursive: true });

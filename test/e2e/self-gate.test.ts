@@ -37,7 +37,7 @@ describe('Tarmac gates itself', () => {
     assert.ok(parsed.ok, 'the gate file parses');
     const image = parsed.gate.image!;
     const inspected = await new Docker({ socketPath: stack.config.dockerSocket }).getImage(image).inspect().catch(() => undefined);
-    assert.ok(inspected, `${image} exists (scripts/setup.sh builds it: bash scripts/build-images.sh self-gate)`);
+    assert.ok(inspected, `${image} exists (scripts/setup.sh --tests builds it, or: bash scripts/build-images.sh self-gate)`);
 
     // A bare clone of the committed HEAD, and a branch with a change a landing can carry.
     const origin = join(dir, 'tarmac.git');

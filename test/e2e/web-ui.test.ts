@@ -6,7 +6,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
 
-/** Debian's chromium; `scripts/setup.sh` installs it. Playwright's own browser downloads are not used. */
+/** Debian's chromium; `scripts/setup.sh --tests` (`npm test`) installs it. Playwright's own browser downloads are not used. */
 const chromiumPath = '/usr/bin/chromium';
 const artifactsDir = resolve(__dirname, '../../artifacts');
 const screenshotPath = join(artifactsDir, 'web-ui-landing.png');
@@ -65,7 +65,7 @@ describe('Temporal Web UI: an operator finds a landing by TarmacRepo in a real b
     // Fail, never skip: without a browser this acceptance check would silently prove nothing.
     assert.ok(
       existsSync(chromiumPath),
-      `${chromiumPath} not found: install Debian's chromium (\`bash scripts/setup.sh\` does, or \`apt-get install -y chromium\`)`,
+      `${chromiumPath} not found: install Debian's chromium (\`bash scripts/setup.sh --tests\` does, or \`apt-get install -y chromium\`)`,
     );
     stack = await startStack({ webUi: true });
   });
