@@ -141,6 +141,28 @@ describe('docker-compose.yml (validated by the compose tool)', () => {
     });
   }
 
+  it('passes what .env says to the API and the workers (env_file): the required settings from the file alone, and one the compose file does not name', () => {
+    // A project whose .env alone has the required settings (none of them in the shell environment),
+    // and a setting the compose file does not name: both reach the containers' environment.
+    const dir = mkdtempSync(join(tmpdir(), 'tarmac-compose-env-'));
+    const fromFile = { TARMAC_API_TOKENS: 'dotenv-token-0123456789abcdef', TARMAC_REPO_ALLOW: 'https://git.example.com/from-dotenv', TARMAC_HOST_ID: 'dotenv-host', TARMAC_API_CORS_ORIGINS: 'https://ops.example.com' };
+    writeFileSync(join(dir, '.env'), `${dotenv}${Object.entries(fromFile).map(([name, value]) => `${name}=${value}\n`).join('')}`);
+    const shell: NodeJS.ProcessEnv = { ...process.env, TARMAC_API_CORS_ORIGINS: 'https://shell.example.com' };
+    for (const name of ['TARMAC_API_TOKENS', 'TARMAC_REPO_ALLOW', 'TARMAC_HOST_ID']) delete shell[name];
+    const standalone = spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0;
+    const [command, prefix] = standalone ? ['docker-compose', []] : ['docker', ['compose']];
+    const result = spawnSync(command, [...prefix, '-f', join(root, 'docker-compose.yml'), '--project-directory', dir, 'config'], { cwd: dir, env: shell, encoding: 'utf8' });
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(result.status, 0, result.stderr);
+    const api = service(result.stdout, 'api');
+    assert.equal(variable(api, 'TARMAC_REPO_ALLOW'), fromFile.TARMAC_REPO_ALLOW, 'TARMAC_REPO_ALLOW from .env reaches the API');
+    assert.equal(variable(api, 'TARMAC_API_TOKENS'), fromFile.TARMAC_API_TOKENS);
+    assert.equal(variable(service(result.stdout, 'worker'), 'TARMAC_HOST_ID'), fromFile.TARMAC_HOST_ID);
+    // Unlike `tarmac dev`, compose gives a container its env_file as written: the shell environment
+    // changes only the ${…} of the compose file (README, `.env`).
+    assert.equal(variable(api, 'TARMAC_API_CORS_ORIGINS'), fromFile.TARMAC_API_CORS_ORIGINS, 'a setting only .env has reaches the API as written');
+  });
+
   it('registers every search attribute the workflows declare, with the same type (infra/temporal/setup-namespace.sh)', () => {
     const script = readFileSync(join(root, 'infra', 'temporal', 'setup-namespace.sh'), 'utf8');
     for (const declaration of searchAttributeDeclarations) assert.ok(script.includes(declaration), `${declaration} is registered`);
