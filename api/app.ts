@@ -23,6 +23,7 @@ import { fixLoopRoutes } from './routes/fix-loops';
 import { reviewRoutes } from './routes/reviews';
 import { runRoutes } from './routes/runs';
 import { scheduleRoutes } from './routes/schedules';
+import { retentionRoutes } from './routes/retention';
 
 export interface AppDeps {
   client: Client;
@@ -102,6 +103,7 @@ export async function buildApp({ client, config, logger, docker, dashboardDir }:
       await v1.register(reviewRoutes, { client, config });
       await v1.register(fixLoopRoutes, { client, config });
       await v1.register(scheduleRoutes, { client, config });
+      await v1.register(retentionRoutes, { client });
     },
     { prefix: '/v1' },
   );

@@ -144,6 +144,20 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     const oldLine = logged.find((line) => line.runId === oldId);
     assert.equal(oldLine.status, 'COMPLETED');
     assert.ok(oldLine.bytes > 0, 'how much was freed');
+    // The operator's view through the API (from Temporal: any host, whatever disk the API is on).
+    const view = await stack.api('GET', '/v1/retention');
+    assert.equal(view.status, 200, JSON.stringify(view.body));
+    const host = view.body.hosts.find((entry: { hostId: string }) => entry.hostId === 'test-host');
+    assert.deepEqual([host.scheduleId, host.retentionMs, host.everyMs, host.paused], [retentionScheduleId('test-host'), retentionMs, 24 * 3_600_000, false]);
+    assert.equal(host.nextRuns.length > 0, true, 'when it sweeps next');
+    const sweep = host.recentSweeps.find((entry: { workflowId: string }) => entry.workflowId === started.workflowId);
+    assert.equal(sweep.workflowStatus, 'COMPLETED');
+    assert.deepEqual(sweep.report.removed.map((entry: { path: string }) => entry.path).sort(), report.removed.map((entry) => entry.path).sort());
+    assert.equal(sweep.report.removedCount, report.removed.length);
+    assert.equal(sweep.report.bytesFreed, report.bytesFreed);
+    assert.deepEqual(sweep.report.keptRuns.find((entry: { runId: string }) => entry.runId === runningId), { runId: runningId, reason: 'running' });
+    assert.equal((await stack.api('GET', '/v1/retention', undefined, null)).status, 401);
+
     // Temporal still has the removed runs' records: the API answers for them.
     const oldView = await stack.api('GET', `/v1/landings/${oldId}`);
     assert.equal(oldView.body.outcome.status, 'landed');
