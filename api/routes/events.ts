@@ -157,6 +157,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
         };
 
         const logsDir = runPaths(config.dataDir, request.params.id).logs;
+        /** The earlier runs of a workflow that continued as new, as this stream learns them. */
+        const earlierRuns = new EarlierRuns();
         const withLogs = request.query.logs !== false;
         /** Every complete log line written since the cursor, each as an event that advances it. */
         const sendNewLogLines = async () => {
@@ -172,7 +174,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
         try {
           while (open) {
             const before = cursor;
-            const state = await readJournal(client, handle, cursor.journal);
+            const state = await readJournal(client, handle, cursor.journal, earlierRuns);
             for (const event of state.events) {
               cursor = { ...cursor, journal: event.seq };
               send(event.kind, event);
@@ -219,11 +221,13 @@ type RunOutcome = Record<string, unknown>;
  * is not the end: the stream waits and asks again. A closed run whose history no worker
  * can replay ends with its recorded result instead.
  */
-async function readJournal(client: Client, handle: WorkflowHandle, after: number): Promise<JournalState> {
+async function readJournal(client: Client, handle: WorkflowHandle, after: number, earlier: EarlierRuns): Promise<JournalState> {
   try {
+    // Known to be in an earlier run of this workflow (it continued as new): straight to that run.
+    if (earlier.latest && after < earlier.latest.throughSeq) return { events: await readEarlier(client, handle.workflowId, earlier.latest, after, earlier), more: true, closed: false, workflowStatus: 'RUNNING' };
     const page = await handle.query(eventsQuery, { after });
-    // The events after the cursor begin in an earlier run of this workflow (it continued as new).
-    if (page.earlier && after < page.earlier.throughSeq) return { events: await readEarlier(client, handle.workflowId, page.earlier, after), more: true, closed: false, workflowStatus: 'RUNNING' };
+    if (page.earlier) earlier.latest = page.earlier;
+    if (page.earlier && after < page.earlier.throughSeq) return { events: await readEarlier(client, handle.workflowId, page.earlier, after, earlier), more: true, closed: false, workflowStatus: 'RUNNING' };
     // Numbers have gaps where the journal was trimmed: more is waiting if the page stops short of the last.
     const more = page.events.length > 0 && page.events.at(-1)!.seq < page.lastSeq;
     if (!page.finished || more) return { events: page.events, more, closed: false, workflowStatus: 'RUNNING' };
@@ -246,16 +250,40 @@ async function readJournal(client: Client, handle: WorkflowHandle, after: number
 }
 
 /**
+ * What one stream learned of a workflow's earlier runs (it continued as new): which run recorded
+ * which journal numbers. A query on a closed run is a replay of its history on a worker, so each
+ * page goes to the one run that holds it instead of walking down from the latest run every time.
+ */
+class EarlierRuns {
+  /** The latest run's pointer: numbers up to `throughSeq` are in earlier runs. */
+  latest?: { runId: string; throughSeq: number };
+  private readonly ranges: { runId: string; after: number; throughSeq: number }[] = [];
+
+  /** A run known to hold the numbers just after `seq`. */
+  holding(seq: number): { runId: string; throughSeq: number } | undefined {
+    return this.ranges.find((range) => range.after <= seq && seq < range.throughSeq);
+  }
+
+  /** Run `runId` recorded the numbers after `after` up to `throughSeq`. */
+  learn(runId: string, after: number, throughSeq: number): void {
+    if (!this.ranges.some((range) => range.runId === runId)) this.ranges.push({ runId, after, throughSeq });
+  }
+}
+
+/**
  * Events after `after` recorded by an earlier run of a workflow that continued as new: each
  * closed run answers `events` for its own (a worker replays it), and points at the run before it.
  * A run Temporal no longer has (past the namespace's retention) cannot answer: its numbers are
  * skipped with one `trimmed` event, so the stream goes on and numbers still only rise. Any other
  * failure is thrown: the stream waits and asks again.
  */
-async function readEarlier(client: Client, workflowId: string, earlier: { runId: string; throughSeq: number }, after: number, depth = 0): Promise<RunEvent[]> {
+async function readEarlier(client: Client, workflowId: string, pointer: { runId: string; throughSeq: number }, after: number, runs: EarlierRuns, depth = 0): Promise<RunEvent[]> {
+  // A run this stream already read holds the numbers after the cursor: one query, no walk.
+  const earlier = runs.holding(after) ?? pointer;
   try {
     const page = await client.workflow.getHandle(workflowId, earlier.runId).query(eventsQuery, { after });
-    if (page.earlier && after < page.earlier.throughSeq && depth < 1000) return await readEarlier(client, workflowId, page.earlier, after, depth + 1);
+    runs.learn(earlier.runId, page.earlier?.throughSeq ?? 0, earlier.throughSeq);
+    if (page.earlier && after < page.earlier.throughSeq && depth < 1000) return await readEarlier(client, workflowId, page.earlier, after, runs, depth + 1);
     const events = page.events.filter((event) => event.seq <= earlier.throughSeq);
     if (events.length > 0) return events;
   } catch (error) {
