@@ -4,6 +4,7 @@ import type Docker from 'dockerode';
 import { checkNetwork, containerName } from '../core/node/container-rules';
 import { failure, FailureCode } from '../core/failures';
 import { copyCappedLog, defaultMaxLogBytes, readCappedStdout } from './container-logs';
+import { heartbeatWith } from './heartbeat-details';
 
 /** Label keys that mark a container as Tarmac's. Removal is only ever by these labels. */
 export const labelKeys = {
@@ -216,7 +217,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   // A container made ahead of the step is the first attempt's own run, whatever state it is in
   // (a later attempt that finds it reattaches, as to any other).
   let existing = made.existing?.Labels?.[labelKeys.ahead] === 'true' && context.info.attempt === 1 ? undefined : made.existing;
-  context.heartbeat({ containerId: container.id });
+  heartbeatWith(context, { containerId: container.id });
   spec.onContainer?.(container.id);
   let state = (await container.inspect()).State;
   const foundFinished = Boolean(existing) && state.Status === 'exited';
@@ -238,7 +239,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   const logs = streamLogs(container, spec.logFile, maxLogBytes, spec.onFirstOutput).catch(() => undefined);
 
   let timedOut = false;
-  const beat = setInterval(() => context.heartbeat({ containerId: container.id }), heartbeatEveryMs);
+  const beat = setInterval(() => heartbeatWith(context, { containerId: container.id }), heartbeatEveryMs);
   // The deadline counts from the container's own start, so a reattached attempt does not extend it.
   const remaining = Math.max(0, startedAt + spec.timeoutMs - Date.now());
   const deadline = setTimeout(() => {
@@ -261,7 +262,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   // The log copy ends with the container; a log stream Docker never ends must not hold the step.
   await Promise.race([logs, new Promise((resolve) => setTimeout(resolve, logDrainMs).unref())]);
   const final = (await container.inspect()).State;
-  context.heartbeat({ containerId: container.id });
+  heartbeatWith(context, { containerId: container.id });
   return {
     containerId: container.id,
     exitCode: timedOut ? null : final.ExitCode,

@@ -4,6 +4,7 @@ import { repoName } from '../core/node/landing-id';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { admitUpdate, releaseSignal } from '../core/messages';
 import { searchAttributes } from '../core/search-attributes';
+import { workflowTaskTimeout } from '../core/timeouts';
 
 /** The target queue's workflow id: one queue per (repo, target). */
 export function targetQueueId(repo: string, target: string): string {
@@ -26,6 +27,7 @@ export function createQueueActivities({ taskQueue }: { taskQueue: string }) {
         startWorkflowOperation: new WithStartWorkflowOperation('targetQueue', {
           workflowId: queueId,
           taskQueue,
+          workflowTaskTimeout,
           workflowIdConflictPolicy: 'USE_EXISTING',
           args: [{ waiting: [], admitted: 0 }],
           typedSearchAttributes: [

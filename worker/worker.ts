@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { createActivities } from '../activities';
 import type { Config } from '../core/node/config';
 import { hostQueue, placementQueue } from '../core/queues';
+import { heartbeatEveryMs } from '../workflows/activity-options';
 import { heartbeating } from './heartbeat';
 import { loadRecipes } from '../core/node/recipes';
 import { workerAgents } from '../activities/agent-availability';
@@ -36,6 +37,9 @@ export interface WorkerHandle {
 
 let runtimeInstalled = false;
 
+/** See the shared worker's options below; a busy worker that misses it replays the run from its history (slower, not wrong). */
+export const stickyQueueScheduleToStartTimeout = '3s';
+
 /**
  * Starts this host's workers: one on the shared queue (workflows and capsules any
  * host can run) and one on the host's own queue (steps that touch this host's
@@ -62,8 +66,11 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   const activities = createActivities({ dataDir: config.dataDir, hostId: config.hostId, servesHost: config.workerQueues.includes('host'), docker, taskQueue: config.taskQueue, recipesDir: config.recipesDir, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}) });
   // TARMAC_WORKER_QUEUES: a deployment may run workflow workers and host workers as separate processes.
   const workers: Worker[] = [];
-  // Every activity that does not heartbeat on its own is heartbeated while it runs: a dead worker's step is retried in seconds.
+  // Every running activity is heartbeated (its own details repeated): a dead worker's step is retried in seconds.
   const interceptors = { activity: [heartbeating] };
+  // Heartbeats reach Temporal as often as activities send them (every heartbeatEveryMs), not
+  // throttled to 80% of the heartbeat timeout: a live step misses none before it is judged dead.
+  const maxHeartbeatThrottleInterval = heartbeatEveryMs;
   if (config.workerQueues.includes('shared')) {
     workers.push(
       await Worker.create({
@@ -74,13 +81,17 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
         ...workflowCodeOption(config.workflowBundle, logger),
         activities,
         interceptors,
+        maxHeartbeatThrottleInterval,
+        // A workflow task waiting on this worker's own (sticky) queue goes to the shared queue, to any
+        // worker, after this: when this worker was killed, its runs go on in seconds, not Temporal's 10.
+        stickyQueueScheduleToStartTimeout,
       }),
     );
   }
   if (config.workerQueues.includes('host')) {
-    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: hostQueue(config.hostId), activities, interceptors }));
+    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: hostQueue(config.hostId), activities, interceptors, maxHeartbeatThrottleInterval }));
     // A host also takes placements: the runs it places are pinned to its queue above.
-    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: placementQueue(config.taskQueue), activities, interceptors }));
+    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: placementQueue(config.taskQueue), activities, interceptors, maxHeartbeatThrottleInterval }));
   }
   // The registry hears this host before it takes work, so the API knows at once what it can run.
   const clientConnection = await Connection.connect({ address: config.temporalAddress });

@@ -4,6 +4,17 @@ import { nonRetryableCodes } from '../core/failures';
 /** Failure types no retry can fix (the failure table's non-retryable thrown codes): the workflow handles them as outcomes. */
 const permanent = [...nonRetryableCodes];
 
+/** Heartbeat period of long activities (the worker sends each one: worker/worker.ts throttles no heartbeat longer). */
+export const heartbeatEveryMs = 2_000;
+
+/**
+ * A running activity whose heartbeats stop for this long is retried on a live worker: three missed
+ * heartbeats. A killed worker's step is retried ~4–6 s after the kill (a worker restarts in about 3),
+ * where Temporal's usual 10 s left the run idle for most of that; a slow but live worker gets three
+ * periods before a retry runs beside it. Measured by the chaos suite (docs/BENCHMARKS.md).
+ */
+export const heartbeatTimeout = '6s';
+
 /**
  * Capsules: deterministic host-side steps of about a second. Retried a few times for
  * transient trouble (a git lock, a busy daemon); permanent failures are not retried. The worker
@@ -12,7 +23,7 @@ const permanent = [...nonRetryableCodes];
  */
 export const capsule: ActivityOptions = {
   startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '10s',
+  heartbeatTimeout,
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 6, nonRetryableErrorTypes: permanent },
 };
 
@@ -26,9 +37,6 @@ export const localCapsule: LocalActivityOptions = {
   retry: capsule.retry,
 };
 
-/** Heartbeat period of long activities; the timeout is a few periods so a dead worker is noticed fast. */
-export const heartbeatEveryMs = 2_000;
-
 /**
  * A gate suite in a container. The activity heartbeats the container id; when the
  * worker dies the heartbeat stops, Temporal retries within seconds and the next
@@ -37,7 +45,7 @@ export const heartbeatEveryMs = 2_000;
 export function gateSuite(suiteTimeoutMs: number): ActivityOptions {
   return {
     startToCloseTimeout: suiteTimeoutMs + 5 * 60_000,
-    heartbeatTimeout: '10s',
+    heartbeatTimeout,
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 20, nonRetryableErrorTypes: permanent },
   };
 }

@@ -13,6 +13,7 @@ import { capsule, gateSuite } from './activity-options';
 import { afterFix, afterLanding, repairPlan, repairRequest } from '../policies/nightly';
 import { gateVerdict } from '../policies/supersedes';
 import { landingRecord, searchAttributes } from '../core/search-attributes';
+import { workflowTaskTimeout } from '../core/timeouts';
 import { NightlyRecord } from './nightly/record';
 
 /** What the full gate left to repair: the failing suites and the command that reproduces them. */
@@ -131,6 +132,7 @@ async function fix(record: NightlyRecord, red: Red, recipes: RecipeSnapshot | un
   const fixed = (await executeChild('fixLoop', {
     workflowId: fixId,
     taskQueue: workflowInfo().taskQueue,
+    workflowTaskTimeout,
     args: [
       { runId: fixId, repo: request.repo, branch: request.target, request: repairRequest, reproCommand: red.reproCommand, ...(request.agents ? { agents: request.agents } : {}), ...(recipes ? { recipes } : {}) } satisfies FixRequest,
     ],
@@ -167,6 +169,7 @@ async function land(record: NightlyRecord, red: Red, fixed: FixOutcome, branch: 
   const landing = (await executeChild('landing', {
     workflowId: pin.landingId,
     taskQueue,
+    workflowTaskTimeout,
     args: [landingRequest],
     workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
     // A nightly that is cancelled or terminated asks its landing to stop, so the

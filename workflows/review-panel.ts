@@ -12,6 +12,7 @@ import { budgetShare } from '../policies/budget';
 import { askAgent, QuestionDesk, undecided } from './questions';
 import { RunJournal } from './run-journal';
 import { childRecord } from '../core/search-attributes';
+import { workflowTaskTimeout } from '../core/timeouts';
 import { decidePanel, reviewerReportOf, type PanelDecision } from '../policies/quorum';
 
 const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
@@ -239,6 +240,7 @@ async function reviewerSession(at: ReviewSession, harnessModel: string, followUp
   return (await executeChild('agentSession', {
     workflowId: `${workflowId}.${slug(harnessModel)}${answered}`,
     taskQueue,
+    workflowTaskTimeout,
     ...childRecord('agent-session', { repo: request.repo, parent: workflowId, summary: { role: 'reviewer', harnessModel, treeSha } }),
     args: [
       {

@@ -3,6 +3,7 @@ import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, t
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/node/config';
 import { cronProblem, timezoneProblem } from '../../core/cron';
+import { workflowTaskTimeout } from '../../core/timeouts';
 import { FailureCode } from '../../core/failures';
 import type { NightlyOutcome, NightlyRequest } from '../../core/nightly-types';
 import { loadRecipes } from '../../core/node/recipes';
@@ -94,6 +95,7 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
             workflowType: 'nightly',
             workflowId: id,
             taskQueue: config.taskQueue,
+            workflowTaskTimeout,
             args: [nightly],
             typedSearchAttributes: [
               { key: searchAttributes.kind, value: 'nightly' },

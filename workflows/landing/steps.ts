@@ -15,6 +15,7 @@ import { landingRepairRequest } from '../../policies/intent';
 import { repairPlan } from '../../policies/repair-plan';
 import { gateVerdict } from '../../policies/supersedes';
 import { childRecord } from '../../core/search-attributes';
+import { workflowTaskTimeout } from '../../core/timeouts';
 import { askAgent, undecided } from '../questions';
 
 export interface LandingStepContext {
@@ -76,6 +77,7 @@ export async function session(ctx: LandingStepContext, role: 'resolver' | 'fixer
     executeChild('agentSession', {
       workflowId: `${runId}.${sessionId}`,
       taskQueue,
+      workflowTaskTimeout,
       ...childRecord('agent-session', { repo: request.repo, target: request.target, parent: runId, summary: { role, harnessModel: harnessModel || '(ladder)' } }),
       args: [
         {
@@ -199,6 +201,7 @@ export async function reviewTree(ctx: LandingStepContext, host: Activities, pinn
       executeChild('reviewPanel', {
         workflowId: `${runId}.review-${tracker.reviews.length + 1}`,
         taskQueue,
+        workflowTaskTimeout,
         ...childRecord('review-panel', { repo: request.repo, target: request.target, parent: runId, summary: { panel: review.panel, treeSha: current.treeSha } }),
         args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId, ...(budget ? { budget } : {}), ...(request.recipes ? { recipes: request.recipes } : {}) } satisfies PanelRequest],
       }) as Promise<PanelVerdict>,
@@ -244,6 +247,7 @@ export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failin
       executeChild('fixLoop', {
         workflowId: `${runId}.${label}`,
         taskQueue,
+        workflowTaskTimeout,
         ...childRecord('fix-loop', { repo: request.repo, target: request.target, parent: runId, summary: { failing, reproCommand } }),
         args: [
           {
