@@ -33,12 +33,18 @@ async function finished(stack: Stack, id: string): Promise<any> {
 
 describe('retention: a schedule per host removes finished runs older than TARMAC_RETENTION, and nothing else', () => {
   let stack: Stack;
+  /** The landing left waiting on its question: ended before the stack stops, even when an assertion failed (no container left). */
+  let waiting: string | undefined;
   const outside = mkdtempSync(join(tmpdir(), 'tarmac-retention-outside-'));
   before(async () => {
-    // Swept every 24 h by the schedule itself: the test triggers the sweep when its runs are in place.
-    stack = await startStack({ workerEnv: { TARMAC_RETENTION: `${retentionMs / 1000}s`, TARMAC_RETENTION_EVERY: '24h' } });
+    // Swept once a year by the schedule itself (never during the test): the test triggers the sweep when its runs are in place.
+    stack = await startStack({ workerEnv: { TARMAC_RETENTION: `${retentionMs / 1000}s`, TARMAC_RETENTION_EVERY: '8760h' } });
   });
   after(async () => {
+    if (waiting) {
+      await stack.api('POST', `/v1/landings/${waiting}/cancel`).catch(() => undefined);
+      await finished(stack, waiting).catch(() => undefined);
+    }
     await stack?.stop();
     rmSync(outside, { recursive: true, force: true });
   });
@@ -50,7 +56,7 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     assert.equal(description.action.type, 'startWorkflow');
     assert.equal(description.action.type === 'startWorkflow' && description.action.workflowType, 'retentionSweep');
     assert.deepEqual(description.action.type === 'startWorkflow' && description.action.args, [{ hostId: 'test-host', retentionMs }]);
-    assert.equal(description.spec.intervals?.[0]?.every, 24 * 3_600_000);
+    assert.equal(description.spec.intervals?.[0]?.every, 8760 * 3_600_000);
 
     // A run on a repository of its own: when it is removed, nothing uses its mirror any more.
     const lone = createFixtureRepo({ base, branches: bump('feature/lone', 2) });
@@ -66,6 +72,7 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
       ],
     });
     const runningId = await land(stack, repo.url, 'feature/gate');
+    waiting = runningId;
     await waitFor(() => stack.api('GET', `/v1/landings/${runningId}`), (response) => response.body.pendingQuestions?.length === 1, 120_000, 'the question');
     assert.equal((await finished(stack, loneId)).outcome.status, 'landed');
     const oldId = await land(stack, repo.url, 'feature/old');
@@ -148,7 +155,7 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     const view = await stack.api('GET', '/v1/retention');
     assert.equal(view.status, 200, JSON.stringify(view.body));
     const host = view.body.hosts.find((entry: { hostId: string }) => entry.hostId === 'test-host');
-    assert.deepEqual([host.scheduleId, host.retentionMs, host.everyMs, host.paused], [retentionScheduleId('test-host'), retentionMs, 24 * 3_600_000, false]);
+    assert.deepEqual([host.scheduleId, host.retentionMs, host.everyMs, host.paused], [retentionScheduleId('test-host'), retentionMs, 8760 * 3_600_000, false]);
     assert.equal(host.nextRuns.length > 0, true, 'when it sweeps next');
     const sweep = host.recentSweeps.find((entry: { workflowId: string }) => entry.workflowId === started.workflowId);
     assert.equal(sweep.workflowStatus, 'COMPLETED');
@@ -166,5 +173,6 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     const answered = await stack.api('POST', `/v1/landings/${runningId}/answers`, { text: '' });
     assert.equal(answered.status, 200, JSON.stringify(answered.body));
     assert.equal((await finished(stack, runningId)).outcome.status, 'needs-decision');
+    waiting = undefined;
   });
 });
