@@ -31,6 +31,12 @@ export interface Stack {
   /** Another worker process, e.g. a second host (`TARMAC_HOST_ID`); stopped with the stack. */
   startExtraWorker(overrides: Record<string, string>): Promise<ChildProcess>;
   killWorker(signal?: NodeJS.Signals): Promise<void>;
+  /** SIGKILLs the Temporal dev server; its SQLite db survives for `startTemporal`. */
+  killTemporal(): Promise<void>;
+  /** Starts the dev server again on the same port and db file (runs resume from it). */
+  startTemporal(): Promise<void>;
+  /** Closes the API (its streams end) and serves a new one on the same port. */
+  restartApi(): Promise<void>;
   /**
    * Writes a scenario of the script harness into the workers' scenarios directory
    * (`TARMAC_SCRIPT_SCENARIOS`) and returns its name; a model names it as `script#<behaviour>:<name>`.
@@ -68,13 +74,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   // The workers' script scenarios (test data of the worker, never of a request).
   const scenariosDir = mkdtempSync(join(tmpdir(), 'tarmac-test-scenarios-'));
   const port = await freePort();
-  const server = await startDevServer({
+  const serverOptions = {
     bin: findTemporalBin(process.env.TARMAC_TEMPORAL_BIN),
     dbFile: join(dataDir, 'temporal.db'),
     port,
     ...(options.webUi ? { uiPort: await freePort() } : {}),
     logFile: join(dataDir, 'logs', 'temporal.log'),
-  });
+  };
+  let server = await startDevServer(serverOptions);
   const metricsPort = await freePort();
   const env = {
     ...process.env,
@@ -95,7 +102,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const config = loadConfig(env);
   const connection = await connectApiToTemporal(server.address);
   const client = new Client({ connection, namespace: config.namespace });
-  const app = await buildApp({ client, config });
+  let app = await buildApp({ client, config });
   const apiPort = await freePort();
   await app.listen({ host: '127.0.0.1', port: apiPort });
   const apiUrl = `http://127.0.0.1:${apiPort}`;
@@ -147,7 +154,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     return { status: response.status, body: text ? JSON.parse(text) : undefined };
   };
 
-  return {
+  const stack: Stack = {
     config,
     dataDir,
     server,
@@ -169,6 +176,23 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       worker.kill(signal);
       await exited;
     },
+    async killTemporal() {
+      const child = server.process;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((done) => child.once('exit', done));
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async startTemporal() {
+      server = await startDevServer(serverOptions);
+      stack.server = server;
+    },
+    async restartApi() {
+      await app.close();
+      app = await buildApp({ client, config });
+      await app.listen({ host: '127.0.0.1', port: apiPort });
+      stack.app = app;
+    },
     scriptScenario(name: string, scenario: ScriptScenario) {
       const problem = scenarioNameProblem(name);
       if (problem) throw new Error(problem);
@@ -186,6 +210,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       rmSync(scenariosDir, { recursive: true, force: true });
     },
   };
+  return stack;
 }
 
 /** Polls `read` until `done(value)` holds, or fails after `timeoutMs` with the last value. */
