@@ -12,16 +12,21 @@ const shapeChars = 2_000;
 
 /**
  * What makes two failures of one command "the same": the end of the output with what changes
- * from run to run blanked out — timestamps, durations, numbers, hex ids, temp paths — and
- * whitespace collapsed.
+ * from run to run by itself blanked out — timestamps, clock times, durations, hex ids, long numbers,
+ * temp paths — and whitespace collapsed. Short numbers are content (a value an agent changed).
  */
 export function failureShape(output: string): string {
   return output
     // Colour codes (ESC [ … m), written without a control character in the pattern.
     .replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '')
     .replace(/\/tmp\/[^\s'"]+/g, '/tmp/…')
+    // Timestamps, clock times and durations; then hex ids and long numbers (pids, ports, sizes). Short
+    // numbers stay: "value=0" and "value=1" are two different failures, an agent's round changed it.
+    .replace(/\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?/g, '#')
+    .replace(/\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b/g, '#')
+    .replace(/\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|m|min|minutes?|h|hours?)\b/g, '#')
     .replace(/\b[0-9a-f]{7,64}\b/gi, '#')
-    .replace(/\d+/g, '#')
+    .replace(/\b\d{5,}\b/g, '#')
     .replace(/\s+/g, ' ')
     .trim()
     .slice(-shapeChars);

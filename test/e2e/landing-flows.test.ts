@@ -186,7 +186,8 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     // The gate wants FIXED = 2; the scripted fixer writes 1 and reports 600 tokens a session.
     const budgetRepo = () =>
       createFixtureRepo({
-        base: { 'check.sh': 'test "$(cat FIXED 2>/dev/null)" = 2 || { echo "FIXED is not 2"; exit 4; }\n', '.config/tarmac/land-gate.json': gate({ fixup: { maxRounds: 2 } }) },
+        // The failure names what FIXED holds: a round that changed it is not "the same failure twice".
+        base: { 'check.sh': 'v=$(cat FIXED 2>/dev/null || echo missing); test "$v" = 2 || { echo "FIXED is $v, not 2"; exit 4; }\n', '.config/tarmac/land-gate.json': gate({ fixup: { maxRounds: 2 } }) },
         branches: [{ name: 'feature/b', commits: [{ message: 'feature', files: { 'feature.txt': 'b\n' } }] }],
       });
     const spender = { fixer: 'script#fixer:write-1-spend-600', ladder: ['script#fixer:write-1-spend-600'] };

@@ -70,7 +70,11 @@ describe('OpenAPI fuzz run (schemathesis, scripts/fuzz-api.sh): no 5xx, no answe
     assert.deepEqual(await workflowIds(stack), runsBefore);
     const schedules: string[] = [];
     for await (const schedule of stack.client.schedule.list()) schedules.push(schedule.scheduleId);
-    assert.deepEqual(schedules, []);
+    // The worker's own retention schedule (one per host, made when it starts) is not the fuzzer's doing.
+    assert.deepEqual(
+      schedules.filter((id) => id !== 'tarmac.retention.test-host'),
+      [],
+    );
   });
 
   // Found by the fuzz run: Temporal answers "workflow execution already completed" as not-found, which was a 500.

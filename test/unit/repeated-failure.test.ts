@@ -9,6 +9,13 @@ describe('failureShape', () => {
     assert.equal(failureShape(a), failureShape(b));
   });
   it('different errors have different shapes', () => assert.notEqual(failureShape("Cannot find module './a'"), failureShape("Cannot find module './b'")));
+  const table: { name: string; a: string; b: string; same: boolean }[] = [
+    { name: 'a value the agent changed is another failure', a: 'value.txt says value=0, want value=2', b: 'value.txt says value=1, want value=2', same: false },
+    { name: 'clock times and ISO timestamps are noise', a: '[12:01:02] 2026-12-01T12:01:02.123Z boom', b: '[13:44:59] 2026-12-01T13:44:59Z boom', same: true },
+    { name: 'durations in any unit are noise', a: 'done in 1.5s, waited 230ms, 2 minutes', b: 'done in 0.9s, waited 12ms, 3 minutes', same: true },
+    { name: 'pids and ports (5+ digits) are noise', a: 'process 48213 on port 38211 died', b: 'process 51002 on port 40123 died', same: true },
+  ];
+  for (const { name, a, b, same } of table) it(name, () => assert.equal(failureShape(a) === failureShape(b), same));
 });
 
 describe('afterFailedVerify', () => {
