@@ -38,7 +38,7 @@ export interface WorkerHandle {
 let runtimeInstalled = false;
 
 /** See the shared worker's options below; a busy worker that misses it replays the run from its history (slower, not wrong). */
-export const stickyQueueScheduleToStartTimeout = '3s';
+export const stickyQueueScheduleToStartTimeout = '2s';
 
 /**
  * Starts this host's workers: one on the shared queue (workflows and capsules any

@@ -1,4 +1,4 @@
-import { upsertSearchAttributes } from '@temporalio/workflow';
+import { log, upsertSearchAttributes } from '@temporalio/workflow';
 import type {
   BranchHead,
   GateSuiteResult,
@@ -32,6 +32,8 @@ export const workflowEffects: TrackerEffects = {
   phaseEntered: (phase, ended) => {
     if (ended) metrics.phaseEnded(ended.phase, ended.durationMs);
     upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
+    // In the worker's log as the run enters it (never on replay): the chaos suite kills the worker there.
+    log.info(`landing entered phase ${phase}`);
   },
   finished: (status) => {
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: status }]);

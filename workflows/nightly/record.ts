@@ -1,4 +1,4 @@
-import { setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { log, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { NightlyOutcome, NightlyPhase, NightlyRequest, NightlyStatus, NightlyStatusView } from '../../core/nightly-types';
 import { endsAs, type RunFailureCode } from '../../core/failures';
 import { nightlyStatusQuery } from '../../core/messages';
@@ -30,6 +30,8 @@ export class NightlyRecord {
   enter(phase: NightlyPhase): void {
     this.view.phase = phase;
     upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
+    // In the worker's log as the run enters it (never on replay), like a landing's phases.
+    log.info(`nightly entered phase ${phase}`);
   }
 
   /** Adds a child's spend (fix loop, landing) to the nightly's meters. */
