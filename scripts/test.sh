@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: typecheck, lint, unit tests (pure code), infra checks, the Temporal server on
 # PostgreSQL with two worker hosts (test/cluster), then end-to-end tests against a real Temporal dev
-# server, the real Docker engine and real git.
+# server, the real Docker engine and real git, and last the chaos suite at its bounded size (test/chaos).
 # Run through `npm test`, which runs `scripts/setup.sh --tests --cluster` first (what only the tests need).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ export TARMAC_ENV_FILE=
 echo "[test] typecheck"; npx tsc --noEmit -p tsconfig.json
 echo "[test] lint"; npx eslint .
 shopt -s nullglob
-files=(test/unit/*.test.ts test/infra/*.test.ts test/cluster/*.test.ts test/e2e/*.test.ts test/scenarios/*.test.ts test/security/*.test.ts)
+files=(test/unit/*.test.ts test/infra/*.test.ts test/cluster/*.test.ts test/e2e/*.test.ts test/scenarios/*.test.ts test/security/*.test.ts test/chaos/*.test.ts)
 if [ "$#" -gt 0 ]; then files=("$@"); fi
 echo "[test] ${#files[@]} test files"
 node --import tsx --test --test-reporter=spec --test-concurrency=1 "${files[@]}"
