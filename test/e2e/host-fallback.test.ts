@@ -11,7 +11,7 @@ import { FailureCode } from '../../core/failures';
 import { hostBoundCapsules } from '../../core/host-bound';
 import { hostQueue, placementQueue } from '../../core/queues';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { landingFinished, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
+import { landingFinished, runningContainer, startStack, stepRunning, type Stack } from '../helpers/stack';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -94,12 +94,7 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
     const gate = await runningContainer(stack.docker, [`tarmac.run=${id}`], 'the gate container to run', 60_000);
     // The placement starts the gate's container ahead of its step: kill A only once the step itself
     // runs there (it has heartbeated the container's id), so the retry on A has a step to reattach to.
-    await waitFor(
-      async () => (await stack.client.workflow.getHandle(id).describe()).raw.pendingActivities ?? [],
-      (pending) => pending.some((activity) => activity.activityType?.name === 'gate.runSuite' && (activity.heartbeatDetails?.payloads?.length ?? 0) > 0),
-      60_000,
-      'the gate step to run on A and heartbeat',
-    );
+    await stepRunning(stack, id, 'gate.runSuite', 'the gate step to run on A and heartbeat', 60_000);
     const firstWorker = stack.worker().pid;
     await stack.killWorker('SIGKILL');
     // From here on only B runs workflow tasks (it polls no host queue) and only A runs A's host queue

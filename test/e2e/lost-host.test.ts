@@ -11,7 +11,7 @@ import { defaultRecipesDir } from '../../core/node/recipes';
 import { eventsQuery } from '../../core/messages';
 import { hostQueue } from '../../core/queues';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { landingFinished, startStack, waitFor, type Stack } from '../helpers/stack';
+import { landingFinished, startStack, stepRunning, waitFor, type Stack } from '../helpers/stack';
 
 /** The processes' identity as the SDK gives it by default: `<pid>@<hostname>`. */
 const processOf = (identity: string | null | undefined) => identity?.split('@')[0];
@@ -57,12 +57,7 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     const id = created.body.id as string;
     const handle = stack.client.workflow.getHandle(id);
     // The gate step runs on A (it has heartbeated its container).
-    await waitFor(
-      async () => (await handle.describe()).raw.pendingActivities ?? [],
-      (pending) => pending.some((activity) => activity.activityType?.name === 'gate.runSuite' && (activity.heartbeatDetails?.payloads?.length ?? 0) > 0),
-      90_000,
-      'the gate step to run on A',
-    );
+    await stepRunning(stack, id, 'gate.runSuite', 'the gate step to run on A', 90_000);
     const hostA = stack.worker().pid;
     // A dies for good, and its Docker engine with it (the shared engine of this machine stands in
     // for A's own: its containers go); then B joins.
@@ -148,12 +143,7 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = created.body.id as string;
     const handle = stack.client.workflow.getHandle(id);
-    await waitFor(
-      async () => (await handle.describe()).raw.pendingActivities ?? [],
-      (pending) => pending.some((activity) => activity.activityType?.name === 'gate.runSuite' && (activity.heartbeatDetails?.payloads?.length ?? 0) > 0),
-      90_000,
-      "the fix loop's repro to run on B",
-    );
+    await stepRunning(stack, id, 'gate.runSuite', "the fix loop's repro to run on B", 90_000);
     // B dies for good with its Docker engine; C joins.
     const bPid = hostB.pid;
     hostB.kill('SIGKILL');

@@ -246,6 +246,20 @@ export async function runningContainer(docker: Docker, labels: string[], what: s
   return info!;
 }
 
+/**
+ * Waits until a step of the run is running on a worker: an activity of `activityType` that has
+ * heartbeated (a kill after this has a step in flight to retry, reattach or lose with its host).
+ */
+export async function stepRunning(stack: Pick<Stack, 'client'>, workflowId: string, activityType: string, what: string, timeoutMs = 90_000): Promise<void> {
+  const handle = stack.client.workflow.getHandle(workflowId);
+  await waitFor(
+    async () => (await handle.describe()).raw.pendingActivities ?? [],
+    (pending) => pending.some((activity) => activity.activityType?.name === activityType && (activity.heartbeatDetails?.payloads?.length ?? 0) > 0),
+    timeoutMs,
+    what,
+  );
+}
+
 /** A landing's view once its workflow is no longer running (its outcome is in `outcome`). */
 export async function landingFinished(stack: Pick<Stack, 'api'>, id: string, timeoutMs = 240_000): Promise<any> {
   const view = await waitFor(
