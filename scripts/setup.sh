@@ -2,6 +2,9 @@
 # Idempotent setup for Tarmac on a bare machine; fast when everything is already there.
 # Without arguments (`npm run up`): what running Tarmac needs. `--tests` (`npm test`) adds what only the
 # test suite needs (marked [tests] below); `--cluster` what test/cluster needs.
+#   0. Node 24 (package.json engines), first: when the node on PATH is older, the pinned Node and its npm
+#      from the npm registry into ~/.cache/tarmac/node-v<version>-<os>-<arch> (scripts/fetch-node.sh, once),
+#      put first on PATH for the rest of setup (scripts/node-env.sh, which every entry point sources)
 #   1. node dependencies (npm ci when the lockfile changed): without the devDependencies (TypeScript,
 #      ESLint, playwright-core, Temporal's test server…); [tests] with them (a run-only install is
 #      completed: node_modules/.tarmac-omit-dev marks one)
@@ -43,6 +46,19 @@ mkdir -p "$cache/bin"
 say() { printf '[setup] %s\n' "$*" >&2; }
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi; }
+
+# 0. Node 24 ------------------------------------------------------------------------
+# The project runs and is tested on Node 24. A node on PATH that new is used as it is; else the pinned
+# one in the cache, fetched once from the npm registry (with the system's npm), so that npm ci, the
+# builds below and everything after setup (scripts/test.sh, bin/tarmac.sh) run on it.
+. "$root/scripts/node-env.sh"
+if ! tarmac_node_ok; then
+  say "node $(node --version 2>/dev/null || echo '(none)') on PATH is older than $tarmac_node_major: installing node $tarmac_node_version into the cache"
+  bash "$root/scripts/fetch-node.sh" || die "could not install node $tarmac_node_version; see the error above"
+  . "$root/scripts/node-env.sh"
+  tarmac_node_ok || die "node $tarmac_node_version is installed in $tarmac_node_dir but does not run"
+fi
+say "node $(node --version): $(command -v node) (npm $(npm --version))"
 
 # 1. Node dependencies ------------------------------------------------------------
 # Running needs the dependencies only; the tests also the devDependencies. An install without them

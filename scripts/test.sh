@@ -5,6 +5,11 @@
 # Run through `npm test`, which runs `scripts/setup.sh --tests --cluster` first (what only the tests need).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Node 24 (package.json engines): the node on PATH when it is that new, else the one setup put in the cache.
+# `npm test` may be started by an older npm's node (CI's system Node); the suite must not run on that.
+. scripts/node-env.sh
+tarmac_node_ok || { echo "[test] error: node $(node --version 2>/dev/null || echo '(none)') is older than $tarmac_node_major (package.json engines); run scripts/setup.sh --tests, which installs node $tarmac_node_version" >&2; exit 1; }
+echo "[test] node $(node --version) ($(command -v node))"
 # The tests make their own stacks: a developer's .env (tokens, keys, ports) must not reach them.
 export TARMAC_ENV_FILE=
 echo "[test] typecheck"; npx tsc --noEmit -p tsconfig.json
