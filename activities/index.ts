@@ -7,6 +7,7 @@ import { createFixActivities } from './fix';
 import { createGroundingActivities } from './grounding';
 import { createGitActivities } from './git';
 import { createLandingCapsules } from './landing-capsules';
+import { createBatchActivities } from './batch';
 import { createPlacement } from './place-landing';
 import { createRebaseActivities } from './rebase';
 import { createReviewCacheActivities } from './review-cache';
@@ -56,6 +57,7 @@ export function createActivities(deps: ActivityDeps) {
   const queue = createQueueActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
   const nightly = createNightlyActivities();
   const retention = createRetentionActivities(deps);
+  const batch = createBatchActivities(deps);
   const activities = {
     'capsule.placeLanding': createPlacement({ dataDir: deps.dataDir, hostId: deps.hostId, servesHost: deps.servesHost ?? true, git, landing, rebase, gates }),
     'capsule.inspectTarget': git.inspectTarget,
@@ -72,6 +74,7 @@ export function createActivities(deps: ActivityDeps) {
     'capsule.verifyLanding': landing.verifyLanding,
     'capsule.fastForwardTarget': landing.fastForwardTarget,
     'capsule.currentTarget': landing.currentTarget,
+    'capsule.stackBatch': batch.stackBatch,
     'capsule.prepareSessionWorkspace': git.prepareSessionWorkspace,
     'gate.runSuite': gates.runGateSuite,
     'session.validateDispatch': sessions.validateDispatch,

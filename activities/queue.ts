@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { repoName } from '../core/node/landing-id';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import { admitUpdate, releaseSignal } from '../core/messages';
+import { admitUpdate, releaseSignal, type AdmitRequest } from '../core/messages';
 import { searchAttributes } from '../core/search-attributes';
 import { workflowTaskTimeout } from '../core/timeouts';
 
@@ -19,11 +19,11 @@ export function createQueueActivities({ taskQueue }: { taskQueue: string }) {
      * (update-with-start). `admitted: true` when the target was free: the landing merges now,
      * with no signal round trip; otherwise the queue signals `admitted` when its turn comes.
      */
-    requestAdmission: async ({ repo, target, landingId }: { repo: string; target: string; landingId: string }): Promise<{ queueId: string; admitted: boolean }> => {
+    requestAdmission: async ({ repo, target, ...admit }: { repo: string; target: string } & AdmitRequest): Promise<{ queueId: string; admitted: boolean; seq?: number }> => {
       const queueId = targetQueueId(repo, target);
       const { client } = Context.current();
-      const { admitted } = await client.workflow.executeUpdateWithStart(admitUpdate, {
-        args: [{ landingId }],
+      const { admitted, seq } = await client.workflow.executeUpdateWithStart(admitUpdate, {
+        args: [admit],
         startWorkflowOperation: new WithStartWorkflowOperation('targetQueue', {
           workflowId: queueId,
           taskQueue,
@@ -37,7 +37,7 @@ export function createQueueActivities({ taskQueue }: { taskQueue: string }) {
           ],
         }),
       });
-      return { queueId, admitted };
+      return { queueId, admitted, ...(seq === undefined ? {} : { seq }) };
     },
 
     /** Frees the target for the next landing (a queue that is gone has nobody to free it for). */

@@ -24,6 +24,7 @@ import { reviewRoutes } from './routes/reviews';
 import { runRoutes } from './routes/runs';
 import { scheduleRoutes } from './routes/schedules';
 import { retentionRoutes } from './routes/retention';
+import { queueRoutes } from './routes/queues';
 
 export interface AppDeps {
   client: Client;
@@ -104,6 +105,7 @@ export async function buildApp({ client, config, logger, docker, dashboardDir }:
       await v1.register(fixLoopRoutes, { client, config });
       await v1.register(scheduleRoutes, { client, config });
       await v1.register(retentionRoutes, { client });
+      await v1.register(queueRoutes, { client });
     },
     { prefix: '/v1' },
   );

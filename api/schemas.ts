@@ -39,6 +39,9 @@ export const LandingCreateSchema = Type.Object(
         description: "the landing's budget, shared by all its agent sessions; each field defaults to recipes/limits.json budget",
       }),
     ),
+    priority: Type.Optional(
+      Type.Integer({ minimum: -100, maximum: 100, description: 'priority lane in the target queue: higher lanes are admitted first (default 0); a batch in flight is never reordered' }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -39,6 +39,12 @@ export const GateFileSchema = Type.Object(
     fixup: Type.Optional(
       Type.Object({ maxRounds: Type.Integer({ minimum: 0, maximum: 5 }) }, { additionalProperties: false }),
     ),
+    queue: Type.Optional(
+      Type.Object(
+        { batchSize: Type.Integer({ minimum: 1, maximum: 16, description: 'landings the target queue tests together (1: one at a time)' }) },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

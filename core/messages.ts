@@ -1,4 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { BatchMemberResult, BatchTicket } from './batch-types';
 import type { ReportedRunEvent, RunEventsPage } from './events';
 import type { NightlyStatusView } from './nightly-types';
 import type { PanelVerdict } from './review-types';
@@ -25,13 +26,43 @@ export const admissionRequestSignal = defineSignal<[{ landingId: string }]>('req
  * Target queue: a landing asks to be admitted (update-with-start): `admitted: true` when the
  * target is free — its turn now, no signal follows; otherwise it waits for `admitted`.
  */
-export const admitUpdate = defineUpdate<{ admitted: boolean }, [{ landingId: string }]>('admit');
+export const admitUpdate = defineUpdate<{ admitted: boolean; seq?: number }, [AdmitRequest]>('admit');
+/** A batch → its member landing: landed in the batch, its culprit, or to go on alone (core/batch-types.ts). */
+export const batchResultSignal = defineSignal<[BatchMemberResult]>('batchResult');
 /** Target queue → landing: your turn to merge. */
 export const admittedSignal = defineSignal<[{ queueId: string }]>('admitted');
 /** Landing → target queue: done merging (or not merging after all). */
 export const releaseSignal = defineSignal<[{ landingId: string }]>('release');
 /** Target queue: who merges now and who waits. */
-export const queueStatusQuery = defineQuery<{ current?: string; waiting: string[]; admitted: number }>('status');
+export const queueStatusQuery = defineQuery<QueueStatusView>('status');
+
+/**
+ * A landing asks the target queue for its turn. `lane`: its priority (higher first, default 0);
+ * `seq`: the place the queue gave it on its first request (a landing coming back keeps it);
+ * `batch`: set when it may be tested in a batch (its gate file's batch size and its verified head).
+ */
+export interface AdmitRequest {
+  landingId: string;
+  lane?: number;
+  seq?: number;
+  batch?: BatchTicket;
+}
+
+export interface QueueStatusView {
+  current?: string;
+  waiting: string[];
+  admitted: number;
+  /** The waiting line with lanes and places (queues that ran before lanes report `waiting` only). */
+  tickets?: { landingId: string; lane: number; seq: number; batchable: boolean; batchSize?: number }[];
+  /** The batch in flight: its workflow id and members. */
+  batch?: { id: string; members: string[] };
+  /** Batches run so far (this run of the queue and those before it). */
+  batches?: number;
+  /** When the turn in flight (a landing's hold, or a batch) began (ms since the epoch). */
+  turnStartedAt?: number;
+  /** How long recent turns took, newest last (the view's ETA). */
+  recentTurnMs?: number[];
+}
 
 /** Status of a review panel: cache status, restored reviewers, who is still running. */
 export const panelStatusQuery = defineQuery<{ state: string; cache?: string; restored: string[]; running: string[]; sealed: string[]; verdict?: PanelVerdict }>('status');

@@ -34,6 +34,8 @@ export interface LandingRequest {
    * started before runs carried snapshots: its activities read the live recipes.
    */
   recipes?: RecipeSnapshot;
+  /** Priority lane in the target queue: higher lanes are admitted first (default 0); a batch in flight is never reordered. */
+  priority?: number;
 }
 
 export interface LandingAgents {
@@ -137,6 +139,13 @@ export interface LandingOutcome {
   gates: GateSuiteResult[];
   /** Original commit → rebased commit, per branch. */
   provenance?: { branch: string; original: string; subject: string; rebased: string | null; how: string }[];
+  /**
+   * The speculative batch this landing merged in (issue 17): the batch's workflow id, the landings
+   * in it, the gate round whose green tree the target moved to, and this landing's commit on the stack.
+   */
+  batch?: { id: string; members: string[]; round: number; treeSha: string; stackedSha: string };
+  /** Batches that named this landing their culprit (it got a fixup round and came back to the queue). */
+  culpritIn?: { batchId: string; round: number; treeSha: string; failing: string[] }[];
   /** Red gate results retired by later green ones (both kept in `gates`). */
   supersedes?: { suiteId: string; red: { treeSha: string; round: number; status: string }; supersededBy: { treeSha: string; round: number } }[];
   /** Review panels run, one per reviewed tree: verdict, cache status, restored reviewers. */

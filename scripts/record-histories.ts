@@ -17,6 +17,7 @@ import { createFixtureRepo, gateFile, type Files } from '../infra/fixture-repo';
 import { agentRegistryId } from '../workflows/agent-registry';
 import { historiesDir, replayDemoDir, type HistoryFixture, type Provenance, type RecordedWorkflow } from '../test/helpers/history-fixture';
 import { historyToJson } from '../test/helpers/history-json';
+import { allWaiting, holdTarget, queueRepo, releaseTarget, startLanding } from '../test/helpers/merge-queue';
 import { landingFinished, startStack, waitFor, type Stack } from '../test/helpers/stack';
 import { retentionScheduleId } from '../worker/retention-schedule';
 import { repositoryRoot, workflowSourceKey } from '../worker/workflow-bundle';
@@ -190,6 +191,23 @@ const recordings: Recording[] = [
       const ids = await Promise.all(['feature/x', 'feature/y'].map((branch) => land(stack, { repo: repo.url, branches: [branch], target: 'main' })));
       for (const id of ids) await landed(stack, id);
       return [targetQueueId(repo.url, 'main'), ...ids];
+    },
+  },
+  {
+    kind: 'merge-batch',
+    description: 'a speculative batch of four (batch size 4; a pacer landing holds the target until all four wait, then is cancelled) with one bad landing: bisected in three rounds (4 red, 2 green, 3 green), three land in one fast-forward, the culprit gets its fixup round and lands after; the batch, the queue and the culprit',
+    async run(stack) {
+      stack.scriptScenario('write-fixed', { edits: [{ file: 'FIXED', replace: 'yes\n' }] });
+      const repo = queueRepo(['a1', 'a2', 'a3', 'b']);
+      const pacer = await holdTarget(stack, repo);
+      const good: string[] = [];
+      for (const name of ['a1', 'a2', 'a3']) good.push(await startLanding(stack, repo, `feature/${name}`));
+      const bad = await startLanding(stack, repo, 'feature/b', { priority: -1, agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] } });
+      await allWaiting(stack, pacer, [...good, bad]);
+      await releaseTarget(stack, pacer);
+      for (const id of [...good, bad]) await landed(stack, id);
+      const view = (await landingFinished(stack, good[0]!)) as { outcome: { batch: { id: string } } };
+      return [view.outcome.batch.id, bad];
     },
   },
   {

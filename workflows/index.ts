@@ -2,6 +2,7 @@
 export { landing } from './landing/landing';
 export { agentSession } from './agent-session';
 export { targetQueue } from './target-queue';
+export { mergeBatch } from './merge-batch';
 export { reviewPanel } from './review-panel';
 export { fixLoop } from './fix-loop';
 export { nightly } from './nightly';

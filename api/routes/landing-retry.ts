@@ -96,6 +96,7 @@ export const landingRetryRoutes: FastifyPluginAsyncTypebox<{ client: Client; con
         requestedTargetSha: targetSha,
         ...(agents ? { agents } : {}),
         ...(previous.budget ? { budget: previous.budget } : {}),
+        ...(previous.priority ? { priority: previous.priority } : {}),
         recipes,
       };
       const { duplicate } = await startRun(client, 'landing', {

@@ -65,7 +65,8 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
       const id = landingId(repo, target, heads);
       // The landing's budget is resolved now, so the run keeps what was in force when it was asked for.
       const budget = { ...recipes.limits.budget, ...request.body.budget };
-      const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha, ...(agents ? { agents } : {}), budget, recipes };
+      const { priority } = request.body;
+      const landing: LandingRequest = { repo, target, heads, requestedTargetSha: targetSha, ...(agents ? { agents } : {}), budget, recipes, ...(priority ? { priority } : {}) };
       const { duplicate } = await startRun(client, 'landing', {
         workflowId: id,
         taskQueue: config.taskQueue,

@@ -1,4 +1,5 @@
 import type { Activities } from '../../activities';
+import type { BatchMemberResult } from '../../core/batch-types';
 import type { RebaseResult } from '../../activities/rebase';
 import type { GateFileFacts } from '../../policies/gate-file-change';
 import type { GateFile } from '../../core/gate-file';
@@ -19,8 +20,11 @@ export const end = (outcome: LandingOutcome): Next => ({ outcome });
 export interface LandingContext extends LandingStepContext {
   /** Short steps any host can run, as local activities of the worker running the landing (no trip to the server). */
   local: Activities;
-  /** The target queue's admission (set by the `admitted` signal). */
-  queue: { id?: string; admitted: boolean };
+  /**
+   * The target queue's admission (set by the `admitted` signal): its place in the line (`seq`, kept
+   * when it comes back), and a batch's result for it when it waited in a batch (`batchResult` signal).
+   */
+  queue: { id?: string; admitted: boolean; seq?: number; batchResult?: BatchMemberResult };
 }
 
 export interface Head {
@@ -70,6 +74,16 @@ export interface LandingState {
   lostHosts: string[];
   /** Set when the target moved under the merge: the rebase phase rebases onto it; failures after it are final. */
   moved?: { to: string };
+  /**
+   * Set when a speculative batch named this landing its culprit: it retargets onto what the batch
+   * merged, and a red gate there gets its fixup round (not final, as after an ordinary move).
+   */
+  culprit?: { batchId: string; failing: string[] };
+}
+
+/** After a moved target a red re-gate or a refused review is final — but not for a batch's culprit, which gets its fixup round. */
+export function finalAfterMove(state: LandingState): boolean {
+  return state.moved !== undefined && state.culprit === undefined;
 }
 
 export function initialState(): LandingState {

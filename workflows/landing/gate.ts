@@ -1,6 +1,6 @@
 import { FailureCode } from '../../core/failures';
 import { fixupRoundsAllowed } from '../../policies/fixup-rounds';
-import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
+import { end, finalAfterMove, go, placed, type LandingContext, type LandingState, type Next } from './context';
 import { redSummary, runGate } from './steps';
 
 /** How many fixup rounds the landing allows: the gate file's, else the recipe's default (policies/fixup-rounds.ts). */
@@ -20,7 +20,7 @@ export async function gate(ctx: LandingContext, state: LandingState): Promise<Ne
   state.verdict = verdict;
   if (verdict.green) return go(gateFile.review ? 'review' : 'verify');
   const red = redSummary(ctx, gateFile, head.treeSha, state.round);
-  if (state.moved) return end(tracker.fail(FailureCode.gateFailed, `re-gate after ${request.target} moved: ${red.summary}`, { message: red.message }));
+  if (finalAfterMove(state)) return end(tracker.fail(FailureCode.gateFailed, `re-gate after ${request.target} moved: ${red.summary}`, { message: red.message }));
   if (state.fixups >= maxFixupRounds(ctx, state)) {
     return end(
       state.fixups === 0

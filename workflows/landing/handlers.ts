@@ -1,6 +1,7 @@
 import { setHandler } from '@temporalio/workflow';
+import type { BatchMemberResult } from '../../core/batch-types';
 import type { BudgetCommand } from '../../core/session-types';
-import { admittedSignal, budgetUpdate, eventsQuery, landingStatusQuery, runEventSignal } from '../../core/messages';
+import { admittedSignal, batchResultSignal, budgetUpdate, eventsQuery, landingStatusQuery, runEventSignal } from '../../core/messages';
 import { budgetCommandProblem } from '../../policies/budget';
 import type { LandingTracker } from './tracker';
 
@@ -8,7 +9,7 @@ import type { LandingTracker } from './tracker';
  * What a landing answers while it runs: its status and events, the reports of the sessions and
  * panels working for it, answers to its questions, budget commands, and the target queue's admission.
  */
-export function installHandlers(tracker: LandingTracker, budgetControl: { pending?: BudgetCommand }, queue: { id?: string; admitted: boolean }): void {
+export function installHandlers(tracker: LandingTracker, budgetControl: { pending?: BudgetCommand }, queue: { id?: string; admitted: boolean; batchResult?: BatchMemberResult }): void {
   setHandler(landingStatusQuery, () => tracker.view());
   setHandler(eventsQuery, ({ after, limit } = {}) => tracker.journal.page(after, limit));
   // Sessions and review panels working for this landing report their lifecycle here.
@@ -31,6 +32,10 @@ export function installHandlers(tracker: LandingTracker, budgetControl: { pendin
       },
     },
   );
+  // A speculative batch it waited in: landed, its culprit, or go on alone (workflows/merge-batch.ts).
+  setHandler(batchResultSignal, (result) => {
+    queue.batchResult = result;
+  });
   setHandler(admittedSignal, ({ queueId }) => {
     queue.id = queueId;
     queue.admitted = true;

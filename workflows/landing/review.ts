@@ -1,5 +1,5 @@
 import { FailureCode } from '../../core/failures';
-import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
+import { end, finalAfterMove, go, placed, type LandingContext, type LandingState, type Next } from './context';
 import { reviewTree } from './steps';
 import { maxFixupRounds } from './gate';
 
@@ -18,7 +18,7 @@ export async function review(ctx: LandingContext, state: LandingState): Promise<
     return go('verify');
   }
   const incomplete = verdict.status === 'review-incomplete';
-  if (state.moved) {
+  if (finalAfterMove(state)) {
     return end(
       tracker.fail(incomplete ? FailureCode.reviewIncomplete : FailureCode.reviewBlocked, `review after ${request.target} moved: ${verdict.summary}; nothing was merged`, { message: verdict.summary }),
     );

@@ -1,7 +1,7 @@
 import { condition } from '@temporalio/workflow';
 import { FailureCode } from '../../core/failures';
 import { maxFixupRounds } from './gate';
-import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
+import { end, finalAfterMove, go, placed, type LandingContext, type LandingState, type Next } from './context';
 
 /**
  * verify: on exactly the head to merge and the target it is on — ≥ 1 commit, a changed tree, no
@@ -33,7 +33,7 @@ export async function verify(ctx: LandingContext, state: LandingState): Promise<
   // One mechanical fixup round, with the refusal as the fixer's input, then the new head goes back
   // through the questions, the gate and the review to a re-verify. Only a refusal a change to the
   // tree can mend goes there (policies/verify.ts), and only where the gate file allows fixups.
-  if (verified.repairable && state.verifyFixups === 0 && !state.moved && maxFixupRounds(ctx, state) > 0) {
+  if (verified.repairable && state.verifyFixups === 0 && !finalAfterMove(state) && maxFixupRounds(ctx, state) > 0) {
     state.verifyFixups += 1;
     state.repair = { kind: 'verify', problems, problem: `verification refused the merge: ${problems}` };
     return go('fixup');
@@ -43,20 +43,70 @@ export async function verify(ctx: LandingContext, state: LandingState): Promise<
 }
 
 /**
- * queue: merges to one target go one at a time; wait for this landing's turn — no wait at all when
- * the target is free (the request's answer admits it).
+ * queue: merges to one target go one at a time, or a speculative batch at a time when the target's
+ * gate file asks for batches; wait for this landing's turn — no wait at all when the target is free
+ * (the request's answer admits it). Admitted → merge (itself). Waited in a batch → the batch's
+ * result: landed (the outcome), its culprit (retarget onto what merged, then its fixup round), or go
+ * on alone (retarget); either way it comes back to the queue at its place.
  */
-export async function queue(ctx: LandingContext): Promise<Next> {
+export async function queue(ctx: LandingContext, state: LandingState): Promise<Next> {
   ctx.tracker.enter('queue');
-  await requestAdmission(ctx);
-  await condition(() => ctx.queue.admitted);
-  return go('merge');
+  // A culprit that got back here is an ordinary landing again (its place in the line kept).
+  state.culprit = undefined;
+  await requestAdmission(ctx, state);
+  await condition(() => ctx.queue.admitted || ctx.queue.batchResult !== undefined);
+  if (ctx.queue.admitted) return go('merge');
+  return afterBatch(ctx, state);
 }
 
-async function requestAdmission({ runId, request, tracker, local, queue: admission }: LandingContext): Promise<void> {
-  const { queueId, admitted } = await tracker.step('queue.requestAdmission', 'capsule', () => local['queue.requestAdmission']({ repo: request.repo, target: request.target, landingId: runId }), (value) =>
-    value.admitted ? 'admitted at once' : 'waiting for its turn',
+async function requestAdmission({ runId, request, tracker, local, queue: admission, gateFiles }: LandingContext, state: LandingState): Promise<void> {
+  const { gate: gateFile, head } = placed(state);
+  const batchSize = gateFile.queue?.batchSize ?? 1;
+  // A head that changes the gate file (approved by an operator) merges alone: a batch gates with the target's.
+  const batch = batchSize > 1 && !gateFiles.approved ? { repo: request.repo, target: request.target, size: batchSize, hostId: state.hostId, base: state.base, headSha: head.headSha } : undefined;
+  const { queueId, admitted, seq } = await tracker.step(
+    'queue.requestAdmission',
+    'capsule',
+    () =>
+      local['queue.requestAdmission']({
+        repo: request.repo,
+        target: request.target,
+        landingId: runId,
+        ...(request.priority ? { lane: request.priority } : {}),
+        ...(admission.seq !== undefined ? { seq: admission.seq } : {}),
+        ...(batch ? { batch } : {}),
+      }),
+    (value) => (value.admitted ? 'admitted at once' : batch ? `waiting for its turn (batches of up to ${batchSize})` : 'waiting for its turn'),
   );
   admission.id = queueId;
+  if (seq !== undefined) admission.seq = seq;
   if (admitted) admission.admitted = true;
+}
+
+/** What a batch decided for this landing (workflows/merge-batch.ts). */
+function afterBatch(ctx: LandingContext, state: LandingState): Next {
+  const { tracker, request, queue: admission } = ctx;
+  const result = admission.batchResult!;
+  // It does not hold the target (the batch did): nothing to release, and a next turn is asked afresh.
+  admission.batchResult = undefined;
+  admission.id = undefined;
+  admission.admitted = false;
+  if (result.kind === 'landed') {
+    tracker.enter('merge');
+    tracker.facts.mergedSha = result.mergedSha;
+    tracker.facts.batch = { id: result.batchId, members: result.members, round: result.round, treeSha: result.treeSha, stackedSha: result.stackedSha };
+    const others = result.members.length - 1;
+    return end(
+      tracker.finish(
+        'landed',
+        `${request.target} fast-forwarded to ${result.mergedSha.slice(0, 12)} in batch ${result.batchId}${others ? ` with ${others} other landing(s)` : ''} (all suites green on the batch's tree ${result.treeSha.slice(0, 12)}, round ${result.round}); this landing's commits end at ${result.stackedSha.slice(0, 12)}`,
+      ),
+    );
+  }
+  if (result.kind === 'culprit') {
+    tracker.facts.culpritIn = [...(tracker.facts.culpritIn ?? []), { batchId: result.batchId, round: result.round, treeSha: result.treeSha, failing: result.failing }];
+    state.culprit = { batchId: result.batchId, failing: result.failing };
+  }
+  tracker.journal.record({ kind: 'step', name: `queue.batch:${result.batchId}`, status: 'done', detail: result.kind === 'culprit' ? `culprit: ${result.summary}` : `goes on alone: ${result.reason}` });
+  return go('retarget');
 }

@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import type { BatchOutcome } from '../../core/batch-types';
+import { maxBisectRounds } from '../../policies/batch';
+import { branchHead, type FixtureRepo } from '../../infra/fixture-repo';
+import { allWaiting as allWaitingIn, holdTarget as holdTargetWith, queueRepo, releaseTarget, startLanding, targetValues } from '../helpers/merge-queue';
+import { containersCreated, landingFinished, startStack, type Stack } from '../helpers/stack';
+
+const isAncestor = (repo: FixtureRepo, older: string, newer: string) => {
+  try {
+    execFileSync('git', ['-C', repo.path, 'merge-base', '--is-ancestor', older, newer]);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const treeOf = (repo: FixtureRepo, sha: string) => execFileSync('git', ['-C', repo.path, 'rev-parse', `${sha}^{tree}`], { encoding: 'utf8' }).trim();
+
+describe('merge queue: speculative batches with bisection', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack();
+    stack.scriptScenario('write-fixed', { edits: [{ file: 'FIXED', replace: 'yes\n' }] });
+  });
+  after(async () => {
+    await stack?.stop();
+  });
+
+  const land = (repo: FixtureRepo, branch: string, extra: Record<string, unknown> = {}) => startLanding(stack, repo, branch, extra);
+  const holdTarget = (repo: FixtureRepo) => holdTargetWith(stack, repo);
+  const allWaiting = (pacer: string, ids: string[]) => allWaitingIn(stack, pacer, ids);
+
+  /** The target moved only by fast-forwards, and every value after the test's own pushes is a tree some gate round passed. */
+  function assertTestedFastForwards(repo: FixtureRepo, values: string[], greenTrees: Set<string>, ownPushes: number): void {
+    for (let index = 1; index < values.length; index += 1) {
+      assert.ok(isAncestor(repo, values[index - 1]!, values[index]!), `target value ${index} is a fast-forward of the one before`);
+      if (index > ownPushes) assert.ok(greenTrees.has(treeOf(repo, values[index]!)), `target value ${index} (${values[index]!.slice(0, 12)}) is a tree a gate round passed`);
+    }
+  }
+
+  it('8 landings at once, batches of 4: two batches, one gate round (one container) each; the target moves by fast-forwards to tested trees', async () => {
+    const names = ['l1', 'l2', 'l3', 'l4', 'l5', 'l6', 'l7', 'l8'];
+    const repo = queueRepo(names);
+    const since = Math.floor(Date.now() / 1000);
+    const pacer = await holdTarget(repo);
+    const ids: string[] = [];
+    for (const name of names) ids.push(await land(repo, `feature/${name}`));
+    await allWaiting(pacer, ids);
+    await releaseTarget(stack, pacer);
+
+    const views = await Promise.all(ids.map((id) => landingFinished(stack, id, 300_000)));
+    for (const view of views) assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    const batchIds = [...new Set(views.map((view) => view.outcome.batch?.id as string))];
+    assert.equal(batchIds.length, 2, `two batches: ${batchIds.join(', ')}`);
+    const batches = await Promise.all(batchIds.map(async (id) => (await stack.client.workflow.getHandle(id).result()) as BatchOutcome));
+    for (const batch of batches) {
+      assert.equal(Object.keys(batch.results).length, 4, 'four landings in each batch');
+      assert.equal(batch.rounds.length, 1, `one gate round: ${batch.summary}`);
+      assert.equal(batch.merges.length, 1, 'one fast-forward');
+      assert.equal(await containersCreated(stack.docker, since, `tarmac.run=${batch.batchId}`), 1, 'one gate container per batch (one suite, one round)');
+    }
+    // Each landing's commits are in the target; each outcome names its batch and the merged tree.
+    const main = branchHead(repo.path, 'main');
+    for (const view of views) {
+      assert.ok(isAncestor(repo, view.outcome.batch.stackedSha, main), 'the landing’s stacked commit is on the target');
+      assert.equal(view.outcome.batch.members.length, 4);
+    }
+    assert.equal(execFileSync('git', ['-C', repo.path, 'ls-tree', '--name-only', 'main', 'features/'], { encoding: 'utf8' }).trim().split('\n').length, 8);
+    const pacerView = await landingFinished(stack, pacer);
+    assert.equal(pacerView.outcome.status, 'cancelled', pacerView.outcome.summary);
+    // initial, tick (the test's pushes), then one value per batch.
+    const values = targetValues(repo);
+    assert.equal(values.length, 4, `the target took 4 values: ${values.join(', ')}`);
+    const greenTrees = new Set(batches.flatMap((batch) => batch.rounds.filter((round) => round.green).map((round) => round.treeSha)));
+    assertTestedFastForwards(repo, values, greenTrees, 2);
+  });
+
+  it('one bad landing in a batch of 4: bisection names it within ⌈log2 4⌉ + 1 rounds, the other three land, it gets its fixup round and lands after', async () => {
+    const repo = queueRepo(['a1', 'a2', 'a3', 'b']);
+    const pacer = await holdTarget(repo);
+    const good: string[] = [];
+    for (const name of ['a1', 'a2', 'a3']) good.push(await land(repo, `feature/${name}`));
+    // The bad one in a lower lane: behind the others whenever it arrives (a batch's culprit is the first member whose prefix is red).
+    const bad = await land(repo, 'feature/b', { priority: -1, agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] } });
+    await allWaiting(pacer, [...good, bad]);
+
+    // The queue view: the pacer holds the target; the line by lane, then arrival — the bad one last in its lower lane.
+    const queuePath = `/v1/queues/${encodeURIComponent(repo.url)}/main`;
+    const waitingView = await stack.api('GET', queuePath);
+    assert.equal(waitingView.status, 200, JSON.stringify(waitingView.body));
+    assert.equal(waitingView.body.running, true);
+    assert.equal(waitingView.body.current, pacer, 'the pacer holds the target');
+    const line = waitingView.body.waiting as { landingId: string; position: number; lane: number; batchable: boolean }[];
+    assert.deepEqual(new Set(line.slice(0, 3).map((entry) => entry.landingId)), new Set(good));
+    assert.deepEqual(line.map((entry) => [entry.position, entry.lane, entry.batchable]), [[0, 0, true], [1, 0, true], [2, 0, true], [3, -1, true]]);
+    assert.equal(line[3]!.landingId, bad);
+    assert.equal((await stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/${encodeURIComponent('no..such')}`)).status, 400, 'an invalid target is named');
+    await releaseTarget(stack, pacer);
+
+    const goodViews = await Promise.all(good.map((id) => landingFinished(stack, id, 300_000)));
+    for (const view of goodViews) assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    const badView = await landingFinished(stack, bad, 300_000);
+    assert.equal(badView.outcome.status, 'landed', `the culprit landed after its fixup round: ${badView.outcome.summary}`);
+
+    const batchId = goodViews[0].outcome.batch.id as string;
+    for (const view of goodViews) assert.equal(view.outcome.batch.id, batchId, 'the three landed in one batch');
+    const batch = (await stack.client.workflow.getHandle(batchId).result()) as BatchOutcome;
+    assert.equal(Object.keys(batch.results).length, 4, 'a batch of four');
+    assert.equal(batch.results[bad]?.kind, 'culprit', JSON.stringify(batch.results[bad]));
+    assert.ok(batch.rounds.length <= maxBisectRounds(4), `${batch.rounds.length} rounds ≤ ${maxBisectRounds(4)}`);
+    assert.deepEqual(batch.rounds.map((round) => `${round.prefix}:${round.green ? 'green' : 'red'}`), ['4:red', '2:green', '3:green']);
+    assert.equal(batch.merges.length, 1, 'the green prefix of three merged in one fast-forward');
+
+    // The culprit: named with its batch and failing suite, then a fixup round, a green re-gate, and back through the queue.
+    assert.deepEqual(badView.outcome.culpritIn.map((entry: { batchId: string; failing: string[] }) => [entry.batchId, entry.failing]), [[batchId, ['check']]]);
+    assert.equal(badView.outcome.fixLoops.length, 1, 'its fixup round');
+    assert.equal(badView.outcome.fixLoops[0].outcome, 'fixed');
+    const main = branchHead(repo.path, 'main');
+    assert.equal(execFileSync('git', ['-C', repo.path, 'show', `${main}:FIXED`], { encoding: 'utf8' }), 'yes\n');
+    assert.equal(execFileSync('git', ['-C', repo.path, 'ls-tree', '--name-only', 'main', 'features/'], { encoding: 'utf8' }).trim().split('\n').length, 4);
+
+    const greenTrees = new Set([...batch.rounds.filter((round) => round.green).map((round) => round.treeSha), badView.outcome.treeSha as string]);
+    // Its last batch (when it merged through one) gated its tree too.
+    if (badView.outcome.batch) {
+      const last = (await stack.client.workflow.getHandle(badView.outcome.batch.id).result()) as BatchOutcome;
+      for (const round of last.rounds) if (round.green) greenTrees.add(round.treeSha);
+    }
+    assertTestedFastForwards(repo, targetValues(repo), greenTrees, 2);
+
+    // Afterwards: nobody waits, and the turns it timed give the next landing an ETA.
+    const idle = await stack.api('GET', queuePath);
+    assert.deepEqual(idle.body.waiting, []);
+    assert.ok(idle.body.recentTurnMs.length >= 2, JSON.stringify(idle.body));
+    assert.ok(idle.body.batches >= 1);
+  });
+});

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
+import { waitFor, type Stack } from './stack';
+
+/**
+ * A target repository for merge-queue tests (batches of 4). Its gate is `sh check.sh`. The pacer
+ * landing (`feature/p`, file `p`) makes the queue hold the target while the landings under test
+ * arrive, so they wait together: its own gate sleeps 3 s (the test pushes `tick` to the target
+ * meanwhile), so its merge finds the target moved and it re-gates on the new target while it holds
+ * its admission — and that re-gate (p and tick, no feature yet) sleeps until the test cancels the
+ * pacer (`releaseTarget`), however long the others take to arrive. Feature `b` is bad in company:
+ * red when any other feature is on the tree (until a fixer writes FIXED).
+ */
+let fixtures = 0;
+
+export function queueRepo(features: string[], { batchSize = 4 }: { batchSize?: number } = {}): FixtureRepo {
+  const check = [
+    'if [ -f p ] && [ ! -f tick ]; then sleep 3; fi',
+    'if [ -f p ] && [ -f tick ] && ! ls features/* >/dev/null 2>&1; then echo "pacer holds the target"; sleep 300; fi',
+    'if [ -f features/b ] && [ ! -f FIXED ] && [ "$(ls features | wc -l)" -gt 1 ]; then echo "b cannot share the features dir"; exit 5; fi',
+    'echo "ok: $(ls features 2>/dev/null | tr "\\n" " ")"',
+    '',
+  ].join('\n');
+  const repo = createFixtureRepo({
+    // A README of its own: no tree here equals one of another fixture (gate results are reused by tree).
+    base: { 'check.sh': check, 'README': `merge queue fixture ${process.pid}.${Date.now()}.${(fixtures += 1)}\n`, '.config/tarmac/land-gate.json': gateFile([{ id: 'check', run: ['sh', 'check.sh'], timeout: '6m' }], { queue: { batchSize }, fixup: { maxRounds: 1 } }) },
+    branches: [
+      { name: 'feature/p', commits: [{ message: 'pacer', files: { p: 'p\n' } }] },
+      ...features.map((name) => ({ name: `feature/${name}`, commits: [{ message: `feature ${name}`, files: { [`features/${name}`]: `${name}\n` } }] })),
+    ],
+  });
+  // The origin keeps a reflog of the target: every value it took, in order.
+  execFileSync('git', ['-C', repo.path, 'config', 'core.logAllRefUpdates', 'always']);
+  return repo;
+}
+
+/** Every value the target took on the origin since the fixture was made, oldest first (its reflog). */
+export function targetValues(repo: FixtureRepo): string[] {
+  // Each line: old value, new value, who, when; the first line's old value is the one before the log began.
+  const lines = readFileSync(join(repo.path, 'logs', 'refs', 'heads', 'main'), 'utf8').trim().split('\n').map((line) => line.split(' '));
+  return [lines[0]![0]!, ...lines.map((line) => line[1]!)];
+}
+
+export async function startLanding(stack: Pick<Stack, 'api'>, repo: FixtureRepo, branch: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: [branch], target: 'main', ...extra });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  return created.body.id as string;
+}
+
+export const landingPhase = async (stack: Pick<Stack, 'api'>, id: string): Promise<string> => (await stack.api('GET', `/v1/landings/${id}`)).body.phase as string;
+
+/** Lands the pacer and pushes `tick` to the target while it gates: its merge then re-gates for `holdSeconds` holding the target. Its id. */
+export async function holdTarget(stack: Pick<Stack, 'api'>, repo: FixtureRepo): Promise<string> {
+  const pacer = await startLanding(stack, repo, 'feature/p');
+  await waitFor(() => landingPhase(stack, pacer), (value) => value === 'gate', 60_000, 'the pacer to gate');
+  repo.advanceTarget('tick', { tick: 'tick\n' });
+  return pacer;
+}
+
+/** Waits until every landing waits in the queue (the pacer holds the target meanwhile). */
+export async function allWaiting(stack: Pick<Stack, 'api'>, pacer: string, ids: string[]): Promise<void> {
+  await waitFor(
+    async () => await Promise.all(ids.map((id) => landingPhase(stack, id))),
+    (phases) => phases.every((entry) => entry === 'queue'),
+    180_000,
+    'every landing to wait in the queue',
+  );
+  assert.notEqual(await landingPhase(stack, pacer), 'done', 'the pacer still holds the target');
+}
+
+/** Cancels the pacer: it gives the target back without merging, and the waiting landings go. */
+export async function releaseTarget(stack: Pick<Stack, 'api'>, pacer: string): Promise<void> {
+  const cancelled = await stack.api('POST', `/v1/landings/${pacer}/cancel`);
+  assert.equal(cancelled.status, 202, JSON.stringify(cancelled.body));
+}

@@ -1,0 +1,157 @@
+import { CancellationScope, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { StackedMember } from '../activities/batch';
+import type { BatchMember, BatchMemberResult, BatchOutcome, BatchRequest, BatchRound } from '../core/batch-types';
+import { FailureCode } from '../core/failures';
+import { defaultRunnerImage, suiteTimeoutMs, type GateFile } from '../core/gate-file';
+import { batchResultSignal } from '../core/messages';
+import { hostQueue } from '../core/queues';
+import { bisectStep } from '../policies/batch';
+import { gateSuite } from './activity-options';
+import { pinnedTo } from './pinned';
+
+/**
+ * mergeBatch: the target queue's speculative batch (policies/batch.ts). The members' verified
+ * heads are stacked on the target in queue order, the stack's head is gated once, and green
+ * fast-forwards the target to it. Red is bisected by prefix: a green prefix merges as it is (a
+ * tested tree), the member the first red prefix adds is the culprit (it goes to its fixup round),
+ * and the members after it are stacked again on what merged and gated again. Every member is told
+ * its result (`batchResult`): landed, culprit, or retry (go on alone). The target moves only by
+ * fast-forwards to trees this batch gated green.
+ *
+ *   stack ──→ gate(prefix) ──green all──→ verify → merge → landed
+ *     ↑           │red
+ *     │           ↓
+ *     │       bisect ──→ merge green prefix, culprit named ──┐
+ *     └──────────────── members after the culprit ───────────┘
+ */
+export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
+  const { workflowId: batchId } = workflowInfo();
+  const { target, hostId } = request;
+  const host = pinnedTo(hostId, request.hostLostAfterMs);
+  const outcome: BatchOutcome = { batchId, target, merges: [], rounds: [], results: {}, summary: '' };
+  const report = async (landingId: string, result: BatchMemberResult) => {
+    if (outcome.results[landingId]) return;
+    outcome.results[landingId] = result;
+    // A member that is gone (cancelled, ended) has nobody to tell.
+    await getExternalWorkflowHandle(landingId).signal(batchResultSignal, result).catch(() => undefined);
+  };
+  try {
+    await stackGateMerge(request, host, outcome, report);
+  } catch (error) {
+    log.warn('batch failed', { batchId, error: String(error) });
+    outcome.summary = `the batch failed: ${error instanceof Error ? error.message : String(error)}`;
+  } finally {
+    // Whatever happened, every member hears a result: the ones not decided here go on alone.
+    await CancellationScope.nonCancellable(async () => {
+      for (const member of request.members) await report(member.landingId, { kind: 'retry', batchId, reason: outcome.summary || 'the batch ended before deciding about it' });
+      await host['capsule.cleanupRun']({ runId: batchId }).catch((error: unknown) => log.warn('batch cleanup failed', { batchId, error: String(error) }));
+    });
+  }
+  if (!outcome.summary) {
+    const landed = Object.values(outcome.results).filter((result) => result.kind === 'landed').length;
+    const culprits = Object.entries(outcome.results).filter(([, result]) => result.kind === 'culprit').map(([id]) => id);
+    outcome.summary = `${landed} of ${request.members.length} landed in ${outcome.merges.length} fast-forward(s) after ${outcome.rounds.length} gate round(s)${culprits.length ? `; culprit(s): ${culprits.join(', ')}` : ''}`;
+  }
+  return outcome;
+}
+
+type Report = (landingId: string, result: BatchMemberResult) => Promise<void>;
+
+async function stackGateMerge(request: BatchRequest, host: Activities, outcome: BatchOutcome, report: Report): Promise<void> {
+  const { repo, target, hostId } = request;
+  const { batchId } = outcome;
+  let onto = await host['capsule.currentTarget']({ repo, target });
+  const read = await host['capsule.readGateFile']({ repo, sha: onto });
+  if (!read.gate.ok) {
+    outcome.summary = `the gate file of ${target} at ${onto.slice(0, 12)} is invalid (${read.gate.field}: ${read.gate.message}); each landing goes on alone`;
+    return;
+  }
+  const gate = read.gate.gate;
+  await host['capsule.prepareRun']({ runId: batchId, repo, targetSha: onto });
+  let pending: BatchMember[] = request.members;
+  while (pending.length > 0) {
+    const { stacked, left } = await host['capsule.stackBatch']({ batchId, onto, members: pending });
+    for (const entry of left) await report(entry.landingId, { kind: 'retry', batchId, reason: entry.reason });
+    if (stacked.length === 0) return;
+    const decided = await bisect(request, host, gate, stacked, outcome);
+    if (decided.green > 0) {
+      const merged = await mergePrefix(request, host, gate, outcome, onto, stacked.slice(0, decided.green), report);
+      if (!merged) return;
+      onto = merged;
+    }
+    if (decided.culprit === undefined) return;
+    const culprit = stacked[decided.culprit]!;
+    const red = outcome.rounds.find((round) => round.prefix === decided.culprit! + 1 && round.headSha === culprit.headSha)!;
+    const failing = red.gates.filter((result) => result.status !== 'passed').map((result) => result.suiteId);
+    await report(culprit.landingId, {
+      kind: 'culprit',
+      batchId,
+      failing,
+      treeSha: red.treeSha,
+      round: red.round,
+      summary: `in batch ${batchId} the stack up to this landing was red (round ${red.round}, tree ${red.treeSha.slice(0, 12)}: ${failing.join(', ')} failed; log: ${red.gates.filter((result) => result.status !== 'passed').map((result) => result.logRef).join(', ')}) while the stack before it was ${decided.culprit === 0 ? 'the target itself' : 'green'}`,
+    });
+    const after = new Set(stacked.slice(decided.culprit + 1).map((member) => member.landingId));
+    pending = request.members.filter((member) => after.has(member.landingId));
+    log.info('batch culprit found; the rest is stacked again', { batchId, hostId, culprit: culprit.landingId, rest: pending.length });
+  }
+}
+
+/** Gates prefixes of the stack until the bisection decides: the green prefix and the culprit, if any. */
+async function bisect(request: BatchRequest, host: Activities, gate: GateFile, stacked: StackedMember[], outcome: BatchOutcome): Promise<{ green: number; culprit?: number }> {
+  const results: Record<number, 'green' | 'red'> = {};
+  for (;;) {
+    const step = bisectStep(stacked.length, results);
+    if (step.kind === 'decided') return step;
+    const head = stacked[step.prefix - 1]!;
+    const round = await gateRound(request, gate, outcome, head, step.prefix);
+    results[step.prefix] = round.green ? 'green' : 'red';
+  }
+}
+
+/** Every suite of the target's gate file on one prefix's tree (the batch's own workspace and containers). */
+async function gateRound(request: BatchRequest, gate: GateFile, outcome: BatchOutcome, head: StackedMember, prefix: number): Promise<BatchRound> {
+  const number = outcome.rounds.length + 1;
+  const gates: BatchRound['gates'] = [];
+  for (const suite of gate.suites) {
+    const timeoutMs = suiteTimeoutMs(suite);
+    const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(request.hostId), ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}) });
+    const result = await runner['gate.runSuite']({ runId: outcome.batchId, repo: request.repo, commitSha: head.headSha, treeSha: head.treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: number });
+    gates.push({ ...result, round: number });
+  }
+  const round: BatchRound = { round: number, prefix, headSha: head.headSha, treeSha: head.treeSha, green: gates.every((result) => result.status === 'passed'), gates };
+  outcome.rounds.push(round);
+  return round;
+}
+
+/**
+ * Verify (on exactly the prefix's head and the target it is stacked on) and fast-forward the target
+ * to it; every member of the prefix landed. The target's new value, or undefined when it could not
+ * move (moved outside the queue, refused): then every member still waiting goes on alone.
+ */
+async function mergePrefix(request: BatchRequest, host: Activities, gate: GateFile, outcome: BatchOutcome, onto: string, prefix: StackedMember[], report: Report): Promise<string | undefined> {
+  const { repo, target } = request;
+  const { batchId } = outcome;
+  const head = prefix[prefix.length - 1]!;
+  const round = outcome.rounds.find((entry) => entry.green && entry.treeSha === head.treeSha)!;
+  const verified = await host['capsule.verifyLanding']({ runId: batchId, targetSha: onto, headSha: head.headSha, gates: round.gates, suiteIds: gate.suites.map((suite) => suite.id), dropped: [] });
+  if (!verified.ok) {
+    outcome.summary = `verification refused the batch's merge of ${head.headSha.slice(0, 12)}: ${verified.problems.join('; ')}; each landing goes on alone`;
+    return undefined;
+  }
+  try {
+    await host['capsule.fastForwardTarget']({ runId: batchId, repo, target, expectedTargetSha: onto, headSha: head.headSha });
+  } catch (error) {
+    const type = (error as { cause?: { type?: string } }).cause?.type ?? (error as { type?: string }).type;
+    if (type !== FailureCode.targetMoved && type !== FailureCode.pushRefused) throw error;
+    outcome.summary = `the batch could not merge: ${(error as { cause?: Error }).cause?.message ?? String(error)}; each landing goes on alone`;
+    return undefined;
+  }
+  const members = prefix.map((member) => member.landingId);
+  outcome.merges.push({ from: onto, to: head.headSha, members, round: round.round });
+  for (const member of prefix) {
+    await report(member.landingId, { kind: 'landed', batchId, mergedSha: head.headSha, stackedSha: member.headSha, treeSha: round.treeSha, members, round: round.round });
+  }
+  return head.headSha;
+}
