@@ -282,6 +282,14 @@ export async function removeRunContainers(docker: Docker, runId: string): Promis
   return found.map((info) => info.Id);
 }
 
+/** Removes one step's containers (a container made ahead, or an earlier attempt's) — found by the run's and the step's labels. */
+export async function removeStepContainers(docker: Docker, runId: string, step: string): Promise<string[]> {
+  const filters = { label: [`${labelKeys.run}=${runId}`, `${labelKeys.step}=${step}`] };
+  const found = await docker.listContainers({ all: true, filters: JSON.stringify(filters) });
+  for (const info of found) await docker.getContainer(info.Id).remove({ force: true });
+  return found.map((info) => info.Id);
+}
+
 /** Splits Docker's multiplexed log stream (8-byte frame headers) into stdout and stderr. */
 export function demuxDockerLog(buffer: Buffer): { stdout: string; stderr: string } {
   const out: Buffer[] = [];

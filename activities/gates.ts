@@ -1,13 +1,17 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { log } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import type { GateSuite } from '../core/gate-file';
 import type { GateSuiteResult } from '../core/types';
-import { createStepContainerAhead, labelKeys, removeRunContainers, runStepContainer, type ContainerSpec } from './containers';
+import { sealDecision, suiteDefinitionText, type GateCacheKey } from '../policies/gate-cache-key';
+import { createStepContainerAhead, labelKeys, removeRunContainers, removeStepContainers, runStepContainer, type ContainerSpec } from './containers';
+import { createGateCache, type GateCacheLookup } from './gate-cache';
 import { containerUser, gitArgs, handToContainerUser } from './git';
-import { dataRef, mirrorPath, recordInManifest, runPaths } from './run-store';
+import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
 
 export interface GateActivityDeps {
   dataDir: string;
@@ -26,7 +30,20 @@ export interface RunGateSuiteInput {
   timeoutMs: number;
   /** Gate round (1 for the first gate, 2 after a fixup…): part of the step's identity. */
   round: number;
+  /**
+   * Default true: a sealed result of the same tree, suite definition and runner image is reused
+   * (no container). False: the suite runs whatever the cache holds, and its result replaces the
+   * sealed one (a red re-run to tell a flake from a failure; a nightly; a fix loop's repro).
+   */
+  reuse?: boolean;
 }
+
+/**
+ * The version of the sandbox a suite runs in (user, limits, mounts, network, the environment's
+ * shape; activities/containers.ts): part of every suite's definition digest. Change it with the
+ * sandbox, and no result of the old one is reused.
+ */
+export const gateSandboxVersion = 'gate-sandbox-1';
 
 async function run(command: string, args: string[], options: { cwd?: string; input?: NodeJS.ReadableStream } = {}): Promise<void> {
   await new Promise<void>((resolve, reject) => {
@@ -52,11 +69,29 @@ export async function exportTree(repository: string, commitSha: string, dir: str
   await Promise.all([run('tar', ['-x', '-C', dir], { input: archive.stdout }), archived]);
 }
 
+/** A suite's environment apart from the tree's own SHA (which is the cache key's tree). */
+const suiteEnv = (suite: GateSuite) => ['HOME=/tmp', 'CI=1', `TARMAC_SUITE=${suite.id}`];
+
 export function createGateActivities({ dataDir, hostId, docker }: GateActivityDeps) {
   const user = containerUser();
+  const cache = createGateCache({ dataDir });
+
+  /** The suite's definition digest: what decides what runs (policies/gate-cache-key.ts). */
+  const suiteDigest = (suite: GateSuite, timeoutMs: number) =>
+    `sha256:${createHash('sha256').update(suiteDefinitionText({ suite, timeoutMs, env: suiteEnv(suite), sandbox: gateSandboxVersion })).digest('hex')}`;
+
+  /** The key of a suite on a tree with the image as Docker has it now; none when Docker does not know the image (the run reports that). */
+  const currentKey = async ({ treeSha, suite, image, timeoutMs }: RunGateSuiteInput): Promise<GateCacheKey | undefined> => {
+    const imageId = await docker
+      .getImage(image)
+      .inspect()
+      .then((info) => info.Id)
+      .catch(() => undefined);
+    return imageId ? { treeSha, suiteId: suite.id, suiteDigest: suiteDigest(suite, timeoutMs), imageId } : undefined;
+  };
 
   /** The container of one suite on one tree, and the snapshot of that tree it mounts. */
-  const suiteContainer = ({ runId, repo, commitSha, treeSha, suite, image, timeoutMs, round }: RunGateSuiteInput): { spec: ContainerSpec; logFile: string } => {
+  const suiteContainer = ({ runId, repo, commitSha, treeSha, suite, image, timeoutMs, round }: RunGateSuiteInput): { spec: ContainerSpec; logFile: string; step: string } => {
     const paths = runPaths(dataDir, runId);
     const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}`;
     const snapshot = join(paths.snapshots, step);
@@ -75,7 +110,7 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
       image,
       cmd: suite.run,
       user: `${user.uid}:${user.gid}`,
-      env: ['HOME=/tmp', 'CI=1', `TARMAC_SUITE=${suite.id}`, `TARMAC_TREE_SHA=${treeSha}`],
+      env: [...suiteEnv(suite), `TARMAC_TREE_SHA=${treeSha}`],
       binds: [`${snapshot}:/workspace:rw`],
       workingDir: '/workspace',
       timeoutMs,
@@ -92,7 +127,7 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
       },
       isPrepared: async () => existsSync(ready),
     };
-    return { spec, logFile };
+    return { spec, logFile, step };
   };
 
   return {
@@ -101,18 +136,55 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
      * The suite's result is data (passed / failed / timed-out), not an activity failure.
      */
     runGateSuite: async (input: RunGateSuiteInput): Promise<GateSuiteResult> => {
-      const { suite, treeSha } = input;
-      const { spec, logFile } = suiteContainer(input);
+      const { runId, suite, treeSha } = input;
+      const { spec, logFile, step } = suiteContainer(input);
+      const key = await currentKey(input);
+      if (input.reuse !== false && key) {
+        const found = await cache.lookup(key);
+        if ('hit' in found) {
+          const { result, sealedBy } = found.hit;
+          // No container for this step: one made ahead by the placement (or by an earlier attempt) goes.
+          const removed = await removeStepContainers(docker, runId, step);
+          await mkdir(runPaths(dataDir, runId).logs, { recursive: true });
+          await writeFileAtomic(logFile, found.hit.log, { durable: false });
+          // Sealed by this very step (an attempt that ran the suite and died before it reported): its own run, not a reuse.
+          const own = sealedBy.runId === runId && sealedBy.step === step;
+          log.info('gate cache hit: the suite is not run', { runId, suite: suite.id, treeSha, status: result.status, sealedBy, sealedAt: found.hit.sealedAt, removedContainers: removed.length, own });
+          return { suiteId: suite.id, treeSha, status: result.status, exitCode: result.exitCode, logRef: dataRef(dataDir, logFile), durationMs: result.durationMs, reattached: own, cache: own ? 'miss' : 'hit' };
+        }
+      }
       const result = await runStepContainer(docker, spec);
+      const status = result.timedOut ? 'timed-out' : result.exitCode === 0 ? 'passed' : 'failed';
+      // Sealed under the image the container was made from (it may have been made ahead, from an older build of the tag).
+      const imageId = await docker
+        .getContainer(result.containerId)
+        .inspect()
+        .then((info) => info.Image)
+        .catch(() => undefined);
+      const logContent = await readFile(logFile).catch(() => undefined);
+      const decision = sealDecision({ status, oomKilled: result.oomKilled, logKept: logContent !== undefined });
+      if (!decision.seal) log.info('gate result not sealed', { runId, suite: suite.id, treeSha, reason: decision.reason });
+      else if (key && imageId && status !== 'timed-out') {
+        await cache.seal({ ...key, imageId }, { status, exitCode: result.exitCode, durationMs: result.durationMs }, logContent!, { runId, step, hostId }).catch((error: unknown) => {
+          log.warn('gate result not sealed: the cache could not be written', { runId, suite: suite.id, error: String(error) });
+        });
+      }
       return {
         suiteId: suite.id,
         treeSha,
-        status: result.timedOut ? 'timed-out' : result.exitCode === 0 ? 'passed' : 'failed',
+        status,
         exitCode: result.exitCode,
         logRef: dataRef(dataDir, logFile),
         durationMs: result.durationMs,
         reattached: result.reattached,
+        cache: 'miss',
       };
+    },
+
+    /** A sealed result for this suite on this tree (the placement makes no container ahead for it). */
+    sealedResult: async (input: RunGateSuiteInput): Promise<GateCacheLookup> => {
+      const key = input.reuse !== false ? await currentKey(input) : undefined;
+      return key ? await cache.lookup(key) : { miss: 'not looked up' };
     },
 
     /**

@@ -51,25 +51,32 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
     const gate = inspected.gate.gate;
     // The first gate round's containers are made beside the patch check (snapshot exported,
     // container created): the round then only takes them on. Best effort — the round makes
-    // whatever is missing itself, and reports what fails (a missing image) in its own phase.
+    // whatever is missing itself, and reports what fails (a missing image) in its own phase. A suite
+    // whose result on this tree is sealed in the gate cache gets none: the round reuses the result.
     const ahead: Docker.Container[] = [];
+    let sealed = 0;
     const gateAhead = async (headSha: string) => {
       const treeSha = (await automationGit(runPaths(dataDir, runId).worktree).revparse([`${headSha}^{tree}`])).trim();
       await Promise.all(
-        gate.suites.map((suite) =>
-          gates
-            .prepareGateSuite({ runId, repo, commitSha: headSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs: suiteTimeoutMs(suite), round: 1 })
+        gate.suites.map(async (suite) => {
+          const input = { runId, repo, commitSha: headSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs: suiteTimeoutMs(suite), round: 1 };
+          if ('hit' in (await gates.sealedResult(input).catch(() => ({ miss: 'lookup failed' })))) {
+            sealed += 1;
+            return;
+          }
+          await gates
+            .prepareGateSuite(input)
             .then((container) => void ahead.push(container))
             .catch((error: unknown) => {
               log.info('gate container not made ahead; the round makes it', { suite: suite.id, error: String(error) });
-            }),
-        ),
+            });
+        }),
       );
     };
     const rebased = await timed('capsule.rebaseBranches', () => rebase.rebaseBranches({ runId, targetSha: inspected.targetSha, heads }, { rebased: gateAhead }));
     // Started now when nothing can stop the landing before its gate (every patch present, the gate
     // file as the target has it): the suites run while the landing goes on to its gate phase.
-    if (ahead.length === gate.suites.length && gateRunsNext(rebased)) {
+    if (ahead.length > 0 && ahead.length + sealed === gate.suites.length && gateRunsNext(rebased)) {
       await Promise.all(ahead.map((container) => startStepContainerAhead(container))).catch((error: unknown) => {
         log.info('gate containers not started ahead; the round starts them', { error: String(error) });
       });

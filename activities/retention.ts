@@ -7,7 +7,7 @@ import { readManifest, type Manifest } from './run-store';
 
 /** One thing a sweep removed (paths relative to the data dir). */
 export interface RetentionRemoval {
-  kind: 'run' | 'mirror' | 'review-cache';
+  kind: 'run' | 'mirror' | 'review-cache' | 'gate-cache';
   path: string;
   /** The run's id and its workflow's final status (`not-found`: Temporal no longer knows it). */
   runId?: string;
@@ -28,7 +28,7 @@ export interface RetentionReport {
   removed: RetentionRemoval[];
   /** Every run directory kept, with the reason (running, young, not Tarmac's, another host's, status unknown). */
   keptRuns: { runId: string; reason: string }[];
-  /** Mirrors kept, with the reason; findings-cache entries kept are only counted. */
+  /** Mirrors kept, with the reason; findings- and gate-cache files kept are only counted. */
   keptMirrors: { path: string; reason: string }[];
   keptCacheEntries: number;
   bytesFreed: number;
@@ -88,8 +88,9 @@ export interface RetentionDeps {
  *   only when Temporal says its workflow is not running;
  * - a mirror under `mirrors/` that no kept run's manifest names and nothing fetched into within the
  *   retention;
- * - findings-cache entries under `cache/reviews/` not sealed or restored within the retention.
- * Nothing outside those three directories is ever touched; links are removed as links, never followed.
+ * - findings-cache entries under `cache/reviews/` and gate-cache entries and logs under
+ *   `cache/gates/` not sealed or reused within the retention.
+ * Nothing outside those directories is ever touched; links are removed as links, never followed.
  */
 export function createRetentionActivities({ dataDir, hostId, client = () => Context.current().client }: RetentionDeps) {
   return {
@@ -154,25 +155,27 @@ export function createRetentionActivities({ dataDir, hostId, client = () => Cont
         else await removeEntry(path, { kind: 'mirror', finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () => rm(path, { recursive: true, force: true }));
       }
 
-      // The findings cache: <tt>/<tree>/<reviewer>@<version>.json files; emptied directories go too.
-      const cacheRoot = join(dataDir, 'cache', 'reviews');
-      const sweepCache = async (dir: string): Promise<void> => {
+      // The findings cache: <tt>/<tree>/<reviewer>@<version>.json files; the gate cache:
+      // <tt>/<tree>/<suite>/<digests>.json entries and their .log files (a hit touches both; one
+      // without the other is a miss). Emptied directories go too.
+      const sweepCache = async (dir: string, kind: 'review-cache' | 'gate-cache', extensions: string[]): Promise<void> => {
         for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
           const path = join(dir, entry.name);
           if (entry.isDirectory()) {
-            await sweepCache(path);
+            await sweepCache(path, kind, extensions);
             await rmdir(path).catch(() => undefined);
             continue;
           }
-          if (!entry.isFile() || !entry.name.endsWith('.json')) continue;
+          if (!entry.isFile() || !extensions.some((extension) => entry.name.endsWith(extension))) continue;
           const info = await lstat(path).catch(() => undefined);
           if (!info) continue;
           const decision = cacheEntryRetention(info.mtimeMs, { now, retentionMs });
           if (!decision.remove) report.keptCacheEntries += 1;
-          else await removeEntry(path, { kind: 'review-cache', finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () => rm(path, { force: true }));
+          else await removeEntry(path, { kind, finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () => rm(path, { force: true }));
         }
       };
-      await sweepCache(cacheRoot);
+      await sweepCache(join(dataDir, 'cache', 'reviews'), 'review-cache', ['.json']);
+      await sweepCache(join(dataDir, 'cache', 'gates'), 'gate-cache', ['.json', '.log']);
 
       report.endedAt = new Date().toISOString();
       log.info('retention: sweep done', { hostId, removed: report.removed.length, bytesFreed: report.bytesFreed, keptRuns: report.keptRuns.length, problems: report.problems.length });

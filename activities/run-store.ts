@@ -59,7 +59,7 @@ export interface Manifest {
  * Each write has a temp file of its own: two writes of one path in the same millisecond (parallel
  * reviewer sessions recording in one manifest) must never share one and interleave their bytes.
  */
-export async function writeFileAtomic(path: string, content: string, { durable = true }: { durable?: boolean } = {}): Promise<void> {
+export async function writeFileAtomic(path: string, content: string | Uint8Array, { durable = true }: { durable?: boolean } = {}): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   const handle = await open(temp, 'w');

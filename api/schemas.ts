@@ -70,6 +70,11 @@ const GateResultSchema = Type.Object({
   durationMs: Type.Number(),
   reattached: Type.Boolean(),
   round: Type.Optional(Type.Integer({ minimum: 1, description: 'gate round: 1 for the first gate, then one per fixup round or re-gate after the target moved' })),
+  cache: Type.Optional(
+    Type.Union([Type.Literal('hit'), Type.Literal('miss')], {
+      description: 'GATE_CACHE: hit = reused from the gate cache (a sealed result of the same tree, suite definition and runner image; no container ran, logRef is a copy of the sealed log, durationMs the sealed run\'s); miss = the suite ran. Absent in runs recorded before the cache.',
+    }),
+  ),
 });
 
 const StepSchema = Type.Object({

@@ -79,7 +79,7 @@ export function eventLine(event: WatchEvent, state: WatchState, options: LineOpt
       if (event.status === 'started') return undefined;
       return `${at} step ${mark(event.status)} ${event.name}${event.status === 'failed' ? ' failed' : ''}${event.detail ? `: ${event.detail}` : ''}`;
     case 'gate':
-      return `${at} gate ${mark(event.status)} ${event.suiteId} round ${event.round} ${event.status} (exit ${event.exitCode ?? 'none'}, ${formatDuration(event.durationMs)}) on tree ${short(event.treeSha)} · log ${event.logRef}`;
+      return `${at} gate ${mark(event.status)} ${event.suiteId} round ${event.round} ${event.status} (exit ${event.exitCode ?? 'none'}, ${formatDuration(event.durationMs)}${event.cache === 'hit' ? ', GATE_CACHE=hit' : ''}) on tree ${short(event.treeSha)} · log ${event.logRef}`;
     case 'session': {
       const about = [event.role, event.harnessModel, event.attempt !== undefined ? `attempt ${event.attempt}` : undefined].filter(Boolean).join(', ');
       const what = event.type === 'classified' && event.class ? `classified ${event.class}` : event.type;
@@ -147,7 +147,7 @@ export function screenLines(state: WatchState, options: ScreenOptions): string[]
     const took = step.endedAt ? between(step.startedAt, step.endedAt) : step.startedAt ? options.now - Date.parse(step.startedAt) : undefined;
     lines.push(`  ${mark(step.status)} ${step.name.padEnd(32)} ${took === undefined ? '' : formatDuration(took)}${step.detail ? `  ${step.detail}` : ''}`);
   }
-  for (const gate of state.gates) lines.push(`  gate ${mark(gate.status)} ${gate.suiteId} round ${gate.round} ${gate.status} (exit ${gate.exitCode ?? 'none'}) tree ${short(gate.treeSha)}`);
+  for (const gate of state.gates) lines.push(`  gate ${mark(gate.status)} ${gate.suiteId} round ${gate.round} ${gate.status} (exit ${gate.exitCode ?? 'none'}${gate.cache === 'hit' ? ', GATE_CACHE=hit' : ''}) tree ${short(gate.treeSha)}`);
   for (const cache of state.cache) lines.push(`  review cache ${cache.cache} (tree ${short(cache.treeSha)})`);
   for (const session of state.sessions) {
     lines.push(`  session ${session.sessionId} ${[session.role, session.harnessModel, session.attempt !== undefined ? `attempt ${session.attempt}` : undefined].filter(Boolean).join(' ')}: ${session.last}`);
@@ -180,7 +180,7 @@ export function statusLines(view: LandingView): string[] {
   }
   if (view.gates.length) lines.push('gates:');
   for (const gate of view.gates) {
-    lines.push(`  ${mark(gate.status)} ${gate.suiteId} round ${gate.round ?? 1} ${gate.status} (exit ${gate.exitCode ?? 'none'}, ${formatDuration(gate.durationMs)}) on tree ${short(gate.treeSha)} · log ${gate.logRef}`);
+    lines.push(`  ${mark(gate.status)} ${gate.suiteId} round ${gate.round ?? 1} ${gate.status} (exit ${gate.exitCode ?? 'none'}, ${formatDuration(gate.durationMs)}${gate.cache === 'hit' ? ', GATE_CACHE=hit' : ''}) on tree ${short(gate.treeSha)} · log ${gate.logRef}`);
   }
   for (const question of view.pendingQuestions) lines.push(`question ${question.id}${asker(question)}: ${question.question}`, `  answer with: tarmac answer ${view.id} "<text>"`);
   for (const review of view.reviews) {

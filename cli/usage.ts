@@ -106,6 +106,8 @@ const docs = {
     summary: 'start a landing that did not land again, on the same heads (a new run id)',
     details: [
       'The old run keeps its id, history and outcome. Refused while it runs or once it landed.',
+      'The same heads on an unmoved target are the same tree: its gate results and reviews are reused',
+      '(GATE_CACHE=hit, REVIEW_CACHE=hit).',
       '',
       'options:',
       '  --watch                  follow the new run to its outcome (exit 0 only when it landed)',

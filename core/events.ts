@@ -44,7 +44,18 @@ export type SessionEventType = (typeof SessionEventType)[keyof typeof SessionEve
 export type RunEventBody =
   | { kind: 'phase'; /** A landing's phase (`LandingPhase`), or a fix loop's (discover, playbook, edit, repair, verify, answer). */ phase: string }
   | { kind: 'step'; name: string; status: 'started' | 'done' | 'failed'; detail?: string }
-  | { kind: 'gate'; suiteId: string; status: string; exitCode: number | null; treeSha: string; round: number; logRef: string; durationMs: number }
+  | {
+      kind: 'gate';
+      suiteId: string;
+      status: string;
+      exitCode: number | null;
+      treeSha: string;
+      round: number;
+      logRef: string;
+      durationMs: number;
+      /** `hit`: reused from the gate cache (no container ran); absent in runs recorded before the cache. */
+      cache?: 'hit' | 'miss';
+    }
   | {
       kind: 'session';
       sessionId: string;

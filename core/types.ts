@@ -93,6 +93,12 @@ export interface GateSuiteResult {
   durationMs: number;
   /** True when the result was collected from a container started by an earlier attempt. */
   reattached: boolean;
+  /**
+   * `hit`: reused from the gate cache (a sealed result of the same tree, suite definition and runner
+   * image; no container ran, the log is the sealed run's); `miss`: the suite ran. Absent in runs
+   * recorded before the cache.
+   */
+  cache?: 'hit' | 'miss';
   /** Gate round: 1 for the first gate, then one per fixup round or re-gate after the target moved. */
   round?: number;
 }

@@ -67,7 +67,7 @@ export function mirrorRetention({ usedBy, lastUsedMs }: MirrorFacts, { now, rete
   return { remove: true, finishedAt: lastUsedMs, reason: `no kept run uses it and nothing fetched into it for ${age(idle)} (retention ${age(retentionMs)})` };
 }
 
-/** A findings-cache entry is kept while it was sealed or restored within the retention. */
+/** A findings- or gate-cache file is kept while it was sealed or reused within the retention. */
 export function cacheEntryRetention(lastUsedMs: number, { now, retentionMs }: { now: number; retentionMs: number }): RetentionDecision {
   const idle = now - lastUsedMs;
   return idle < retentionMs ? { remove: false, reason: 'used within the retention' } : { remove: true, finishedAt: lastUsedMs, reason: `not used for ${age(idle)} (retention ${age(retentionMs)})` };

@@ -111,7 +111,8 @@ async function gateTarget(record: NightlyRecord, placed: { host?: Activities }):
     const timeoutMs = parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
     const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(inspected.hostId) });
     meters.containersRun += 1;
-    const result: GateSuiteResult = await runner['gate.runSuite']({ runId, repo: request.repo, commitSha: inspected.targetSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: 1 });
+    // A nightly observes the target as it is tonight (time, the world outside the tree): never a reused result.
+    const result: GateSuiteResult = await runner['gate.runSuite']({ runId, repo: request.repo, commitSha: inspected.targetSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: 1, reuse: false });
     view.gates.push({ ...result, round: 1 });
   }
   const verdict = gateVerdict(view.gates.map((entry) => ({ ...entry, round: 1 })), gate.suites.map((suite) => suite.id), treeSha);

@@ -73,7 +73,7 @@ export function supersededGates(outcome: Pick<LandingOutcome, 'supersedes'> | un
 
 /**
  * The step graph: each step of the landing in the order it ran, with what marks it — a gate
- * suite reattached to its container or superseded by a later green round, a review panel
+ * suite reattached to its container, reused from the gate cache or superseded by a later green round, a review panel
  * answered from the cache, a session respawned, reattached or escalated, a skipped step.
  */
 export function stepGraph(view: Pick<LandingView, 'steps' | 'gates' | 'reviews' | 'outcome'>, events: readonly RunEvent[]): StepNode[] {
@@ -93,6 +93,7 @@ export function stepGraph(view: Pick<LandingView, 'steps' | 'gates' | 'reviews' 
       subject = `${suite} (round ${round})`;
       const gate = gates.get(gateKey(suite, Number(round)));
       if (gate?.reattached) markers.push('reattached');
+      if (gate?.cache === 'hit') markers.push('cached');
       if (superseded.has(gateKey(suite, Number(round)))) markers.push('superseded');
     }
     if (kindPart === 'review.panel' && subjectPart) {
@@ -138,6 +139,7 @@ export function gateRounds(gates: readonly GateSuiteResult[], outcome: Pick<Land
     const entry = rounds.get(round) ?? { round, treeSha: gate.treeSha, results: [] };
     const markers: Marker[] = [];
     if (gate.reattached) markers.push('reattached');
+    if (gate.cache === 'hit') markers.push('cached');
     if (superseded.has(gateKey(gate.suiteId, round))) markers.push('superseded');
     entry.results.push({ ...gate, markers });
     rounds.set(round, entry);

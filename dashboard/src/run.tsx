@@ -78,7 +78,7 @@ function eventText(event: RunEvent): string {
     case 'step':
       return `${event.name} ${event.status}${event.detail ? `: ${event.detail}` : ''}`;
     case 'gate':
-      return `gate ${event.suiteId} round ${event.round}: ${event.status} (exit ${event.exitCode ?? 'none'})`;
+      return `gate ${event.suiteId} round ${event.round}: ${event.status} (exit ${event.exitCode ?? 'none'}${event.cache === 'hit' ? ', GATE_CACHE=hit' : ''})`;
     case 'session':
       return `session ${event.sessionId} ${event.type}${event.harnessModel ? ` on ${event.harnessModel}` : ''}${event.class ? ` [${event.class}]` : ''}${event.detail ? `: ${event.detail}` : ''}`;
     case 'cache':

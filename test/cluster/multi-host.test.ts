@@ -98,6 +98,8 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
           'b.txt': 'b\n',
           Makefile: `test:\n\tsleep ${gateSeconds}\n\tgrep -q A a.txt && grep -q B b.txt\n`,
           '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }], { fixup: { maxRounds: 0 } }),
+          // A tree of its own: each landing's gate runs (no gate-cache hit from another landing's).
+          'landing.txt': `${created}\n`,
         },
         branches: [
           { name: 'feature/a', commits: [{ message: 'a: upper', files: { 'a.txt': 'A\n' } }] },

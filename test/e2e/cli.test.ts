@@ -123,7 +123,8 @@ describe('tarmac CLI against the real stack', () => {
   });
 
   it('on a terminal, land --watch redraws one block in place and ends on the whole picture', { skip: !hasScript && 'script(1) is not installed' }, async () => {
-    const repo = demoRepo();
+    // Another tree than the first test's demo repository: its gate runs (no gate-cache hit) while the screen is redrawn.
+    const repo = demoRepo({}, { 'terminal.txt': 'a tree of its own\n' });
     const command = `stty cols 100 rows 40; exec ${process.execPath} --import ${join(root, 'node_modules/tsx/dist/loader.mjs')} ${join(root, 'bin/tarmac.ts')} land ${repo.url} feature/greeting --onto main --watch`;
     // script(1) gives the command a real pseudo-terminal and copies what it draws.
     const run = await new Promise<{ code: number | null; raw: string }>((done) => {

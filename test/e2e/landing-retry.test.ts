@@ -28,7 +28,8 @@ async function tarmac(stack: Stack, args: string[]): Promise<{ code: number; std
  * old run keeps its history. The first run is reviewed by a panel, then its merge is refused by the
  * origin (a pre-receive hook: a cause outside the tree under review). The hook is removed and the
  * landing retried: the same heads on the same target give the same tree, so the re-review is free
- * (REVIEW_CACHE=hit, no reviewer session started) and the retry lands.
+ * (REVIEW_CACHE=hit, no reviewer session started), so is the gate (GATE_CACHE=hit, no container), and
+ * the retry lands.
  */
 describe('retrying a landing that did not land', () => {
   let stack: Stack;
@@ -54,6 +55,7 @@ describe('retrying a landing that did not land', () => {
     const target = branchHead(repo.path, 'main');
     const body = { repo: repo.url, branches: ['feature/r'], target: 'main' };
 
+    const began = Math.floor(Date.now() / 1000);
     const created = await stack.api('POST', '/v1/landings', body);
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const first = created.body.id as string;
@@ -94,7 +96,10 @@ describe('retrying a landing that did not land', () => {
     assert.deepEqual(landed.reviews[0].restored, ['script#reviewer-a', 'script#reviewer-b', 'script#reviewer-c']);
     assert.match(view.steps.find((step: { name: string }) => step.name.startsWith('review.panel')).detail, /REVIEW_CACHE=hit/);
     assert.equal(await containersCreated(stack.docker, since, ['tarmac.role=reviewer', `tarmac.run=${retried.id}`]), 0, 'no reviewer container was started for the retry');
-    assert.equal(await containersCreated(stack.docker, since, [`tarmac.run=${retried.id}`]) > 0, true, 'the retry ran containers of its own (its gate): the count sees them');
+    // Its gate too is reused: the first run sealed the suite's result on this tree (GATE_CACHE=hit, no container at all).
+    assert.equal(landed.gates[0].cache, 'hit');
+    assert.equal(await containersCreated(stack.docker, since, [`tarmac.run=${retried.id}`]), 0, 'the retry made no container: no gate, no reviewer');
+    assert.equal(await containersCreated(stack.docker, began, [`tarmac.run=${first}`, 'tarmac.role=gate']), 1, "the first run's gate container: the count sees it");
     assert.equal(branchHead(repo.path, 'main'), landed.mergedSha);
 
     // The first run keeps its id, its history and its outcome.

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -76,7 +76,8 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     await waitFor(() => stack.api('GET', `/v1/landings/${runningId}`), (response) => response.body.pendingQuestions?.length === 1, 120_000, 'the question');
     assert.equal((await finished(stack, loneId)).outcome.status, 'landed');
     const oldId = await land(stack, repo.url, 'feature/old');
-    assert.equal((await finished(stack, oldId)).outcome.status, 'landed');
+    const old = (await finished(stack, oldId)).outcome;
+    assert.equal(old.status, 'landed');
 
     // What a sweep must never touch: a link out of an old run, a directory an old run's manifest
     // names outside the data dir, a directory among the runs with no manifest, a file among the mirrors.
@@ -103,7 +104,8 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     // The old runs age past the retention; then a young run finishes, just before the sweep.
     await new Promise((resolve) => setTimeout(resolve, retentionMs + 1_000));
     const youngId = await land(stack, repo.url, 'feature/young');
-    assert.equal((await finished(stack, youngId)).outcome.status, 'landed');
+    const young = (await finished(stack, youngId)).outcome;
+    assert.equal(young.status, 'landed');
     writeFileSync(join(cacheDir, 'script#reviewer@v-new.json'), '{}\n');
 
     // The schedule's sweep, now (the same action it takes every TARMAC_RETENTION_EVERY).
@@ -133,6 +135,13 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     // The findings cache: the old entry went, the fresh one stayed.
     assert.deepEqual(report.removed.filter((entry) => entry.kind === 'review-cache').map((entry) => entry.path), [join('cache', 'reviews', 'ab', tree, 'script#reviewer@v-old.json')]);
     assert.ok(existsSync(join(cacheDir, 'script#reviewer@v-new.json')));
+    // The gate cache: the entry and log sealed for the old runs' tree (the lone run's tree too: it sealed, the old run reused) went; the young run's stayed.
+    const gateEntry = (treeSha: string) => join('cache', 'gates', treeSha.slice(0, 2), treeSha, 'test');
+    const removedGate = report.removed.filter((entry) => entry.kind === 'gate-cache').map((entry) => entry.path);
+    assert.deepEqual(removedGate.map((path) => path.slice(path.lastIndexOf('.'))).sort(), ['.json', '.log'], JSON.stringify(removedGate));
+    for (const path of removedGate) assert.ok(path.startsWith(`${gateEntry(old.treeSha)}/`), path);
+    assert.equal(existsSync(join(stack.dataDir, gateEntry(old.treeSha))), false, 'its emptied directories went too');
+    assert.equal(readdirSync(join(stack.dataDir, gateEntry(young.treeSha))).length, 2, "the young run's entry and log are kept");
 
     // Nothing outside the data dir, even listed in a manifest or linked from a run.
     assert.equal(readFileSync(sentinel, 'utf8'), 'not Tarmac’s\n');

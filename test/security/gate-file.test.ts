@@ -130,10 +130,12 @@ describe('security: the gate file does not change without an explicit approval',
   });
 
   describe('a target that moves while the landing waits', () => {
-    /** A landing whose gate is slow enough to push to its target meanwhile. */
+    let landings = 0;
+    /** A landing whose gate is slow enough to push to its target meanwhile (a tree of its own: no gate-cache hit, its gate runs). */
     async function landWhileTargetMoves(targetChange: Record<string, string>) {
+      landings += 1;
       const repo = createFixtureRepo({
-        base: { 'check.sh': 'sleep 4\n', [gateFilePath]: strictGate },
+        base: { 'check.sh': 'sleep 4\n', [gateFilePath]: strictGate, 'landing.txt': `${landings}\n` },
         branches: [{ name: 'feature/m', commits: [{ message: 'a feature', files: { 'feature.txt': 'forbidden\n' } }] }],
       });
       const id = await land(repo, 'feature/m');

@@ -131,6 +131,28 @@ describe('the run page derives its marks from the status, the outcome and the jo
     );
   });
 
+  it('a gate result reused from the gate cache is marked cached, in the step graph and its round; a miss is not', () => {
+    const reused: Pick<LandingView, 'steps' | 'gates' | 'reviews' | 'outcome'> = {
+      steps: [
+        { name: 'gate.runSuite:lint#1', status: 'done', startedAt: at(1), endedAt: at(1), detail: 'passed (exit 0); GATE_CACHE=hit' },
+        { name: 'gate.runSuite:test#1', status: 'done', startedAt: at(1), endedAt: at(3), detail: 'passed (exit 0); GATE_CACHE=miss' },
+      ],
+      gates: [
+        { suiteId: 'lint', treeSha: tree('c'), status: 'passed', exitCode: 0, logRef: 'runs/y/logs/gate-lint.log', durationMs: 4000, reattached: false, round: 1, cache: 'hit' },
+        { suiteId: 'test', treeSha: tree('c'), status: 'passed', exitCode: 0, logRef: 'runs/y/logs/gate-test.log', durationMs: 2000, reattached: false, round: 1, cache: 'miss' },
+      ],
+      reviews: [],
+    };
+    assert.deepEqual(
+      stepGraph(reused, []).map((step) => step.markers),
+      [['cached'], []],
+    );
+    assert.deepEqual(
+      gateRounds(reused.gates, undefined)[0]!.results.map((result) => `${result.suiteId}:${result.markers.join('+')}`),
+      ['lint:cached', 'test:'],
+    );
+  });
+
   it('sessions: class of the last attempt, ladder rung after escalations, tokens from the session\'s own status', () => {
     const resolverStatus = { state: 'done', attempt: 2, harnessModel: 'script#resolver', decisions: [], meters: { sessionsSpawned: 2, respawns: 1, escalations: 0, reattachments: 0, inputTokens: 300, outputTokens: 20, costUsd: 0.1, wallTimeMs: 1, capsulesRun: 1, budgetPauses: 0 } } as SessionStatusView;
     const rows = sessionRows(journal, view.outcome, new Map([['resolver-1', resolverStatus]]));

@@ -78,6 +78,8 @@ export async function repro(record: FixRecord): Promise<ReproRun> {
     image: request.reproImage ?? 'tarmac/runner:bookworm',
     timeoutMs,
     round,
+    // A repro is a fresh observation for the agent and the loop's sightings, never a reused one.
+    reuse: false,
   });
   state.reproExitCode = result.exitCode;
   journal.record({ kind: 'step', name: step, status: result.exitCode === 0 ? 'done' : 'failed', detail: `\`${reproCommand}\` exited ${result.exitCode ?? 'none (timed out)'}; log ${result.logRef}` });

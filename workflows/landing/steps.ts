@@ -175,8 +175,13 @@ export async function runGate(ctx: LandingStepContext, pinned: string, gate: Gat
     const result = await tracker.step(
       `gate.runSuite:${suite.id}#${round}`,
       'container',
-      () => runner['gate.runSuite']({ runId, repo: request.repo, commitSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round }),
-      (value) => `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}`,
+      async () => {
+        const value = await runner['gate.runSuite']({ runId, repo: request.repo, commitSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round });
+        // A result reused from the gate cache ran no container: not one of the meters' containers.
+        if (value.cache === 'hit') tracker.meters.containersRun -= 1;
+        return value;
+      },
+      (value) => `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}${value.cache ? `; GATE_CACHE=${value.cache}` : ''}`,
     );
     tracker.addGate({ ...result, round });
   }

@@ -135,8 +135,8 @@ export class LandingTracker {
   /** Records a gate suite's result (also as an event). */
   addGate(result: GateSuiteResult & { round: number }): void {
     this.gates.push(result);
-    const { suiteId, status, exitCode, treeSha, round, logRef, durationMs } = result;
-    this.journal.record({ kind: 'gate', suiteId, status, exitCode, treeSha, round, logRef, durationMs });
+    const { suiteId, status, exitCode, treeSha, round, logRef, durationMs, cache } = result;
+    this.journal.record({ kind: 'gate', suiteId, status, exitCode, treeSha, round, logRef, durationMs, ...(cache ? { cache } : {}) });
   }
 
   /** Runs one step, recording it in the step list and the meters. */
