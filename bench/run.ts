@@ -1,16 +1,19 @@
 /**
- * `npm run bench [count] [ratio|throughput|history …] [--landings n]` — measurements on the real
- * stack (one Temporal dev server, one worker, the API, Docker), printed as JSON and kept in
- * bench/results/. Measures; asserts nothing but that the landings it times did land. A section
- * that fails is reported under `errors` and the others still run; the exit code is then 1.
+ * `npm run bench [count] [ratio|throughput|history|queue …] [--landings n] [--batch-size n]
+ * [--repeats n]` — measurements on the real stack (one Temporal dev server, one worker, the API,
+ * Docker), printed as JSON and kept in bench/results/. Measures; asserts nothing but that the
+ * landings it times did land. A section that fails is reported under `errors` and the others
+ * still run; the exit code is then 1.
  *
  * - ratio (bench/ratio.ts): a two-branch landing against the same steps in a bare shell script,
  *   `count` times (default 5) after one warm-up.
  * - throughput (bench/throughput.ts): `--landings` (default 20) two-branch landings at once.
  * - history (bench/history.ts): the largest workflow history of a landing with a fixup round and
  *   a review panel, against ≤ 1,000 events and no payload over 64 KiB.
+ * - queue (bench/queue.ts): `--landings` (default 8) one-commit landings at once to one target,
+ *   batch size 1 against `--batch-size` (default 4), `--repeats` times (default 2).
  *
- * With no section named, all three run, in that order, on one stack: the ratio first, so what
+ * With no section named, all four run, in that order, on one stack: the ratio first, so what
  * it measures is the same as when it ran alone. Through npm, flags need `--`
  * (`npm run bench -- --landings 10`); section names do not (`npm run bench throughput`).
  */
@@ -18,9 +21,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { startStack } from '../test/helpers/stack';
-import { parseArguments, type Options, type Section } from './arguments';
+import { defaultLandings, parseArguments, type Options, type Section } from './arguments';
 import { measureHistory, type HistoryReport } from './history';
 import { measureRatio, type RatioReport } from './ratio';
+import { measureQueue, type QueueReport } from './queue';
 import { measureThroughput, type ThroughputReport } from './throughput';
 
 interface Report extends Partial<RatioReport> {
@@ -29,6 +33,7 @@ interface Report extends Partial<RatioReport> {
   stackStartMs: number;
   throughput?: ThroughputReport;
   history?: HistoryReport;
+  queue?: QueueReport;
   /** Sections that failed (e.g. a landing that did not land), with why. */
   errors?: Partial<Record<Section, string>>;
 }
@@ -54,8 +59,12 @@ async function main(options: Options): Promise<number> {
   try {
     // The ratio's figures stay at the top level, where they have always been.
     if (options.only.has('ratio')) Object.assign(report, await section(report, 'ratio', () => measureRatio(stack, options.count)));
-    if (options.only.has('throughput')) report.throughput = await section(report, 'throughput', () => measureThroughput(stack, options.landings));
+    if (options.only.has('throughput')) report.throughput = await section(report, 'throughput', () => measureThroughput(stack, options.landings ?? defaultLandings.throughput));
     if (options.only.has('history')) report.history = await section(report, 'history', () => measureHistory(stack));
+    if (options.only.has('queue')) {
+      const queue = { landings: options.landings ?? defaultLandings.queue, batchSize: options.batchSize, repeats: options.repeats };
+      report.queue = await section(report, 'queue', () => measureQueue(stack, queue));
+    }
   } finally {
     await stack.stop();
   }

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { parseArguments } from '../../bench/arguments';
 import { retriedActivities, weighHistory, type History } from '../../bench/history-walk';
-import { percentile } from '../../bench/stats';
+import { middleOf, percentile } from '../../bench/stats';
 
 const payload = (value: unknown) => defaultPayloadConverter.toPayload(value);
 /** Event ids arrive as Long objects; a stand-in with the same toString. */
@@ -83,14 +83,34 @@ describe('bench: percentile (nearest rank)', () => {
   for (const { name, values, p, expected } of table) it(name, () => assert.equal(percentile(values, p), expected));
 });
 
+describe('bench: middleOf (the median proper)', () => {
+  const table: { name: string; values: number[]; expected: number }[] = [
+    { name: 'odd: the middle one', values: [30, 10, 20], expected: 20 },
+    { name: 'even: the mean of the middle two, not the larger', values: [40, 10, 30, 20], expected: 25 },
+    { name: 'two runs: their mean', values: [38_920, 21_321], expected: 30_120.5 },
+    { name: 'one value', values: [7], expected: 7 },
+    { name: 'none', values: [], expected: 0 },
+  ];
+  for (const { name, values, expected } of table) it(name, () => assert.equal(middleOf(values), expected));
+});
+
 describe('bench: parseArguments', () => {
-  const table: { name: string; argv: string[]; expected: { count: number; landings: number; only: string[] } | RegExp }[] = [
-    { name: 'nothing: all sections, 5 runs, 20 landings', argv: [], expected: { count: 5, landings: 20, only: ['ratio', 'throughput', 'history'] } },
-    { name: 'a count', argv: ['3'], expected: { count: 3, landings: 20, only: ['ratio', 'throughput', 'history'] } },
-    { name: 'section names', argv: ['throughput', 'history'], expected: { count: 5, landings: 20, only: ['throughput', 'history'] } },
-    { name: '--only and --landings', argv: ['--only', 'throughput', '--landings', '4'], expected: { count: 5, landings: 4, only: ['throughput'] } },
-    { name: 'an unknown section', argv: ['--only', 'speed'], expected: /--only takes ratio, throughput, history .*"speed"/ },
-    { name: 'a bad landing count', argv: ['--landings', '0'], expected: /--landings must be a whole number/ },
+  type Parsed = { count: number; landings?: number; batchSize: number; repeats: number; only: string[] };
+  const all = ['ratio', 'throughput', 'history', 'queue'];
+  const table: { name: string; argv: string[]; expected: Parsed | RegExp }[] = [
+    { name: 'nothing: all sections, 5 runs, each section its own landings, batches of 4 twice', argv: [], expected: { count: 5, batchSize: 4, repeats: 2, only: all } },
+    { name: 'a count', argv: ['3'], expected: { count: 3, batchSize: 4, repeats: 2, only: all } },
+    { name: 'section names', argv: ['throughput', 'history'], expected: { count: 5, batchSize: 4, repeats: 2, only: ['throughput', 'history'] } },
+    { name: '--only and --landings', argv: ['--only', 'throughput', '--landings', '4'], expected: { count: 5, landings: 4, batchSize: 4, repeats: 2, only: ['throughput'] } },
+    { name: 'the queue with its flags', argv: ['queue', '--landings', '12', '--batch-size', '6', '--repeats', '3'], expected: { count: 5, landings: 12, batchSize: 6, repeats: 3, only: ['queue'] } },
+    { name: '--only with two sections', argv: ['--only', 'queue,ratio'], expected: { count: 5, batchSize: 4, repeats: 2, only: ['queue', 'ratio'] } },
+    { name: 'an unknown section', argv: ['--only', 'speed'], expected: /--only takes ratio, throughput, history, queue .*"speed"/ },
+    { name: 'a bad landing count', argv: ['--landings', '0'], expected: /--landings must be a whole number ≥ 1, got "0"/ },
+    { name: 'a missing landing count', argv: ['--landings'], expected: /--landings must be a whole number ≥ 1, got ""/ },
+    { name: 'batch size 1 is the baseline, not a variant', argv: ['--batch-size', '1'], expected: /--batch-size must be a whole number from 2 to 16, got "1"/ },
+    { name: 'a batch size above what a gate file may ask', argv: ['--batch-size', '17'], expected: /--batch-size must be a whole number from 2 to 16, got "17"/ },
+    { name: 'a fractional batch size', argv: ['--batch-size', '2.5'], expected: /--batch-size must be a whole number from 2 to 16/ },
+    { name: 'no repeats', argv: ['--repeats', '0'], expected: /--repeats must be a whole number ≥ 1, got "0"/ },
     { name: 'an unknown word', argv: ['fast'], expected: /unknown argument "fast"/ },
   ];
   for (const { name, argv, expected } of table) {
@@ -98,7 +118,9 @@ describe('bench: parseArguments', () => {
       if (expected instanceof RegExp) assert.throws(() => parseArguments(argv), expected);
       else {
         const options = parseArguments(argv);
-        assert.deepEqual({ count: options.count, landings: options.landings, only: [...options.only] }, expected);
+        const parsed: Parsed = { count: options.count, batchSize: options.batchSize, repeats: options.repeats, only: [...options.only] };
+        if (options.landings !== undefined) parsed.landings = options.landings;
+        assert.deepEqual(parsed, expected);
       }
     });
   }
