@@ -36,6 +36,12 @@ export interface RunGateSuiteInput {
    * sealed one (a red re-run to tell a flake from a failure; a nightly; a fix loop's repro).
    */
   reuse?: boolean;
+  /**
+   * A run that settles a red result (workflows/landing/flake.ts): `same-tree` runs the suite again on
+   * the identical tree (TARMAC_GATE_ATTEMPT=2), `base` on the commit the head is rebased onto. Part
+   * of the step's identity, so neither reattaches to the round's own container.
+   */
+  evidence?: 'same-tree' | 'base';
 }
 
 /**
@@ -91,9 +97,9 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
   };
 
   /** The container of one suite on one tree, and the snapshot of that tree it mounts. */
-  const suiteContainer = ({ runId, repo, commitSha, treeSha, suite, image, timeoutMs, round }: RunGateSuiteInput): { spec: ContainerSpec; logFile: string; step: string } => {
+  const suiteContainer = ({ runId, repo, commitSha, treeSha, suite, image, timeoutMs, round, evidence }: RunGateSuiteInput): { spec: ContainerSpec; logFile: string; step: string } => {
     const paths = runPaths(dataDir, runId);
-    const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}`;
+    const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}${evidence ? `-${evidence}` : ''}`;
     const snapshot = join(paths.snapshots, step);
     // Written once the snapshot is complete: a container found never started runs on it as is.
     const ready = `${snapshot}.ready`;
@@ -110,7 +116,8 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
       image,
       cmd: suite.run,
       user: `${user.uid}:${user.gid}`,
-      env: [...suiteEnv(suite), `TARMAC_TREE_SHA=${treeSha}`],
+      // TARMAC_GATE_ATTEMPT: which run of the suite on this tree in this round (2: the re-run that settles a red).
+      env: [...suiteEnv(suite), `TARMAC_TREE_SHA=${treeSha}`, `TARMAC_GATE_ATTEMPT=${evidence === 'same-tree' ? 2 : 1}`],
       binds: [`${snapshot}:/workspace:rw`],
       workingDir: '/workspace',
       timeoutMs,

@@ -12,6 +12,7 @@ import { createPlacement } from './place-landing';
 import { createRebaseActivities } from './rebase';
 import { createReviewCacheActivities } from './review-cache';
 import { createQueueActivities } from './queue';
+import { createQuarantineActivities } from './quarantine';
 import { createRetentionActivities } from './retention';
 import { createNightlyActivities } from './nightly';
 import { defaultTaskQueue } from '../core/queues';
@@ -55,6 +56,7 @@ export function createActivities(deps: ActivityDeps) {
   const grounding = createGroundingActivities(deps);
   const rebase = createRebaseActivities(deps);
   const queue = createQueueActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
+  const quarantine = createQuarantineActivities({ taskQueue: deps.taskQueue ?? defaultTaskQueue });
   const nightly = createNightlyActivities();
   const retention = createRetentionActivities(deps);
   const batch = createBatchActivities(deps);
@@ -66,7 +68,11 @@ export function createActivities(deps: ActivityDeps) {
     'capsule.checkPatches': rebase.checkPatches,
     'capsule.rebaseOnto': rebase.rebaseOnto,
     'queue.requestAdmission': queue.requestAdmission,
+    /** The suites quarantined on a target, and a new quarantine (workflows/suite-quarantine.ts): a landing's red gate round asks and adds. */
+    'quarantine.active': quarantine.active,
+    'quarantine.add': quarantine.quarantine,
     'capsule.workspaceHead': landing.workspaceHead,
+    'capsule.treeOf': landing.treeOf,
     'capsule.changedFiles': landing.changedFiles,
     'capsule.gateFileFacts': landing.gateFileFacts,
     'capsule.readGateFile': landing.readGateFile,

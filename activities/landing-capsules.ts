@@ -63,6 +63,9 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
       };
     },
 
+    /** The tree of a commit the run's workspace holds (the base a red suite is run on again, workflows/landing/flake.ts). */
+    treeOf: async ({ runId, sha }: { runId: string; sha: string }): Promise<{ treeSha: string }> => ({ treeSha: (await workspaceGit(runId).revparse([`${sha}^{tree}`])).trim() }),
+
     /** For a review of `base...HEAD`: the head, its tree, and the files changed since the merge base. */
     diffFacts: async ({ runId, base }: { runId: string; base: string }): Promise<{ headSha: string; treeSha: string; files: string[] }> => {
       const git = workspaceGit(runId);

@@ -24,6 +24,7 @@ import { reviewRoutes } from './routes/reviews';
 import { runRoutes } from './routes/runs';
 import { scheduleRoutes } from './routes/schedules';
 import { retentionRoutes } from './routes/retention';
+import { quarantineRoutes } from './routes/quarantines';
 import { queueRoutes } from './routes/queues';
 
 export interface AppDeps {
@@ -105,6 +106,7 @@ export async function buildApp({ client, config, logger, docker, dashboardDir }:
       await v1.register(fixLoopRoutes, { client, config });
       await v1.register(scheduleRoutes, { client, config });
       await v1.register(retentionRoutes, { client });
+      await v1.register(quarantineRoutes, { client });
       await v1.register(queueRoutes, { client });
     },
     { prefix: '/v1' },

@@ -75,6 +75,32 @@ const GateResultSchema = Type.Object({
       description: 'GATE_CACHE: hit = reused from the gate cache (a sealed result of the same tree, suite definition and runner image; no container ran, logRef is a copy of the sealed log, durationMs the sealed run\'s); miss = the suite ran. Absent in runs recorded before the cache.',
     }),
   ),
+  settled: Type.Optional(
+    Type.Union([Type.Literal('flaky'), Type.Literal('pre-existing'), Type.Literal('failed')], {
+      description: 'a red result settled by evidence: flaky (green when run again on the same tree), pre-existing (red on the base too), failed (red again, green on the base)',
+    }),
+  ),
+  evidence: Type.Optional(
+    Type.Array(
+      Type.Object({
+        on: Type.Union([Type.Literal('same-tree'), Type.Literal('base')]),
+        commitSha: Type.String(),
+        treeSha: Type.String(),
+        status: Type.String(),
+        exitCode: Type.Union([Type.Integer(), Type.Null()]),
+        logRef: Type.String(),
+        durationMs: Type.Number(),
+        cache: Type.Optional(Type.Union([Type.Literal('hit'), Type.Literal('miss')])),
+      }),
+      { description: 'the runs that settled a red result (again on the same tree, on the base), each with its log' },
+    ),
+  ),
+  excused: Type.Optional(
+    Type.Object(
+      { by: Type.Union([Type.Literal('retry'), Type.Literal('quarantine'), Type.Literal('pre-existing')]), until: Type.Optional(Type.String({ description: "the quarantine's end" })) },
+      { description: "a red result that does not block the landing, and why (the recipe's limits.gate)" },
+    ),
+  ),
 });
 
 const StepSchema = Type.Object({

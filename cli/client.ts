@@ -50,6 +50,19 @@ export interface FixCreate {
   agents?: { implementer?: string; architect?: string };
 }
 
+/** A suite quarantined on a target (GET /v1/quarantines). */
+export interface QuarantineView {
+  repo: string;
+  target: string;
+  suiteId: string;
+  since: string;
+  until: string;
+  settled: 'flaky' | 'pre-existing';
+  landingId: string;
+  treeSha: string;
+  logRefs: string[];
+}
+
 export interface RunCreated {
   id: string;
   duplicate: boolean;
@@ -256,5 +269,17 @@ export class TarmacClient {
 
   async deleteSchedule(id: string): Promise<{ id: string; deleted: boolean }> {
     return (await this.request<{ id: string; deleted: boolean }>('DELETE', `/v1/schedules/${encodeURIComponent(id)}`)).body;
+  }
+
+  async quarantines(filter: { repo?: string; target?: string }): Promise<QuarantineView[]> {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(filter)) if (value !== undefined) query.set(name, value);
+    const text = query.toString();
+    return (await this.request<{ quarantines: QuarantineView[] }>('GET', `/v1/quarantines${text ? `?${text}` : ''}`)).body.quarantines;
+  }
+
+  async liftQuarantine(suiteId: string, repo: string, target: string): Promise<{ lifted: boolean; repo: string; target: string; suiteId: string }> {
+    const query = new URLSearchParams({ repo, target }).toString();
+    return (await this.request<{ lifted: boolean; repo: string; target: string; suiteId: string }>('DELETE', `/v1/quarantines/${encodeURIComponent(suiteId)}?${query}`)).body;
   }
 }

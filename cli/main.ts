@@ -16,6 +16,7 @@ import { logsCommand } from './commands/logs';
 import { retryCommand } from './commands/retry';
 import { reviewCommand } from './commands/review';
 import { scheduleCommand } from './commands/schedule';
+import { quarantinesCommand } from './commands/quarantines';
 import { statusCommand } from './commands/status';
 import { watchCommand } from './commands/watch';
 
@@ -32,6 +33,7 @@ const commands = {
   review: reviewCommand,
   fix: fixCommand,
   schedule: scheduleCommand,
+  quarantines: quarantinesCommand,
 } as const satisfies Record<string, (args: string[], context: CliContext) => Promise<ExitCode>>;
 
 export type ClientCommand = keyof typeof commands;

@@ -147,7 +147,7 @@ export function screenLines(state: WatchState, options: ScreenOptions): string[]
     const took = step.endedAt ? between(step.startedAt, step.endedAt) : step.startedAt ? options.now - Date.parse(step.startedAt) : undefined;
     lines.push(`  ${mark(step.status)} ${step.name.padEnd(32)} ${took === undefined ? '' : formatDuration(took)}${step.detail ? `  ${step.detail}` : ''}`);
   }
-  for (const gate of state.gates) lines.push(`  gate ${mark(gate.status)} ${gate.suiteId} round ${gate.round} ${gate.status} (exit ${gate.exitCode ?? 'none'}${gate.cache === 'hit' ? ', GATE_CACHE=hit' : ''}) tree ${short(gate.treeSha)}`);
+  for (const gate of state.gates) lines.push(`  gate ${mark(gate.status)} ${gate.suiteId} round ${gate.round}${gate.evidence === 'base' ? ' on the base' : gate.evidence === 'same-tree' ? ' again' : ''} ${gate.status} (exit ${gate.exitCode ?? 'none'}${gate.cache === 'hit' ? ', GATE_CACHE=hit' : ''}) tree ${short(gate.treeSha)}`);
   for (const cache of state.cache) lines.push(`  review cache ${cache.cache} (tree ${short(cache.treeSha)})`);
   for (const session of state.sessions) {
     lines.push(`  session ${session.sessionId} ${[session.role, session.harnessModel, session.attempt !== undefined ? `attempt ${session.attempt}` : undefined].filter(Boolean).join(' ')}: ${session.last}`);
@@ -181,6 +181,10 @@ export function statusLines(view: LandingView): string[] {
   if (view.gates.length) lines.push('gates:');
   for (const gate of view.gates) {
     lines.push(`  ${mark(gate.status)} ${gate.suiteId} round ${gate.round ?? 1} ${gate.status} (exit ${gate.exitCode ?? 'none'}, ${formatDuration(gate.durationMs)}${gate.cache === 'hit' ? ', GATE_CACHE=hit' : ''}) on tree ${short(gate.treeSha)} · log ${gate.logRef}`);
+    // A red settled by evidence: what it was, why it does not block (when it does not), each run's log.
+    if (gate.settled) lines.push(`      settled ${gate.settled}${gate.excused ? `, does not block (${gate.excused.by}${gate.excused.until ? ` until ${gate.excused.until}` : ''})` : ''}`);
+    else if (gate.excused) lines.push(`      does not block (${gate.excused.by}${gate.excused.until ? ` until ${gate.excused.until}` : ''})`);
+    for (const run of gate.evidence ?? []) lines.push(`      ${run.on === 'base' ? `on the base ${short(run.commitSha)}` : 'again'}: ${run.status} (exit ${run.exitCode ?? 'none'}) · log ${run.logRef}`);
   }
   for (const question of view.pendingQuestions) lines.push(`question ${question.id}${asker(question)}: ${question.question}`, `  answer with: tarmac answer ${view.id} "<text>"`);
   for (const review of view.reviews) {

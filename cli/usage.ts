@@ -178,6 +178,15 @@ const docs = {
       '  --implementer <harness#model>  the agent of its fix loop',
     ],
   },
+  quarantines: {
+    synopsis: ['quarantines [--repo <repo>] [--target <branch>] [--json]', 'quarantines lift <suite> --repo <repo> --target <branch>'],
+    summary: 'suites quarantined on a target (red, settled flaky or pre-existing): their red blocks no landing until they expire',
+    details: [
+      "A landing's red suite is run again on the same tree and on its base; the recipe's limits.gate may",
+      'quarantine it on the target (GET /v1/quarantines). Each ends by itself; lift ends one now, and its red',
+      'blocks landings again.',
+    ],
+  },
   help: {
     synopsis: ['help [<command>]', '<command> --help'],
     summary: 'this text, or one command\'s',
@@ -223,7 +232,7 @@ run Tarmac:
 ${section(['dev', 'worker', 'api'])}
 
 use it:
-${section(['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'help'])}
+${section(['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines', 'help'])}
 
 ${configuration}
 

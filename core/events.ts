@@ -55,6 +55,8 @@ export type RunEventBody =
       durationMs: number;
       /** `hit`: reused from the gate cache (no container ran); absent in runs recorded before the cache. */
       cache?: 'hit' | 'miss';
+      /** A run that settles a red result (the round's own result has none): again on the same tree, or on the base (a `gate.settle` step follows). */
+      evidence?: 'same-tree' | 'base';
     }
   | {
       kind: 'session';

@@ -13,6 +13,7 @@ export const hostBoundCapsules = [
   'capsule.rebaseBranches',
   'capsule.checkPatches',
   'capsule.workspaceHead',
+  'capsule.treeOf',
   'capsule.changedFiles',
   'capsule.gateFileFacts',
   'capsule.readGateFile',

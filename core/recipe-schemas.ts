@@ -61,6 +61,28 @@ export const BudgetSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** What follows a red gate suite settled by evidence (policies/flake.ts); each field has a default there. */
+export const flakyActions = ['retry', 'quarantine', 'fail'] as const;
+export const preExistingActions = ['allow', 'quarantine', 'fail'] as const;
+export const GateLimitsSchema = Type.Object(
+  {
+    flaky: Type.Optional(
+      Type.Union(
+        flakyActions.map((action) => Type.Literal(action)),
+        { description: 'red, then green on the identical tree: "retry" counts the green re-run for this landing (default), "quarantine" also quarantines the suite on the target, "fail" blocks as any red' },
+      ),
+    ),
+    preExisting: Type.Optional(
+      Type.Union(
+        preExistingActions.map((action) => Type.Literal(action)),
+        { description: 'red on the identical tree and on the base too: "allow" lets this landing go on (the next landing checks the base again), "quarantine" quarantines the suite on the target, "fail" blocks as any red (default)' },
+      ),
+    ),
+    quarantineFor: Type.Optional(Type.String({ pattern: durationPattern, description: 'how long a quarantine lasts, at least 1s (default "168h")' })),
+  },
+  { additionalProperties: false },
+);
+
 export const LimitsRecipeSchema = Type.Object(
   {
     version: Type.Literal(1),
@@ -89,6 +111,7 @@ export const LimitsRecipeSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    gate: Type.Optional(GateLimitsSchema),
   },
   { additionalProperties: false },
 );
@@ -119,6 +142,7 @@ export type LadderRecipe = Static<typeof LadderRecipeSchema>;
 export type SessionLimits = Static<typeof SessionLimitsSchema>;
 export type Budget = Static<typeof BudgetSchema>;
 export type LimitsRecipe = Static<typeof LimitsRecipeSchema>;
+export type GateLimits = Static<typeof GateLimitsSchema>;
 
 /**
  * recipes/playbooks.json as a snapshot carries it: the parsed file, its envelope checked here (the

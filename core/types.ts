@@ -101,6 +101,30 @@ export interface GateSuiteResult {
   cache?: 'hit' | 'miss';
   /** Gate round: 1 for the first gate, then one per fixup round or re-gate after the target moved. */
   round?: number;
+  /**
+   * A red result settled by evidence (policies/flake.ts): `flaky` (the same tree passed when run
+   * again), `pre-existing` (red on the base too), `failed` (red again, green on the base).
+   */
+  settled?: GateSettlement;
+  /** The runs that settled it: the re-run on the same tree and the run on the base, each with its log. */
+  evidence?: GateEvidenceRun[];
+  /** A red result that does not block this landing, and why (the recipe's `limits.gate`); `until`: the quarantine's end. */
+  excused?: { by: 'retry' | 'quarantine' | 'pre-existing'; until?: string };
+}
+
+export type GateSettlement = 'flaky' | 'pre-existing' | 'failed';
+
+/** One run that settles a red gate result: on the identical tree again, or on the base the head is rebased onto. */
+export interface GateEvidenceRun {
+  on: 'same-tree' | 'base';
+  commitSha: string;
+  treeSha: string;
+  status: GateSuiteResult['status'];
+  exitCode: number | null;
+  logRef: string;
+  durationMs: number;
+  /** `hit`: the gate cache's sealed result for that tree (a base gated before), no container ran. */
+  cache?: 'hit' | 'miss';
 }
 
 export interface Meters {

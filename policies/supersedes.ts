@@ -17,19 +17,27 @@ export interface GateVerdict {
   failing: string[];
   /** Earlier red results retired by a later green of the same suite; both stay in the record. */
   lineage: SupersedesLink[];
+  /** Suites whose latest result on `treeSha` is red but excused (policies/flake.ts: flaky, pre-existing, quarantined): they count toward green. */
+  excused: { suiteId: string; by: NonNullable<GateSuiteResult['excused']>['by'] }[];
 }
 
 /**
  * Supersedes: a later green result of a suite retires an earlier red one (on an
  * earlier tree or an earlier round). Only results on the tree under decision count
- * toward green. Pure; the record keeps every result.
+ * toward green; a red the evidence excused (policies/flake.ts) counts toward green
+ * too, named in `excused`, and retires nothing. Pure; the record keeps every result.
  */
 export function gateVerdict(records: readonly GateRecord[], suiteIds: readonly string[], treeSha: string): GateVerdict {
   const failing: string[] = [];
   const lineage: SupersedesLink[] = [];
+  const excused: GateVerdict['excused'] = [];
   for (const suiteId of suiteIds) {
     const ofSuite = records.filter((record) => record.suiteId === suiteId).sort((a, b) => a.round - b.round);
     const latestOnTree = [...ofSuite].reverse().find((record) => record.treeSha === treeSha);
+    if (latestOnTree && latestOnTree.status !== 'passed' && latestOnTree.excused) {
+      excused.push({ suiteId, by: latestOnTree.excused.by });
+      continue;
+    }
     if (!latestOnTree || latestOnTree.status !== 'passed') {
       failing.push(suiteId);
       continue;
@@ -44,5 +52,5 @@ export function gateVerdict(records: readonly GateRecord[], suiteIds: readonly s
       }
     }
   }
-  return { green: failing.length === 0, failing, lineage };
+  return { green: failing.length === 0, failing, lineage, excused };
 }

@@ -14,8 +14,8 @@ export interface VerifyFacts {
   gateFileProblem?: string;
   /** The tree the review panel approved; null when none was approved; undefined when the landing has no review. */
   reviewedTreeSha?: string | null;
-  gates: Pick<GateSuiteResult, 'suiteId' | 'treeSha' | 'status'>[];
-  /** The suites the gate file declares: each must have passed on the head's tree. */
+  gates: Pick<GateSuiteResult, 'suiteId' | 'treeSha' | 'status' | 'excused'>[];
+  /** The suites the gate file declares: each must have passed on the head's tree (or its red be excused by the evidence, policies/flake.ts). */
   suiteIds: string[];
   /** Lines the landing adds that are leftover conflict markers (`file:line`), from `conflictMarkersIn`. */
   conflictMarkers?: string[];
@@ -42,7 +42,7 @@ function problemsOf(facts: VerifyFacts): Problem[] {
     rule(`the review quorum was not met on tree ${tree}${facts.reviewedTreeSha ? ` (approved tree: ${facts.reviewedTreeSha.slice(0, 12)})` : ''}`);
   }
   for (const suiteId of facts.suiteIds) {
-    const passed = facts.gates.some((gate) => gate.suiteId === suiteId && gate.treeSha === facts.headTree && gate.status === 'passed');
+    const passed = facts.gates.some((gate) => gate.suiteId === suiteId && gate.treeSha === facts.headTree && (gate.status === 'passed' || gate.excused !== undefined));
     if (!passed) rule(`suite ${suiteId} has no passing result on tree ${tree}`);
   }
   return problems;

@@ -12,7 +12,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
+import { quarantineSuite } from '../activities/quarantine';
 import { targetQueueId } from '../activities/queue';
+import { suiteQuarantineId } from '../core/node/quarantine-id';
+import { liftQuarantineUpdate } from '../core/quarantine';
 import { createFixtureRepo, gateFile, type Files } from '../infra/fixture-repo';
 import { agentRegistryId } from '../workflows/agent-registry';
 import { historiesDir, replayDemoDir, type HistoryFixture, type Provenance, type RecordedWorkflow } from '../test/helpers/history-fixture';
@@ -208,6 +211,34 @@ const recordings: Recording[] = [
       for (const id of [...good, bad]) await landed(stack, id);
       const view = (await landingFinished(stack, good[0]!)) as { outcome: { batch: { id: string } } };
       return [view.outcome.batch.id, bad];
+    },
+  },
+  {
+    kind: 'landing-flaky',
+    description: 'a suite red on its first run and green when run again on the identical tree (TARMAC_GATE_ATTEMPT): the red round settled by evidence (quarantines asked, the base run too), flaky, retried under the shipped recipe; merged',
+    async run(stack) {
+      const repo = createFixtureRepo({
+        base: { 'check.sh': 'if [ "$TARMAC_GATE_ATTEMPT" = 1 ]; then echo "first run: fails"; exit 3; fi\necho "run again: passes"\n', '.config/tarmac/land-gate.json': gate() },
+        branches: [{ name: 'feature/flaky', commits: [{ message: 'feature', files: { 'flaky.txt': 'f\n' } }] }],
+      });
+      const id = await land(stack, { repo: repo.url, branches: ['feature/flaky'], target: 'main' });
+      await landed(stack, id);
+      return [id];
+    },
+  },
+  {
+    kind: 'suite-quarantine',
+    description: "one target's quarantine entity: started by a quarantine (update-with-start), a second suite quarantined and lifted, the first dropped at its end by the entity's timer; with none left it ends",
+    async run(stack) {
+      const [repo, target] = ['file:///recorded/quarantine.git', 'main'];
+      const request = (suiteId: string, forMs: number) => ({ suiteId, forMs, settled: 'flaky' as const, landingId: 'land.recorded', treeSha: 'a'.repeat(40), logRefs: [`runs/land.recorded/logs/gate-${suiteId}.log`] });
+      await quarantineSuite(stack.client, stack.config.taskQueue, repo, target, request('lint', 3_000));
+      await quarantineSuite(stack.client, stack.config.taskQueue, repo, target, request('test', 600_000));
+      const handle = stack.client.workflow.getHandle(suiteQuarantineId(repo, target));
+      const { lifted } = await handle.executeUpdate(liftQuarantineUpdate, { args: [{ suiteId: 'test' }] });
+      if (!lifted) throw new Error('the quarantine of test was not lifted');
+      await handle.result();
+      return [handle.workflowId];
     },
   },
   {

@@ -8,3 +8,4 @@ export { fixLoop } from './fix-loop';
 export { nightly } from './nightly';
 export { agentRegistry } from './agent-registry';
 export { retentionSweep } from './retention';
+export { suiteQuarantine } from './suite-quarantine';

@@ -16,7 +16,12 @@ const RecipesSchema = Type.Object({
   ),
   ladder: Type.Array(Type.String()),
   panels: Type.Array(Type.Object({ name: Type.String(), reviewers: Type.Array(Type.String()), quorum: Type.Integer(), blockingSeverities: Type.Array(Type.String()), promptVersion: Type.String() })),
-  limits: Type.Object({ session: Type.Record(Type.String(), Type.Unknown()), budget: Type.Record(Type.String(), Type.Unknown()), landing: Type.Record(Type.String(), Type.Unknown()) }),
+  limits: Type.Object({
+    session: Type.Record(Type.String(), Type.Unknown()),
+    budget: Type.Record(Type.String(), Type.Unknown()),
+    landing: Type.Record(Type.String(), Type.Unknown()),
+    gate: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'what follows a red suite settled by evidence: flaky, preExisting, quarantineFor (defaults: retry, fail, 168h)' })),
+  }),
   playbooks: Type.Array(Type.Object({ id: Type.String(), kind: Type.String(), description: Type.Optional(Type.String()) })),
 });
 
@@ -35,7 +40,7 @@ export const recipeRoutes: FastifyPluginAsyncTypebox<{ recipesDir: string }> = a
         harnesses: Object.entries(recipes.harnesses).map(([name, harness]) => ({ name, adapter: harness.adapter, image: harness.image, models: [...harness.models], secrets: [...harness.secrets] })),
         ladder: [...recipes.ladder],
         panels: Object.entries(recipes.panels).map(([name, panel]) => ({ name, reviewers: [...panel.reviewers], quorum: panel.quorum, blockingSeverities: [...panel.blockingSeverities], promptVersion: panel.promptVersion })),
-        limits: { session: { ...recipes.limits.session }, budget: { ...recipes.limits.budget }, landing: { ...recipes.limits.landing } },
+        limits: { session: { ...recipes.limits.session }, budget: { ...recipes.limits.budget }, landing: { ...recipes.limits.landing }, ...(recipes.limits.gate ? { gate: { ...recipes.limits.gate } } : {}) },
         playbooks: playbooks.map(({ id, kind, description }) => ({ id, kind, ...(description ? { description } : {}) })),
       };
     },

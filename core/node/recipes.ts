@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { parseDuration } from '../duration';
 import { fieldName } from '../gate-file';
 import { checkHarnessModel } from '../harness-models';
 import {
@@ -51,7 +52,12 @@ function validated<T>(file: string, text: string, schema: TSchema): T {
     throw new RecipeError(file, '(root)', `is not valid JSON: ${(error as Error).message}`);
   }
   const first = Value.Errors(schema, data).First();
-  if (first) throw new RecipeError(file, fieldName(first.path), first.message.toLowerCase());
+  if (first) {
+    // A choice among fixed words is named by its words, not by the schema's "expected union value".
+    const words = (first.schema as { anyOf?: { const?: unknown }[] }).anyOf?.map((entry) => entry.const);
+    const oneOf = words && words.length > 0 && words.every((word) => typeof word === 'string') ? `must be one of ${words.map((word) => JSON.stringify(word)).join(', ')}` : undefined;
+    throw new RecipeError(file, fieldName(first.path), oneOf ?? first.message.toLowerCase());
+  }
   return data as T;
 }
 
@@ -69,6 +75,8 @@ export function parseRecipes(texts: RecipeTexts): RecipeSnapshot {
   const harnessesRecipe = validated<{ harnesses: Recipes['harnesses'] }>('harnesses.json', texts.harnesses, HarnessesRecipeSchema).harnesses;
   const { ladder } = validated<{ ladder: string[] }>('ladder.json', texts.ladder, LadderRecipeSchema);
   const limits = validated<Recipes['limits']>('limits.json', texts.limits, LimitsRecipeSchema);
+  const quarantineFor = limits.gate?.quarantineFor;
+  if (quarantineFor !== undefined && (parseDuration(quarantineFor) ?? 0) < 1000) throw new RecipeError('limits.json', 'gate.quarantineFor', `is ${quarantineFor}; a quarantine lasts at least 1s`);
   ladder.forEach((entry, index) => {
     const check = checkHarnessModel(entry, harnessesRecipe);
     if (!check.ok) throw new RecipeError('ladder.json', `ladder[${index}]`, check.message);

@@ -18,7 +18,22 @@ export type LandingView = Pick<LandingStatusView, 'phase' | 'steps' | 'gates' | 
 };
 
 /** What marks a step, a gate result or a session on the page (each shown as a badge and a data-marker). */
-export type Marker = 'skipped' | 'cached' | 'partly-cached' | 'respawned' | 'reattached' | 'superseded' | 'escalated' | 'failed' | 'running' | 'asked';
+export type Marker =
+  | 'skipped'
+  | 'cached'
+  | 'partly-cached'
+  | 'respawned'
+  | 'reattached'
+  | 'superseded'
+  | 'escalated'
+  | 'failed'
+  | 'running'
+  | 'asked'
+  // A red gate result settled by evidence (policies/flake.ts), and a red a quarantine excused.
+  | 'flaky'
+  | 'pre-existing'
+  | 'failed-again'
+  | 'quarantined';
 
 export interface PhaseEntry {
   phase: string;
@@ -89,8 +104,10 @@ export function stepGraph(view: Pick<LandingView, 'steps' | 'gates' | 'reviews' 
     if (step.status === 'running') markers.push('running');
     let subject = subjectPart;
     if (kindPart === 'gate.runSuite' && subjectPart) {
-      const [suite = subjectPart, round = '1'] = splitOnce(subjectPart, '#');
-      subject = `${suite} (round ${round})`;
+      const [suite = subjectPart, roundPart = '1'] = splitOnce(subjectPart, '#');
+      // An evidence run of a red (`test#1.same-tree`, `test#1.base`) is named for what it ran on.
+      const [round = roundPart, on] = splitOnce(roundPart, '.');
+      subject = `${suite} (round ${round}${on === 'same-tree' ? ', again on the same tree' : on === 'base' ? ', on the base' : ''})`;
       const gate = gates.get(gateKey(suite, Number(round)));
       if (gate?.reattached) markers.push('reattached');
       if (gate?.cache === 'hit') markers.push('cached');
@@ -141,6 +158,8 @@ export function gateRounds(gates: readonly GateSuiteResult[], outcome: Pick<Land
     if (gate.reattached) markers.push('reattached');
     if (gate.cache === 'hit') markers.push('cached');
     if (superseded.has(gateKey(gate.suiteId, round))) markers.push('superseded');
+    if (gate.settled) markers.push(gate.settled === 'failed' ? 'failed-again' : gate.settled);
+    if (gate.excused?.by === 'quarantine') markers.push('quarantined');
     entry.results.push({ ...gate, markers });
     rounds.set(round, entry);
   }

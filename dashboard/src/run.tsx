@@ -42,6 +42,10 @@ const markerText: Record<Marker, string> = {
   failed: 'failed',
   running: 'running',
   asked: 'asked',
+  flaky: 'flaky: green when run again',
+  'pre-existing': 'pre-existing: red on the base too',
+  'failed-again': 'red again, green on the base',
+  quarantined: 'quarantined',
 };
 
 function Markers({ markers }: { markers: readonly Marker[] }) {
@@ -78,7 +82,7 @@ function eventText(event: RunEvent): string {
     case 'step':
       return `${event.name} ${event.status}${event.detail ? `: ${event.detail}` : ''}`;
     case 'gate':
-      return `gate ${event.suiteId} round ${event.round}: ${event.status} (exit ${event.exitCode ?? 'none'}${event.cache === 'hit' ? ', GATE_CACHE=hit' : ''})`;
+      return `gate ${event.suiteId} round ${event.round}${event.evidence === 'base' ? ' on the base' : event.evidence === 'same-tree' ? ' again' : ''}: ${event.status} (exit ${event.exitCode ?? 'none'}${event.cache === 'hit' ? ', GATE_CACHE=hit' : ''})`;
     case 'session':
       return `session ${event.sessionId} ${event.type}${event.harnessModel ? ` on ${event.harnessModel}` : ''}${event.class ? ` [${event.class}]` : ''}${event.detail ? `: ${event.detail}` : ''}`;
     case 'cache':
@@ -343,6 +347,15 @@ export function RunPage({ id }: { id: string }) {
                           <button type="button" class="link" onClick={() => showLog(basename(result.logRef))} aria-label={`Show the log of ${result.suiteId}, round ${round.round}`}>
                             {basename(result.logRef)}
                           </button>
+                          {(result.evidence ?? []).map((run) => (
+                            <span data-evidence={run.on}>
+                              {' '}
+                              {run.on === 'base' ? 'base' : 'again'} {run.status}:{' '}
+                              <button type="button" class="link" onClick={() => showLog(basename(run.logRef))} aria-label={`Show the log of ${result.suiteId}, round ${round.round}, ${run.on === 'base' ? 'on the base' : 'again on the same tree'}`}>
+                                {basename(run.logRef)}
+                              </button>
+                            </span>
+                          ))}
                         </td>
                       </tr>
                     );

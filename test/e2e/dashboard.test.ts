@@ -185,7 +185,9 @@ describe('the dashboard in a real browser against the real stack', () => {
     await page.locator(`[data-fix-loop="${id}.fixup-1"]`).filter({ hasText: /fixed; playbook/ }).waitFor();
     assert.equal(await page.locator('tr[data-session="fixup-1-implementer-1"] [data-field="rung"]').innerText(), '1');
     // A log link shows that gate's log.
-    await red.getByRole('button').click();
+    // (The red row also links its evidence runs' logs: again on the same tree, on the base.)
+    assert.deepEqual(await red.locator('[data-evidence]').evaluateAll((items) => items.map((item) => item.getAttribute('data-evidence'))), ['same-tree', 'base']);
+    await red.getByRole('button', { name: 'Show the log of test, round 1', exact: true }).click();
     assert.equal(await page.evaluate('document.activeElement && document.activeElement.id'), 'log', 'the log link moves focus to the log');
     assert.ok((await page.locator('[data-testid="log"] li').count()) > 0);
     await screenshot('fixup');

@@ -63,8 +63,11 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
     // What a user watching the stream sees.
     const phases = journal(whole).filter((event) => event.event === 'phase').map((event) => event.data.phase);
     assert.deepEqual(phases, ['validate', 'prepare', 'rebase', 'questions', 'gate', 'fixup', 'gate', 'verify', 'queue', 'merge', 'cleanup', 'done']);
-    const gates = journal(whole).filter((event) => event.event === 'gate').map((event) => `${event.data.round}:${event.data.status}`);
+    const gates = journal(whole).filter((event) => event.event === 'gate' && !event.data.evidence).map((event) => `${event.data.round}:${event.data.status}`);
     assert.deepEqual(gates, ['1:failed', '2:passed']);
+    // Round 1's red was settled by evidence before its fixup round: red again on the same tree and on the base (pre-existing).
+    const evidence = journal(whole).filter((event) => event.event === 'gate' && event.data.evidence).map((event) => `${event.data.round}:${event.data.evidence}:${event.data.status}`);
+    assert.deepEqual(evidence.sort(), ['1:base:failed', '1:same-tree:failed']);
     const sessionTypes = journal(whole).filter((event) => event.event === 'session').map((event) => event.data.type);
     for (const type of ['spawned', 'first-turn', 'classified', 'delivered']) assert.ok(sessionTypes.includes(type), `session ${type} in ${sessionTypes.join(', ')}`);
     assert.ok(sessionTypes.indexOf('spawned') < sessionTypes.indexOf('delivered'), 'spawned before delivered');

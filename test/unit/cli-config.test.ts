@@ -117,6 +117,10 @@ describe('command lines: usage errors exit 2 before any request, naming what is 
     { args: ['schedule', ['create', 'repo']], message: /schedule create: missing <target>/ },
     { args: ['schedule', ['trigger']], message: /schedule trigger: missing <id>/ },
     { args: ['retry', ['land.x', '--plain']], message: /retry: --logs and --plain go with --watch/ },
+    { args: ['quarantines', ['extra']], message: /quarantines: unexpected argument "extra"/ },
+    { args: ['quarantines', ['lift']], message: /quarantines lift: missing <suite>/ },
+    { args: ['quarantines', ['lift', 'test', '--target', 'main']], message: /quarantines lift: --repo is required/ },
+    { args: ['quarantines', ['lift', 'test', '--repo', '/srv/repo.git']], message: /quarantines lift: --target is required/ },
   ];
   for (const { args, message } of cases) {
     it(`tarmac ${args[0]} ${args[1].join(' ')}`, async () => {
@@ -138,7 +142,7 @@ describe('command lines: usage errors exit 2 before any request, naming what is 
 });
 
 describe('help: every command has its own, and the overview lists them all', () => {
-  const clientCommands = ['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule'] as const;
+  const clientCommands = ['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines'] as const;
   for (const command of clientCommands) {
     it(`tarmac ${command} --help: its usage on stdout, exit 0, no request (there is no token)`, async () => {
       assert.ok(isClientCommand(command));

@@ -195,6 +195,44 @@ describe('outcome and status', () => {
     ]);
   });
 
+  it('status of a red settled by evidence: what settled it, why it does not block, and each run with its log', () => {
+    const tree = 'a'.repeat(40);
+    const view: LandingView = {
+      id: 'land.r.main.2',
+      workflowStatus: 'RUNNING',
+      phase: 'verify',
+      steps: [],
+      gates: [
+        {
+          suiteId: 'test',
+          treeSha: tree,
+          status: 'failed',
+          exitCode: 3,
+          logRef: 'runs/x/logs/gate-test-r1.log',
+          durationMs: 1000,
+          reattached: false,
+          round: 1,
+          settled: 'flaky',
+          excused: { by: 'retry' },
+          evidence: [
+            { on: 'same-tree', commitSha: 'h'.repeat(40), treeSha: tree, status: 'passed', exitCode: 0, logRef: 'runs/x/logs/gate-test-r1-same-tree.log', durationMs: 900 },
+            { on: 'base', commitSha: 'b'.repeat(40), treeSha: 'c'.repeat(40), status: 'failed', exitCode: 3, logRef: 'runs/x/logs/gate-test-r1-base.log', durationMs: 800 },
+          ],
+        },
+      ],
+      meters: {},
+      pendingQuestions: [],
+      reviews: [],
+    };
+    assert.deepEqual(statusLines(view).slice(1, 6), [
+      'gates:',
+      `  ✗ test round 1 failed (exit 3, 1.0 s) on tree aaaaaaa · log runs/x/logs/gate-test-r1.log`,
+      '      settled flaky, does not block (retry)',
+      '      again: passed (exit 0) · log runs/x/logs/gate-test-r1-same-tree.log',
+      '      on the base bbbbbbb: failed (exit 3) · log runs/x/logs/gate-test-r1-base.log',
+    ]);
+  });
+
   it('durations and meters read naturally', () => {
     const table: [number, string][] = [
       [400, '0.4 s'],

@@ -153,6 +153,39 @@ describe('the run page derives its marks from the status, the outcome and the jo
     );
   });
 
+  it('a red settled by evidence is marked in its round (flaky, pre-existing, red again, quarantined); its evidence runs are named steps', () => {
+    const red = (suiteId: string, settled: 'flaky' | 'pre-existing' | 'failed', excused?: 'retry' | 'quarantine' | 'pre-existing') => ({
+      suiteId,
+      treeSha: tree('d'),
+      status: 'failed' as const,
+      exitCode: 1,
+      logRef: `runs/z/logs/gate-${suiteId}.log`,
+      durationMs: 1000,
+      reattached: false,
+      round: 1,
+      settled,
+      evidence: [],
+      ...(excused ? { excused: { by: excused } } : {}),
+    });
+    const settledView: Pick<LandingView, 'steps' | 'gates' | 'reviews' | 'outcome'> = {
+      steps: [
+        { name: 'gate.runSuite:unit#1', status: 'done', startedAt: at(1), endedAt: at(2) },
+        { name: 'gate.runSuite:unit#1.same-tree', status: 'done', startedAt: at(2), endedAt: at(3) },
+        { name: 'gate.runSuite:unit#1.base', status: 'done', startedAt: at(2), endedAt: at(3) },
+      ],
+      gates: [red('unit', 'flaky', 'retry'), red('lint', 'pre-existing', 'pre-existing'), red('e2e', 'failed'), red('smoke', 'flaky', 'quarantine')],
+      reviews: [],
+    };
+    assert.deepEqual(
+      gateRounds(settledView.gates, undefined)[0]!.results.map((result) => `${result.suiteId}:${result.markers.join('+')}`),
+      ['unit:flaky', 'lint:pre-existing', 'e2e:failed-again', 'smoke:flaky+quarantined'],
+    );
+    assert.deepEqual(
+      stepGraph(settledView, []).map((step) => step.subject),
+      ['unit (round 1)', 'unit (round 1, again on the same tree)', 'unit (round 1, on the base)'],
+    );
+  });
+
   it('sessions: class of the last attempt, ladder rung after escalations, tokens from the session\'s own status', () => {
     const resolverStatus = { state: 'done', attempt: 2, harnessModel: 'script#resolver', decisions: [], meters: { sessionsSpawned: 2, respawns: 1, escalations: 0, reattachments: 0, inputTokens: 300, outputTokens: 20, costUsd: 0.1, wallTimeMs: 1, capsulesRun: 1, budgetPauses: 0 } } as SessionStatusView;
     const rows = sessionRows(journal, view.outcome, new Map([['resolver-1', resolverStatus]]));

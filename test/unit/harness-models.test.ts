@@ -73,6 +73,10 @@ describe('recipes', () => {
     { name: 'not JSON', texts: { ...valid, ladder: '{' }, message: /^recipes\/ladder\.json: \(root\) is not valid JSON/ },
     { name: 'a session on the host network', texts: { ...valid, limits: valid.limits.replace('"network":"none"', '"network":"host"') }, message: /^recipes\/limits\.json: session\.network expected 'none'/ },
     { name: 'playbooks without a tool-call limit', texts: { ...valid, playbooks: valid.playbooks.replace('"maxToolIterations":40,', '') }, message: /^recipes\/playbooks\.json: limits\.maxToolIterations/ },
+    { name: 'a flaky suite with an unknown action', texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"flaky":"ignore"},"landing":') }, message: /^recipes\/limits\.json: gate\.flaky must be one of "retry", "quarantine", "fail"$/ },
+    { name: 'a pre-existing red with the flaky vocabulary', texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"preExisting":"retry"},"landing":') }, message: /^recipes\/limits\.json: gate\.preExisting must be one of "allow", "quarantine", "fail"$/ },
+    { name: 'a quarantine shorter than a second', texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"quarantineFor":"500ms"},"landing":') }, message: /^recipes\/limits\.json: gate\.quarantineFor is 500ms; a quarantine lasts at least 1s$/ },
+    { name: 'a gate limit the schema does not know', texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"flakey":"retry"},"landing":') }, message: /^recipes\/limits\.json: gate\.flakey unexpected property/ },
     { name: 'a price that is not a number', texts: { ...valid, pricing: valid.pricing.replace('"input":1', '"input":"cheap"') }, message: /^recipes\/pricing\.json: models\.claude-haiku-4-5\.input/ },
   ];
   it('the version covers every recipe file: a change to any one is a new version', () => {

@@ -62,6 +62,33 @@ describe('gateVerdict (supersedes)', () => {
       assert.equal(verdict.lineage.length, expected.lineage);
     });
   }
+  const excused = (record: GateRecord, by: NonNullable<GateRecord['excused']>['by']): GateRecord => ({ ...record, excused: { by } });
+  const excusedTable: { name: string; records: GateRecord[]; tree: string; expected: { green: boolean; failing: string[]; excused: string[]; lineage: number } }[] = [
+    { name: 'a red excused as flaky counts toward green and is named', records: [excused(result('test', 'T1', 1, 'failed'), 'retry')], tree: 'T1', expected: { green: true, failing: [], excused: ['test:retry'], lineage: 0 } },
+    { name: 'a timed-out red excused by a quarantine counts too', records: [excused(result('test', 'T1', 1, 'timed-out'), 'quarantine')], tree: 'T1', expected: { green: true, failing: [], excused: ['test:quarantine'], lineage: 0 } },
+    { name: 'an excused red on another tree does not count', records: [excused(result('test', 'T1', 1, 'failed'), 'pre-existing')], tree: 'T2', expected: { green: false, failing: ['test'], excused: [], lineage: 0 } },
+    {
+      name: 'a later red the evidence did not excuse fails, whatever was excused before',
+      records: [excused(result('test', 'T1', 1, 'failed'), 'retry'), result('test', 'T1', 2, 'failed')],
+      tree: 'T1',
+      expected: { green: false, failing: ['test'], excused: [], lineage: 0 },
+    },
+    {
+      name: 'an excused red retires nothing: the earlier red stays without lineage',
+      records: [result('test', 'T0', 1, 'failed'), excused(result('test', 'T1', 2, 'failed'), 'retry')],
+      tree: 'T1',
+      expected: { green: true, failing: [], excused: ['test:retry'], lineage: 0 },
+    },
+  ];
+  for (const { name, records, tree, expected } of excusedTable) {
+    it(name, () => {
+      const verdict = gateVerdict(records, ['test'], tree);
+      assert.deepEqual(
+        { green: verdict.green, failing: verdict.failing, excused: verdict.excused.map((entry) => `${entry.suiteId}:${entry.by}`), lineage: verdict.lineage.length },
+        expected,
+      );
+    });
+  }
   it('the lineage names the red and what superseded it', () => {
     const verdict = gateVerdict([result('test', 'T1', 1, 'failed'), result('test', 'T2', 2, 'passed')], ['test'], 'T2');
     assert.deepEqual(verdict.lineage[0], { suiteId: 'test', red: { treeSha: 'T1', round: 1, status: 'failed' }, supersededBy: { treeSha: 'T2', round: 2 } });

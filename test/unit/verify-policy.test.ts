@@ -40,6 +40,16 @@ describe('verifyProblems (verify-landing: on exactly this tree)', () => {
       expected: [],
     },
     { name: 'a declared suite never run', facts: { gates: [{ suiteId: 'unit', treeSha: head, status: 'passed' }] }, expected: ['suite lint has no passing result on tree aaaaaaaaaaaa'] },
+    {
+      name: 'a red the evidence excused (flaky, retried) counts on this tree',
+      facts: { gates: [{ suiteId: 'unit', treeSha: head, status: 'failed', excused: { by: 'retry' } }, { suiteId: 'lint', treeSha: head, status: 'passed' }] },
+      expected: [],
+    },
+    {
+      name: 'an excused red on another tree does not count',
+      facts: { gates: [{ suiteId: 'unit', treeSha: target, status: 'failed', excused: { by: 'quarantine', until: '2030-01-01T00:00:00.000Z' } }, { suiteId: 'lint', treeSha: head, status: 'passed' }] },
+      expected: ['suite unit has no passing result on tree aaaaaaaaaaaa'],
+    },
     { name: 'a timed-out suite is not a pass', facts: { gates: [{ suiteId: 'unit', treeSha: head, status: 'timed-out' }, { suiteId: 'lint', treeSha: head, status: 'passed' }] }, expected: ['suite unit has no passing result on tree aaaaaaaaaaaa'] },
     {
       name: 'every problem at once, in order',

@@ -7,16 +7,18 @@ import { redSummary, runGate } from './steps';
 export const maxFixupRounds = (ctx: LandingContext, state: LandingState): number => fixupRoundsAllowed(state.gate?.fixup?.maxRounds, ctx.request.recipes?.limits.landing.maxFixupRounds);
 
 /**
- * gate: every suite the target declares, on the head's exact tree. Green → review (when the gate
- * file asks for one) or verify; red → a fixup round while rounds are left; after a moved target a
- * red re-gate is final.
+ * gate: every suite the target declares, on the head's exact tree; a red suite is settled by
+ * evidence (flake.ts), and one the recipe excuses (flaky, pre-existing, quarantined) counts toward
+ * green. Green → review (when the gate file asks for one) or verify; red → a fixup round while rounds
+ * are left; after a moved target a red re-gate is final.
  */
 export async function gate(ctx: LandingContext, state: LandingState): Promise<Next> {
   const { tracker, request } = ctx;
-  const { gate: gateFile, head } = placed(state);
+  const { host, gate: gateFile, head } = placed(state);
   tracker.enter('gate');
   state.round += 1;
-  const verdict = await runGate(ctx, state.hostId, gateFile, state.round, head.headSha, head.treeSha);
+  // A red suite is settled by evidence: again on this tree, and on the base the head is rebased onto (flake.ts).
+  const verdict = await runGate(ctx, state.hostId, gateFile, state.round, head.headSha, head.treeSha, { baseSha: state.base, host, local: ctx.local });
   state.verdict = verdict;
   if (verdict.green) return go(gateFile.review ? 'review' : 'verify');
   const red = redSummary(ctx, gateFile, head.treeSha, state.round);

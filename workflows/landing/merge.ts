@@ -1,6 +1,7 @@
 import { FailureCode } from '../../core/failures';
 import { end, failureOf, go, placed, type LandingContext, type LandingState, type Next } from './context';
 import { invalidGateFile } from './steps';
+import { excusedText } from './flake';
 
 /** Tries of a merge whose target keeps moving before the landing gives up. */
 const maxMergeTries = 5;
@@ -28,10 +29,14 @@ export async function merge(ctx: LandingContext, state: LandingState): Promise<N
   }
   const lineage = state.verdict?.lineage ?? [];
   const superseded = lineage.length ? `; ${lineage.length} red result(s) superseded by the re-gate` : '';
+  // Reds the evidence excused (flake.ts) are named: the tree did not pass them all.
+  const excused = excusedText(state.verdict);
+  const suites = gateFile.suites.length;
+  const green = excused.length === 0 ? `all ${suites} suite(s) green` : `${suites - excused.length} of ${suites} suite(s) green, ${excused.join(', ')},`;
   return end(
     tracker.finish(
       'landed',
-      `${request.target} fast-forwarded to ${head.headSha.slice(0, 12)} (${head.commitsSince} commit(s), all ${gateFile.suites.length} suite(s) green on tree ${head.treeSha.slice(0, 12)}${superseded})`,
+      `${request.target} fast-forwarded to ${head.headSha.slice(0, 12)} (${head.commitsSince} commit(s), ${green} on tree ${head.treeSha.slice(0, 12)}${superseded})`,
     ),
   );
 }

@@ -9,6 +9,7 @@ import type { BudgetCommand, ConversationRef, SessionOutcome, SessionRequest } f
 import type { LandingOutcome, LandingRequest, Question } from '../../core/types';
 import { gateSuite } from '../activity-options';
 import type { LandingTracker } from './tracker';
+import { settledText, settleRed, type SettleWith } from './flake';
 import { budgetExhausted, budgetLeft, extendBudget } from '../../policies/budget';
 import { classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval, type GateFileFacts } from '../../policies/gate-file-change';
 import { landingRepairRequest } from '../../policies/intent';
@@ -166,8 +167,11 @@ export function invalidGateFile(ctx: LandingStepContext, parse: Extract<GateFile
   return tracker.fail(FailureCode.invalidGateFile, `${where} ${message}${context}`, { message: `${where} ${message}`, file: gateFilePath, field });
 }
 
-/** Runs every suite on one tree; results join the gate record with their round. */
-export async function runGate(ctx: LandingStepContext, pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string) {
+/**
+ * Runs every suite on one tree; results join the gate record with their round. With `settle`, red
+ * suites are then settled by evidence (flake.ts): a re-run on the same tree and a run on the base.
+ */
+export async function runGate(ctx: LandingStepContext, pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string, settle?: SettleWith) {
   const { runId, request, tracker } = ctx;
   for (const suite of gate.suites) {
     const timeoutMs = suiteTimeoutMs(suite);
@@ -185,6 +189,7 @@ export async function runGate(ctx: LandingStepContext, pinned: string, gate: Gat
     );
     tracker.addGate({ ...result, round });
   }
+  if (settle) await settleRed(ctx, pinned, gate, round, commitSha, treeSha, settle);
   return gateVerdict(
     tracker.gates.map((record) => ({ ...record, round: record.round ?? 1 })),
     gate.suites.map((suite) => suite.id),
@@ -293,11 +298,13 @@ export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failin
 
 export function redSummary(ctx: LandingStepContext, gate: GateFile, treeSha: string, round: number): { summary: string; message: string } {
   const { tracker } = ctx;
-  const red = tracker.gates.filter((record) => record.treeSha === treeSha && record.round === round && record.status !== 'passed');
+  // An excused red (flake.ts) blocks nothing: only the blocking ones are named, with what settled them.
+  const red = tracker.gates.filter((record) => record.treeSha === treeSha && record.round === round && record.status !== 'passed' && !record.excused);
   const parts = red.map((record) => {
     const suite = gate.suites.find((entry) => entry.id === record.suiteId);
     const how = record.status === 'timed-out' ? `timed out after ${suite?.timeout ?? defaultSuiteTimeout}` : `exited ${record.exitCode}`;
-    return { text: `gate suite ${record.suiteId} ${how}`, log: record.logRef };
+    const settled = record.settled ? ` (${settledText(record.settled)})` : '';
+    return { text: `gate suite ${record.suiteId} ${how}${settled}`, log: [record.logRef, ...(record.evidence ?? []).map((run) => run.logRef)].join(', ') };
   });
   return {
     summary: `${parts.map((part) => part.text).join('; ')} on tree ${treeSha.slice(0, 12)}; log: ${parts.map((part) => part.log).join(', ')}`,
