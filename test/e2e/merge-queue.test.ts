@@ -5,7 +5,7 @@ import type { BatchOutcome } from '../../core/batch-types';
 import { maxBisectRounds } from '../../policies/batch';
 import { branchHead, type FixtureRepo } from '../../infra/fixture-repo';
 import { allWaiting as allWaitingIn, holdTarget as holdTargetWith, queueRepo, releaseTarget, startLanding, targetValues } from '../helpers/merge-queue';
-import { containersCreated, landingFinished, startStack, type Stack } from '../helpers/stack';
+import { containersCreated, landingFinished, startStack, waitFor, type Stack } from '../helpers/stack';
 
 const isAncestor = (repo: FixtureRepo, older: string, newer: string) => {
   try {
@@ -133,5 +133,49 @@ describe('merge queue: speculative batches with bisection', () => {
     assert.deepEqual(idle.body.waiting, []);
     assert.ok(idle.body.recentTurnMs.length >= 2, JSON.stringify(idle.body));
     assert.ok(idle.body.batches >= 1);
+  });
+
+  it('chaos: the worker SIGKILLed in the middle of a bisection (round 2 running) loses no landing and merges nothing untested', async () => {
+    const repo = queueRepo(['a1', 'a2', 'a3', 'b']);
+    const since = Math.floor(Date.now() / 1000);
+    const pacer = await holdTarget(repo);
+    const good: string[] = [];
+    for (const name of ['a1', 'a2', 'a3']) good.push(await land(repo, `feature/${name}`));
+    const bad = await land(repo, 'feature/b', { priority: -1, agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] } });
+    await allWaiting(pacer, [...good, bad]);
+    await releaseTarget(stack, pacer);
+
+    // The batch in flight, then its second gate round's container running: the bisection has begun.
+    const queuePath = `/v1/queues/${encodeURIComponent(repo.url)}/main`;
+    const inFlight = await waitFor(() => stack.api('GET', queuePath), (response) => response.body.batch !== undefined, 60_000, 'the batch to start');
+    const batchId = inFlight.body.batch.id as string;
+    await waitFor(
+      () => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${batchId}`], status: ['running'] }) }),
+      (list) => list.some((info) => info.Labels['tarmac.step']?.endsWith('-r2')),
+      120_000,
+      'the bisection’s second round to run',
+    );
+    await stack.killWorker('SIGKILL');
+    await stack.startWorker();
+
+    const goodViews = await Promise.all(good.map((id) => landingFinished(stack, id, 300_000)));
+    for (const view of goodViews) assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    const badView = await landingFinished(stack, bad, 300_000);
+    assert.equal(badView.outcome.status, 'landed', badView.outcome.summary);
+    const batch = (await stack.client.workflow.getHandle(batchId).result()) as BatchOutcome;
+    assert.deepEqual(batch.rounds.map((round) => `${round.prefix}:${round.green ? 'green' : 'red'}`), ['4:red', '2:green', '3:green'], 'the same bisection as without the kill');
+    assert.equal(batch.results[bad]?.kind, 'culprit');
+    assert.equal(batch.merges.length, 1);
+    for (const view of goodViews) assert.equal(view.outcome.batch.id, batchId);
+    const greenTrees = new Set([...batch.rounds.filter((round) => round.green).map((round) => round.treeSha), badView.outcome.treeSha as string]);
+    if (badView.outcome.batch) {
+      const last = (await stack.client.workflow.getHandle(badView.outcome.batch.id).result()) as BatchOutcome;
+      for (const round of last.rounds) if (round.green) greenTrees.add(round.treeSha);
+    }
+    assertTestedFastForwards(repo, targetValues(repo), greenTrees, 2);
+    // One container per round: the round running at the kill was reattached, not run twice.
+    assert.equal(await containersCreated(stack.docker, since, `tarmac.run=${batchId}`), 3, 'one gate container per round');
+    const containers = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${batchId}`] }) });
+    assert.equal(containers.length, 0, 'the batch cleaned up its containers');
   });
 });

@@ -8,8 +8,8 @@ import { waitFor, type Stack } from './stack';
 /**
  * A target repository for merge-queue tests (batches of 4). Its gate is `sh check.sh`. The pacer
  * landing (`feature/p`, file `p`) makes the queue hold the target while the landings under test
- * arrive, so they wait together: its own gate sleeps 3 s (the test pushes `tick` to the target
- * meanwhile), so its merge finds the target moved and it re-gates on the new target while it holds
+ * arrive, so they wait together: its own gate sleeps 10 s (the test pushes `tick` to the target
+ * as soon as that gate's container runs), so its merge finds the target moved and it re-gates on the new target while it holds
  * its admission — and that re-gate (p and tick, no feature yet) sleeps until the test cancels the
  * pacer (`releaseTarget`), however long the others take to arrive. Feature `b` is bad in company:
  * red when any other feature is on the tree (until a fixer writes FIXED).
@@ -18,7 +18,7 @@ let fixtures = 0;
 
 export function queueRepo(features: string[], { batchSize = 4 }: { batchSize?: number } = {}): FixtureRepo {
   const check = [
-    'if [ -f p ] && [ ! -f tick ]; then sleep 3; fi',
+    'if [ -f p ] && [ ! -f tick ]; then sleep 10; fi',
     'if [ -f p ] && [ -f tick ] && ! ls features/* >/dev/null 2>&1; then echo "pacer holds the target"; sleep 300; fi',
     'if [ -f features/b ] && [ ! -f FIXED ] && [ "$(ls features | wc -l)" -gt 1 ]; then echo "b cannot share the features dir"; exit 5; fi',
     'echo "ok: $(ls features 2>/dev/null | tr "\\n" " ")"',
@@ -52,11 +52,17 @@ export async function startLanding(stack: Pick<Stack, 'api'>, repo: FixtureRepo,
 
 export const landingPhase = async (stack: Pick<Stack, 'api'>, id: string): Promise<string> => (await stack.api('GET', `/v1/landings/${id}`)).body.phase as string;
 
-/** Lands the pacer and pushes `tick` to the target while it gates: its merge then re-gates for `holdSeconds` holding the target. Its id. */
-export async function holdTarget(stack: Pick<Stack, 'api'>, repo: FixtureRepo): Promise<string> {
+/**
+ * Lands the pacer and pushes `tick` to the target while its gate's container runs; returns (its id)
+ * once the queue has let it hold the target: its merge then finds the target moved and re-gates on
+ * it, holding the target, until `releaseTarget` — the landings started after this all wait.
+ */
+export async function holdTarget(stack: Pick<Stack, 'api' | 'docker'>, repo: FixtureRepo): Promise<string> {
   const pacer = await startLanding(stack, repo, 'feature/p');
-  await waitFor(() => landingPhase(stack, pacer), (value) => value === 'gate', 60_000, 'the pacer to gate');
+  await waitFor(() => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${pacer}`], status: ['running'] }) }), (list) => list.length > 0, 120_000, "the pacer's gate to run");
   repo.advanceTarget('tick', { tick: 'tick\n' });
+  assert.equal(await landingPhase(stack, pacer), 'gate', 'the target moved while the pacer gated (its merge will find it moved)');
+  await waitFor(() => stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/main`), (response) => response.body?.current === pacer, 120_000, 'the pacer to hold the target');
   return pacer;
 }
 
