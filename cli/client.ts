@@ -39,6 +39,8 @@ export interface LandingCreate {
   branches: string[];
   target: string;
   agents?: { resolver?: string; fixer?: string };
+  /** Priority lane in the target queue (-100..100, default 0): higher lanes are admitted first. */
+  priority?: number;
 }
 
 export interface FixCreate {
@@ -102,6 +104,33 @@ export interface RunSummary {
   phase?: string;
   outcome?: string;
   parent?: string;
+}
+
+/** One landing in a target queue's waiting line (GET /v1/queues/:repo/:target). */
+export interface QueueEntry {
+  landingId: string;
+  /** 0: next to go. */
+  position: number;
+  lane: number;
+  seq: number;
+  batchable: boolean;
+  /** Expected time until its turn is over; absent until the queue has timed a turn. */
+  etaMs?: number;
+}
+
+/** A target queue now: who holds the target, the batch in flight, the waiting line. */
+export interface QueueView {
+  repo: string;
+  target: string;
+  queueId: string;
+  running: boolean;
+  current?: string;
+  batch?: { id: string; members: string[] };
+  waiting: QueueEntry[];
+  admitted: number;
+  batches: number;
+  turnInFlightMs?: number;
+  recentTurnMs: number[];
 }
 
 export interface ReviewCreate {
@@ -241,6 +270,14 @@ export class TarmacClient {
     for (const [name, value] of Object.entries(filter)) if (value !== undefined) query.set(name, String(value));
     const text = query.toString();
     return (await this.request<{ runs: RunSummary[] }>('GET', `/v1/runs${text ? `?${text}` : ''}`)).body.runs;
+  }
+
+  async queues(): Promise<QueueView[]> {
+    return (await this.request<{ queues: QueueView[] }>('GET', '/v1/queues')).body.queues;
+  }
+
+  async queue(repo: string, target: string): Promise<QueueView> {
+    return (await this.request<QueueView>('GET', `/v1/queues/${encodeURIComponent(repo)}/${encodeURIComponent(target)}`)).body;
   }
 
   async createReview(request: ReviewCreate): Promise<RunCreated> {

@@ -13,6 +13,7 @@ import { fixCommand } from './commands/fix';
 import { landCommand } from './commands/land';
 import { listCommand } from './commands/list';
 import { logsCommand } from './commands/logs';
+import { queueCommand } from './commands/queue';
 import { retryCommand } from './commands/retry';
 import { reviewCommand } from './commands/review';
 import { scheduleCommand } from './commands/schedule';
@@ -33,6 +34,7 @@ const commands = {
   review: reviewCommand,
   fix: fixCommand,
   schedule: scheduleCommand,
+  queue: queueCommand,
   quarantines: quarantinesCommand,
 } as const satisfies Record<string, (args: string[], context: CliContext) => Promise<ExitCode>>;
 

@@ -4,10 +4,11 @@
  * gate result, session event, question, outcome), for pipes, files and CI; and
  * `screenLines` — the live display a terminal redraws in place.
  */
+import type { BatchOutcome } from '../core/batch-types';
 import type { FixOutcome } from '../core/fix-types';
 import type { PanelVerdict } from '../core/review-types';
 import type { Meters } from '../core/types';
-import type { LandingView, RunSummary, ScheduleSummary, ScheduleView } from './client';
+import type { LandingView, QueueView, RunSummary, ScheduleSummary, ScheduleView } from './client';
 import type { OutcomeLike, WatchEvent, WatchState } from './watch-state';
 
 export const marks = { started: '▸', running: '▸', done: '✓', passed: '✓', failed: '✗', skipped: '–', 'timed-out': '⧗' } as const;
@@ -115,6 +116,9 @@ export function outcomeLines(outcome: OutcomeLike | undefined, meters?: Partial<
   if (!outcome) return [`outcome: none recorded (workflow ${workflowStatus ?? 'status unknown'})`];
   const lines = [`outcome: ${outcome.status} — ${outcome.summary}`];
   if (outcome.mergedSha) lines.push(`merged: ${outcome.target ?? 'target'} is now ${outcome.mergedSha}`);
+  // The merge queue's lineage: the speculative batch it merged in, the batches that named it their culprit.
+  if (outcome.batch) lines.push(`batch: merged in ${outcome.batch.id}, gate round ${outcome.batch.round} on tree ${short(outcome.batch.treeSha)} (its commit ${short(outcome.batch.stackedSha)}); merged together: ${outcome.batch.members.join(', ')}`);
+  for (const culprit of outcome.culpritIn ?? []) lines.push(`culprit in batch ${culprit.batchId}: round ${culprit.round} on tree ${short(culprit.treeSha)} red (${culprit.failing.join(', ') || 'no suite named'}); a fixup round, then back in the queue at its place`);
   const failed = (outcome.gates ?? []).filter((gate) => gate.status !== 'passed');
   if (outcome.status !== 'landed') for (const gate of failed) lines.push(`  ${mark(gate.status)} gate ${gate.suiteId} round ${gate.round ?? 1} ${gate.status} (exit ${gate.exitCode ?? 'none'}) · log ${gate.logRef}`);
   lines.push(`meters: ${metersLine(meters ?? outcome.meters)}`);
@@ -283,5 +287,79 @@ export function scheduleLines(view: ScheduleView): string[] {
     const outcome = run.outcome && typeof run.outcome.status === 'string' ? `${run.outcome.status}${typeof run.outcome.summary === 'string' ? ` — ${run.outcome.summary}` : ''}` : '';
     lines.push(`  ${run.workflowId}  ${run.workflowStatus}  ${second(run.takenAt)}${outcome ? `  ${outcome}` : ''}`);
   }
+  return lines;
+}
+
+/** `~25 s`: a waiting landing's ETA (until its turn is over); `-` before the queue has timed a turn. */
+export function formatEta(ms: number | undefined): string {
+  return ms === undefined ? '-' : `~${formatDuration(ms)}`;
+}
+
+const lane = (value: number) => (value > 0 ? `+${value}` : String(value));
+
+/** The middle of the queue's recent turn durations (what its ETAs count in). */
+function medianMs(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : Math.round((sorted[middle - 1]! + sorted[middle]!) / 2);
+}
+
+/** `tarmac queue <repo> <target>`: who holds the target, the batch in flight, the waiting line by lane with ETAs. */
+export function queueLines(view: QueueView): string[] {
+  if (!view.running) return [`no queue runs for ${view.target} of ${view.repo}: nothing holds the target and nobody waits`];
+  const lines = [`queue ${view.queueId}: ${view.target} of ${view.repo}`];
+  const turn = view.turnInFlightMs === undefined ? '' : ` (for ${formatDuration(view.turnInFlightMs)})`;
+  if (view.batch) lines.push(`batch in flight: ${view.batch.id}${turn}`, `  members: ${view.batch.members.join(', ')}`);
+  if (view.current) lines.push(`holds the target: ${view.current}${view.batch ? '' : turn}`);
+  if (!view.batch && !view.current) lines.push('the target is free');
+  if (view.waiting.length === 0) lines.push('nobody waits');
+  else {
+    lines.push(`waiting: ${view.waiting.length}`);
+    const rows = view.waiting.map((entry) => [String(entry.position), entry.landingId, lane(entry.lane), entry.batchable ? 'yes' : 'no', formatEta(entry.etaMs)]);
+    lines.push(...columns([['POS', 'LANDING', 'LANE', 'BATCHABLE', 'ETA'], ...rows]).map((line) => `  ${line}`));
+  }
+  const median = medianMs(view.recentTurnMs);
+  lines.push(
+    `admitted ${view.admitted} · batches ${view.batches} · ${median === undefined ? 'no turn timed yet (no ETA)' : `a turn takes ${formatDuration(median)} (median of the last ${view.recentTurnMs.length})`}`,
+  );
+  return lines;
+}
+
+/** `tarmac queue`: the target queues that run, one a row. */
+export function queueListLines(queues: readonly QueueView[]): string[] {
+  if (queues.length === 0) return ['no target queue runs'];
+  return columns([
+    ['TARGET', 'HOLDER', 'WAITING', 'NEXT ETA', 'ADMITTED', 'BATCHES', 'REPO'],
+    ...queues.map((queue) => [
+      queue.target,
+      queue.batch ? `batch ${queue.batch.id}` : (queue.current ?? '-'),
+      String(queue.waiting.length),
+      queue.waiting.length ? formatEta(queue.waiting[0]!.etaMs) : '-',
+      String(queue.admitted),
+      String(queue.batches),
+      queue.repo,
+    ]),
+  ]);
+}
+
+export function isBatchOutcome(value: unknown): value is BatchOutcome {
+  const record = value as Partial<BatchOutcome> | null;
+  return typeof record === 'object' && record !== null && typeof record.batchId === 'string' && Array.isArray(record.rounds) && typeof record.results === 'object';
+}
+
+/** `tarmac status <batch id>`: what a speculative batch did — each member's result, each gate round, each fast-forward. */
+export function batchOutcomeLines(outcome: BatchOutcome): string[] {
+  const lines = [`outcome: ${outcome.summary}`, 'members:'];
+  for (const [landingId, result] of Object.entries(outcome.results)) {
+    if (result.kind === 'landed') lines.push(`  ${marks.done} ${landingId} landed (round ${result.round}, tree ${short(result.treeSha)})`);
+    else if (result.kind === 'culprit') lines.push(`  ${marks.failed} ${landingId} culprit (round ${result.round}, tree ${short(result.treeSha)}: ${result.failing.join(', ')} red): its fixup round, then back in the queue`);
+    else lines.push(`  · ${landingId} goes on alone: ${result.reason}`);
+  }
+  for (const round of outcome.rounds) {
+    const red = round.gates.filter((gate) => gate.status !== 'passed').map((gate) => `${gate.suiteId} ${gate.status}`);
+    lines.push(`round ${round.round}: the first ${round.prefix} stacked on tree ${short(round.treeSha)} ${round.green ? `${marks.passed} green` : `${marks.failed} red (${red.join(', ')})`}`);
+  }
+  for (const merge of outcome.merges) lines.push(`merged: ${outcome.target} ${short(merge.from)} → ${short(merge.to)} (round ${merge.round}: ${merge.members.join(', ')})`);
   return lines;
 }

@@ -31,7 +31,7 @@ const docs = {
     summary: 'run the REST API (needs TARMAC_API_TOKENS and TARMAC_REPO_ALLOW)',
   },
   land: {
-    synopsis: ['land <repo> <branch...> --onto <target> [--resolver h#m] [--fixer h#m] [--watch [--logs] [--plain]] [--json]'],
+    synopsis: ['land <repo> <branch...> --onto <target> [--priority <n>] [--resolver h#m] [--fixer h#m] [--watch [--logs] [--plain]] [--json]'],
     summary: 'land branches (in this order) onto the target; prints the id, or follows it with --watch',
     details: [
       '<repo> is a path on this machine (made absolute) or a git URL the API allows (TARMAC_REPO_ALLOW).',
@@ -39,6 +39,8 @@ const docs = {
       '',
       'options:',
       '  --onto <target>          the branch the landing fast-forwards (required)',
+      "  --priority <n>           its lane in the target's queue, -100 to 100 (default 0): higher lanes are",
+      '                           admitted first; a batch in flight is never reordered (a negative one: --priority=-5)',
       '  --resolver <harness#model>  the agent that resolves rebase conflicts',
       '  --fixer <harness#model>  the agent of the fixup round after a red gate',
       '  --watch                  follow it to its outcome (exit 0 only when it landed)',
@@ -53,7 +55,8 @@ const docs = {
       'Every filter narrows the list (Temporal visibility, GET /v1/runs).',
       '',
       'options:',
-      '  --kind <kind>            landing, review-panel, fix-loop, nightly or agent-session (default: all but sessions)',
+      '  --kind <kind>            landing, review-panel, fix-loop, nightly, agent-session or merge-batch',
+      '                           (default: the first four)',
       '  --repo <repo>            runs on this repository (a path is made absolute)',
       '  --target <branch>        runs onto this target branch',
       '  --branch <branch>        landings that include this source branch',
@@ -66,7 +69,7 @@ const docs = {
   },
   status: {
     synopsis: ['status <id> [--json]'],
-    summary: "a run now: a landing's phase, steps, gates, questions, meters and outcome; a panel's verdict; a fix loop's outcome",
+    summary: "a run now: a landing's phase, steps, gates, questions, meters and outcome; a panel's verdict; a fix loop's outcome; a merge batch's members, rounds and fast-forwards",
     details: ['options:', "  --json                   print the API's record as JSON"],
   },
   watch: {
@@ -187,6 +190,20 @@ const docs = {
       'blocks landings again.',
     ],
   },
+  queue: {
+    synopsis: ['queue [<repo> <target>] [--json]'],
+    summary: "a target's merge queue: who holds the target, the batch in flight, the waiting line with lanes and ETAs",
+    details: [
+      'Without arguments: every target queue that runs, one a row (GET /v1/queues). With a repository and a',
+      "target: that queue (GET /v1/queues/:repo/:target) — the landing that holds the target or the speculative",
+      'batch in flight and its members, then each waiting landing with its position (0 goes next), its lane',
+      '(land --priority), whether it may join a batch, and its ETA: when its turn should be over, from the',
+      "queue's recent turns (- until the queue has timed one). The line is ordered by lane, then arrival.",
+      '',
+      'options:',
+      "  --json                   print the API's answer as JSON",
+    ],
+  },
   help: {
     synopsis: ['help [<command>]', '<command> --help'],
     summary: 'this text, or one command\'s',
@@ -232,7 +249,7 @@ run Tarmac:
 ${section(['dev', 'worker', 'api'])}
 
 use it:
-${section(['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines', 'help'])}
+${section(['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines', 'queue', 'help'])}
 
 ${configuration}
 

@@ -39,7 +39,12 @@ export const listedRunKinds = ['landing', 'review-panel', 'fix-loop', 'nightly']
 
 const RunListQuery = Type.Object(
   {
-    kind: Type.Optional(Type.Union([...listedRunKinds, 'agent-session'].map((kind) => Type.Literal(kind)), { description: 'One kind of run; default landings, review panels, fix loops and nightlies' })),
+    kind: Type.Optional(
+      Type.Union(
+        [...listedRunKinds, 'agent-session', 'merge-batch'].map((kind) => Type.Literal(kind)),
+        { description: "One kind of run; default landings, review panels, fix loops and nightlies (a landing's sessions and a target queue's speculative batches only when asked for)" },
+      ),
+    ),
     ...LandingListQuery.properties,
   },
   { additionalProperties: false },
@@ -49,7 +54,7 @@ const RunListSchema = Type.Object({
   runs: Type.Array(
     Type.Object({
       id: Type.String(),
-      kind: Type.String({ description: 'landing, review-panel, fix-loop, nightly or agent-session' }),
+      kind: Type.String({ description: 'landing, review-panel, fix-loop, nightly, agent-session or merge-batch' }),
       workflowStatus: Type.String(),
       startTime: Type.String(),
       closeTime: Type.Optional(Type.String()),
@@ -58,7 +63,7 @@ const RunListSchema = Type.Object({
       branches: Type.Optional(Type.Array(Type.String())),
       phase: Type.Optional(Type.String()),
       outcome: Type.Optional(Type.String()),
-      parent: Type.Optional(Type.String({ description: 'the run that started this one (a landing\'s panel or fix loop)' })),
+      parent: Type.Optional(Type.String({ description: 'the run that started this one (a landing\'s panel or fix loop, a batch\'s target queue)' })),
     }),
   ),
 });

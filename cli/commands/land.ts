@@ -15,7 +15,13 @@ export function repoArgument(repo: string, cwd: string): string {
   return parsed.canonical;
 }
 
-/** `tarmac land <repo> <branch...> --onto <target> [--watch]` */
+/** `--priority <n>`: a whole number -100..100 (the API's range), or a usage error naming the option. */
+export function priorityArgument(text: string): number {
+  if (!/^[+-]?(0|[1-9][0-9]{0,2})$/.test(text) || Math.abs(Number(text)) > 100) throw new UsageError(`land: --priority must be a whole number from -100 to 100, not "${text}"`);
+  return Number(text);
+}
+
+/** `tarmac land <repo> <branch...> --onto <target> [--priority <n>] [--watch]` */
 export async function landCommand(args: string[], context: CliContext): Promise<ExitCode> {
   const parsed = parseCommand('land', args, {
     onto: { type: 'string' },
@@ -25,15 +31,17 @@ export async function landCommand(args: string[], context: CliContext): Promise<
     json: { type: 'boolean' },
     fixer: { type: 'string' },
     resolver: { type: 'string' },
+    priority: { type: 'string' },
   });
   const [repo, ...branches] = positionals('land', parsed.positionals, ['repo', 'branch'], true);
   const { onto, watch, json, fixer, resolver } = parsed.values;
   if (!onto) throw new UsageError('land: --onto <target> is required (the branch the landing fast-forwards)');
+  const priority = parsed.values.priority === undefined ? undefined : priorityArgument(parsed.values.priority);
   if (json && watch) throw new UsageError('land: --json and --watch do not go together');
   if (!watch && (parsed.values.logs || parsed.values.plain)) throw new UsageError('land: --logs and --plain go with --watch');
   const client = context.client();
   const agents = { ...(fixer ? { fixer } : {}), ...(resolver ? { resolver } : {}) };
-  const created = await client.createLanding({ repo: repoArgument(repo!, context.cwd), branches, target: onto, ...(fixer || resolver ? { agents } : {}) });
+  const created = await client.createLanding({ repo: repoArgument(repo!, context.cwd), branches, target: onto, ...(fixer || resolver ? { agents } : {}), ...(priority ? { priority } : {}) });
   if (json) {
     context.stdout.write(`${JSON.stringify(created, null, 2)}\n`);
     return ExitCode.ok;

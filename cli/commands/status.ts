@@ -1,11 +1,11 @@
 import { ExitCode } from '../errors';
-import { fixOutcomeLines, isFixOutcome, isPanelVerdict, statusLines, verdictLines } from '../render';
+import { batchOutcomeLines, fixOutcomeLines, isBatchOutcome, isFixOutcome, isPanelVerdict, statusLines, verdictLines } from '../render';
 import { parseCommand, positionals, writeLines, type CliContext } from '../context';
 
 /**
  * `tarmac status <id> [--json]`: a run as the API sees it now. A landing shows its whole view
- * (GET /v1/landings/:id); a review panel its verdict, a fix loop its outcome, any other
- * run its workflow status.
+ * (GET /v1/landings/:id); a review panel its verdict, a fix loop its outcome, a merge batch its
+ * members' results, gate rounds and fast-forwards; any other run its workflow status.
  */
 export async function statusCommand(args: string[], context: CliContext): Promise<ExitCode> {
   const parsed = parseCommand('status', args, { json: { type: 'boolean' } });
@@ -23,10 +23,13 @@ export async function statusCommand(args: string[], context: CliContext): Promis
     context.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
     return ExitCode.ok;
   }
-  const what = { fixLoop: 'fix loop', reviewPanel: 'review panel', landing: 'landing', nightly: 'nightly', agentSession: 'agent session' }[run.type] ?? run.type;
+  const what = { fixLoop: 'fix loop', reviewPanel: 'review panel', landing: 'landing', nightly: 'nightly', agentSession: 'agent session', mergeBatch: 'merge batch' }[run.type] ?? run.type;
   const lines = [`${run.id}  ${run.workflowStatus}  ${what}`];
   if (isFixOutcome(run.result)) lines.push(...fixOutcomeLines(run.result));
   else if (isPanelVerdict(run.result)) lines.push(...verdictLines(run.result));
+  else if (isBatchOutcome(run.result)) lines.push(...batchOutcomeLines(run.result));
+  // A batch keeps no journal: its members' landings and their target's queue show it in flight.
+  else if (run.workflowStatus === 'RUNNING' && run.type === 'mergeBatch') lines.push('  in flight: `tarmac queue <repo> <target>` shows it and its members');
   else if (run.workflowStatus === 'RUNNING') lines.push(`  follow it with: tarmac watch ${run.id}`);
   writeLines(context.stdout, lines);
   return ExitCode.ok;

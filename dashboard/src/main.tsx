@@ -1,18 +1,20 @@
 /**
- * The operator's dashboard: a login, the list of runs, and a run's page. Served by the API at
+ * The operator's dashboard: a login, the list of runs, a run's page, and the target queues. Served by the API at
  * /dashboard/ (same origin); every data call carries this tab's bearer token.
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, token, whenUnauthorized } from './api';
 import { RunList } from './runs';
+import { QueueList } from './queues';
 import { RunPage } from './run';
 
-/** The page a hash names: `#/runs/<id>` is a run, anything else the list (its filters in the hash's query). */
-function route(hash: string): { page: 'list'; query: string } | { page: 'run'; id: string } {
+/** The page a hash names: `#/runs/<id>` is a run, `#/queues` the target queues, anything else the list (its filters in the hash's query). */
+function route(hash: string): { page: 'list'; query: string } | { page: 'run'; id: string } | { page: 'queues' } {
   const path = hash.replace(/^#/, '');
   const run = /^\/runs\/([A-Za-z0-9._:-]+)$/.exec(path);
   if (run) return { page: 'run', id: run[1]! };
+  if (path === '/queues') return { page: 'queues' };
   const queryAt = path.indexOf('?');
   return { page: 'list', query: queryAt === -1 ? '' : path.slice(queryAt + 1) };
 }
@@ -88,6 +90,9 @@ function App() {
           <a href="#/" aria-current={current.page === 'list' ? 'page' : undefined}>
             Runs
           </a>
+          <a href="#/queues" aria-current={current.page === 'queues' ? 'page' : undefined}>
+            Queues
+          </a>
         </nav>
         <button
           type="button"
@@ -101,7 +106,7 @@ function App() {
         </button>
       </header>
       <main id="main" tabIndex={-1}>
-        {current.page === 'run' ? <RunPage key={current.id} id={current.id} /> : <RunList query={current.query} />}
+        {current.page === 'run' ? <RunPage key={current.id} id={current.id} /> : current.page === 'queues' ? <QueueList /> : <RunList query={current.query} />}
       </main>
     </>
   );

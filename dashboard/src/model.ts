@@ -3,6 +3,7 @@
  * /v1/landings/:id), the outcome, the journal events of the stream, and each session's own
  * status (GET /v1/runs/<run>.<session>). Pure: no DOM, no fetch (test/unit/dashboard-model.test.ts).
  */
+import type { BatchOutcome } from '../../core/batch-types';
 import type { RunEvent } from '../../core/events';
 import type { SessionStatusView } from '../../core/session-types';
 import type { GateSuiteResult, LandingOutcome, LandingStatusView, Meters, ReviewRecord, StepRecord } from '../../core/types';
@@ -33,7 +34,10 @@ export type Marker =
   | 'flaky'
   | 'pre-existing'
   | 'failed-again'
-  | 'quarantined';
+  | 'quarantined'
+  // The merge queue's lineage of a landing: merged in a speculative batch, named a batch's culprit.
+  | 'batched'
+  | 'culprit';
 
 export interface PhaseEntry {
   phase: string;
@@ -248,6 +252,89 @@ export function metersAgainstBudget(meters: Partial<Meters>, budget: LandingView
     { name: 'agent sessions', used: meters.agentSessions ?? 0, ...(budget ? { limit: budget.sessions } : {}), unit: 'sessions' },
     { name: 'wall time', used: meters.wallTimeMs ?? 0, ...(budget ? { limit: budget.wallMs } : {}), unit: 'ms' },
   ];
+}
+
+/** `0.4 s`, `12 s`, `3 min 05 s`, `1 h 02 min`: a duration as a reader says it. */
+export function humanDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '?';
+  if (ms < 10_000) return `${(ms / 1000).toFixed(1)} s`;
+  const secondsIn = Math.floor(ms / 1000);
+  if (secondsIn < 60) return `${secondsIn} s`;
+  const minutes = Math.floor(secondsIn / 60);
+  if (minutes < 60) return `${minutes} min ${String(secondsIn % 60).padStart(2, '0')} s`;
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+}
+
+/** A landing's merge-queue lineage: the speculative batch it merged in (with the landings of that fast-forward), and the batches that named it their culprit. */
+export interface BatchLineage {
+  batch?: { id: string; round: number; treeSha: string; stackedSha: string; members: { id: string; self: boolean }[] };
+  culprits: { batchId: string; round: number; treeSha: string; failing: string[] }[];
+}
+
+/** From the landing's outcome (`batch`, `culpritIn`); undefined when it went through the queue alone. */
+export function batchLineage(outcome: Pick<LandingOutcome, 'batch' | 'culpritIn'> | undefined, landingId: string): BatchLineage | undefined {
+  const batch = outcome?.batch;
+  const culprits = outcome?.culpritIn ?? [];
+  if (!batch && culprits.length === 0) return undefined;
+  return {
+    ...(batch ? { batch: { id: batch.id, round: batch.round, treeSha: batch.treeSha, stackedSha: batch.stackedSha, members: batch.members.map((id) => ({ id, self: id === landingId })) } } : {}),
+    culprits: culprits.map((entry) => ({ ...entry, failing: [...entry.failing] })),
+  };
+}
+
+/** A merge batch's members as its page lists them: what the batch decided for each, in the order it names them. */
+export function batchMembers(outcome: Pick<BatchOutcome, 'results'>): { landingId: string; result: 'landed' | 'culprit' | 'retry'; round?: number; detail: string }[] {
+  return Object.entries(outcome.results).map(([landingId, result]) => {
+    if (result.kind === 'landed') return { landingId, result: result.kind, round: result.round, detail: `landed in round ${result.round} (tree ${result.treeSha.slice(0, 10)})` };
+    if (result.kind === 'culprit') return { landingId, result: result.kind, round: result.round, detail: `the culprit: round ${result.round} red (${result.failing.join(', ')}); a fixup round, then back in the queue` };
+    return { landingId, result: result.kind, detail: `goes on alone: ${result.reason}` };
+  });
+}
+
+/** GET /v1/queues/:repo/:target (and each entry of GET /v1/queues). */
+export interface QueueView {
+  repo: string;
+  target: string;
+  queueId: string;
+  running: boolean;
+  current?: string;
+  batch?: { id: string; members: string[] };
+  waiting: { landingId: string; position: number; lane: number; seq: number; batchable: boolean; etaMs?: number }[];
+  admitted: number;
+  batches: number;
+  turnInFlightMs?: number;
+  recentTurnMs: number[];
+}
+
+export interface QueuePanel {
+  /** Who holds the target: a landing merging itself, or a speculative batch with its members. */
+  holder?: { kind: 'landing'; id: string } | { kind: 'batch'; id: string; members: string[] };
+  /** How long the turn in flight has run. */
+  inFlight?: string;
+  line: { landingId: string; position: number; lane: string; batchable: boolean; eta: string }[];
+  /** The median of the recent turns (what the ETAs count in), or why there is no ETA. */
+  turns: string;
+}
+
+/** What the queue panel shows of one queue: the holder, the line by position with lanes and ETAs, the recent turns. */
+export function queuePanel(view: QueueView): QueuePanel {
+  const sorted = [...view.recentTurnMs].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  const median = sorted.length === 0 ? undefined : sorted.length % 2 === 1 ? sorted[middle]! : Math.round((sorted[middle - 1]! + sorted[middle]!) / 2);
+  return {
+    ...(view.batch ? { holder: { kind: 'batch' as const, id: view.batch.id, members: [...view.batch.members] } } : view.current ? { holder: { kind: 'landing' as const, id: view.current } } : {}),
+    ...(view.turnInFlightMs !== undefined ? { inFlight: humanDuration(view.turnInFlightMs) } : {}),
+    line: [...view.waiting]
+      .sort((a, b) => a.position - b.position)
+      .map((entry) => ({
+        landingId: entry.landingId,
+        position: entry.position,
+        lane: entry.lane > 0 ? `+${entry.lane}` : String(entry.lane),
+        batchable: entry.batchable,
+        eta: entry.etaMs === undefined ? 'not known yet' : `about ${humanDuration(entry.etaMs)}`,
+      })),
+    turns: median === undefined ? 'No turn timed yet: no ETA.' : `A turn takes ${humanDuration(median)} (median of the last ${sorted.length}).`,
+  };
 }
 
 function splitOnce(text: string, separator: string): [string, string | undefined] {

@@ -84,7 +84,7 @@ export function RunList({ query: hashQuery }: { query: string }) {
     <>
       <h1>Runs</h1>
       <form class="filters" onSubmit={apply} aria-label="Filters">
-        {field('kind', 'Kind', ['landing', 'review-panel', 'fix-loop', 'nightly'])}
+        {field('kind', 'Kind', ['landing', 'review-panel', 'fix-loop', 'nightly', 'merge-batch'])}
         {field('repo', 'Repository')}
         {field('target', 'Target')}
         {field('branch', 'Branch')}

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { allWaiting, holdTarget, queueRepo, releaseTarget } from '../helpers/merge-queue';
+import { landingFinished, startStack, waitFor, type Stack } from '../helpers/stack';
 import { literally, tarmac } from '../helpers/tarmac-cli';
 
 const root = resolve(__dirname, '../..');
@@ -15,7 +16,7 @@ const id = (pattern: RegExp, text: string) => {
 
 /**
  * The CLI's commands beyond landing (test/e2e/cli.test.ts): help and version, list, review, watch
- * of every kind of run, logs, budget and schedule, each as a user runs the real binary against the
+ * of every kind of run, logs, budget, schedule and the merge queue, each as a user runs the real binary against the
  * real stack.
  */
 describe('tarmac CLI: every command, end to end', () => {
@@ -35,7 +36,7 @@ describe('tarmac CLI: every command, end to end', () => {
     assert.equal(version.code, 0, version.stderr);
     assert.equal(version.stdout, `tarmac ${(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version}\n`);
 
-    const commands = ['dev', 'worker', 'api', 'land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule'];
+    const commands = ['dev', 'worker', 'api', 'land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'queue'];
     const helps = await Promise.all(commands.map((command) => run([command, '--help'])));
     commands.forEach((command, index) => {
       const help = helps[index]!;
@@ -225,5 +226,83 @@ describe('tarmac CLI: every command, end to end', () => {
     const gone = await run(['schedule', 'show', schedule]);
     assert.equal(gone.code, 2);
     assert.match(gone.stderr, new RegExp(`^tarmac: TARMAC_NOT_FOUND: no schedule ${literally(schedule)}$`, 'm'));
+  });
+
+  it('queue: the holder and the line by lane with ETAs (land --priority), every running queue; the batch that lands them (status, list --kind merge-batch)', async () => {
+    const repo = queueRepo(['a', 'c']);
+    // A first landing alone (a file outside features/: the pacer still holds the target later): the queue times one turn, so the line gets ETAs.
+    repo.git('checkout', '--quiet', '-B', 'feature/warm', 'main');
+    writeFileSync(join(repo.clone, 'warm'), 'warm\n');
+    repo.git('add', 'warm');
+    repo.git('commit', '--quiet', '-m', 'warm up');
+    repo.git('push', '--quiet', 'origin', 'feature/warm');
+    repo.git('checkout', '--quiet', 'main');
+    const warm = await run(['land', repo.url, 'feature/warm', '--onto', 'main', '--watch', '--plain'], 240_000);
+    assert.equal(warm.code, 0, `${warm.stdout}\n${warm.stderr}`);
+    repo.git('pull', '--quiet', '--ff-only', 'origin', 'main');
+
+    const pacer = await holdTarget(stack, repo);
+    // Started once the pacer holds the target (on a loaded machine they could otherwise beat it to the queue).
+    await waitFor(() => stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/main`), (response) => response.body.current === pacer, 120_000, 'the pacer to hold the target');
+    const started = async (args: string[]) => {
+      const result = await run(['land', repo.url, ...args, '--onto', 'main', '--json']);
+      assert.equal(result.code, 0, result.stderr);
+      return (JSON.parse(result.stdout) as { id: string }).id;
+    };
+    const low = await started(['feature/c']);
+    const high = await started(['feature/a', '--priority', '5']);
+    const refused = await run(['land', repo.url, 'feature/a', '--onto', 'main', '--priority', '101']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /^tarmac: land: --priority must be a whole number from -100 to 100, not "101"$/m);
+    await allWaiting(stack, pacer, [low, high]);
+
+    // The one queue: the pacer holds the target; the later landing goes first in its higher lane; both may be batched; each has an ETA.
+    const shown = await run(['queue', repo.url, 'main']);
+    assert.equal(shown.code, 0, shown.stderr);
+    const lines = shown.stdout.trimEnd().split('\n');
+    assert.match(lines[0]!, new RegExp(`^queue queue\\.\\S+: main of ${literally(repo.url)}$`));
+    assert.match(lines[1]!, new RegExp(`^holds the target: ${literally(pacer)} \\(for [^)]+\\)$`));
+    assert.equal(lines[2], 'waiting: 2');
+    assert.match(lines[3]!, /^ {2}POS +LANDING +LANE +BATCHABLE +ETA$/);
+    assert.match(lines[4]!, new RegExp(`^ {2}0 +${literally(high)} +\\+5 +yes +~\\d`));
+    assert.match(lines[5]!, new RegExp(`^ {2}1 +${literally(low)} +0 +yes +~\\d`));
+    assert.match(lines[6]!, /^admitted \d+ · batches 0 · a turn takes [^(]+ \(median of the last 1\)$/);
+    const json = JSON.parse((await run(['queue', repo.url, 'main', '--json'])).stdout) as { current: string; waiting: { landingId: string; lane: number; etaMs?: number }[]; recentTurnMs: number[] };
+    assert.equal(json.current, pacer);
+    assert.deepEqual(json.waiting.map((entry) => [entry.landingId, entry.lane]), [[high, 5], [low, 0]]);
+    assert.ok(json.waiting.every((entry) => typeof entry.etaMs === 'number' && entry.etaMs > 0), JSON.stringify(json.waiting));
+    assert.equal(json.recentTurnMs.length, 1, 'the warm-up landing’s turn');
+
+    // Every queue that runs: this one with its holder and line.
+    const all = await run(['queue']);
+    assert.equal(all.code, 0, all.stderr);
+    assert.match(all.stdout, /^TARGET +HOLDER +WAITING +NEXT ETA +ADMITTED +BATCHES +REPO$/m);
+    assert.match(all.stdout, new RegExp(`^main +${literally(pacer)} +2 +~(?:\\d+ m \\d+ s|[0-9.]+ s) +\\d+ +0 +${literally(repo.url)}$`, 'm'));
+    const half = await run(['queue', repo.url]);
+    assert.equal(half.code, 2);
+    assert.match(half.stderr, /^tarmac: queue: missing <target>/);
+    const badTarget = await run(['queue', repo.url, 'no..such']);
+    assert.equal(badTarget.code, 2);
+    assert.match(badTarget.stderr, /^tarmac: TARMAC_VALIDATION: target /m);
+
+    // The pacer gives the target back: the two land together in one batch, which status and list show.
+    await releaseTarget(stack, pacer);
+    const views = await Promise.all([high, low].map((landing) => landingFinished(stack, landing, 300_000)));
+    for (const view of views) assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    const batchId = views[0].outcome.batch?.id as string;
+    assert.ok(batchId, JSON.stringify(views[0].outcome));
+    assert.equal(views[1].outcome.batch?.id, batchId, 'one batch');
+    const landed = await run(['status', high]);
+    assert.match(landed.stdout, new RegExp(`^batch: merged in ${literally(batchId)}, gate round 1 on tree [0-9a-f]{7} \\(its commit [0-9a-f]{7}\\); merged together: ${literally(high)}, ${literally(low)}$`, 'm'));
+    const batch = await run(['status', batchId]);
+    assert.equal(batch.code, 0, batch.stderr);
+    assert.match(batch.stdout, new RegExp(`^${literally(batchId)} {2}COMPLETED {2}merge batch$`, 'm'));
+    assert.match(batch.stdout, /^outcome: 2 of 2 landed in 1 fast-forward\(s\) after 1 gate round\(s\)$/m);
+    for (const member of [high, low]) assert.match(batch.stdout, new RegExp(`^ {2}✓ ${literally(member)} landed \\(round 1, tree [0-9a-f]{7}\\)$`, 'm'));
+    assert.match(batch.stdout, /^round 1: the first 2 stacked on tree [0-9a-f]{7} ✓ green$/m);
+    assert.match(batch.stdout, /^merged: main [0-9a-f]{7} → [0-9a-f]{7} \(round 1: /m);
+    const batches = await run(['list', '--kind', 'merge-batch', '--repo', repo.url]);
+    assert.equal(batches.code, 0, batches.stderr);
+    assert.match(batches.stdout, new RegExp(`^${literally(batchId)} +merge-batch +COMPLETED +- +- +main `, 'm'));
   });
 });

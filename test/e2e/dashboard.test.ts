@@ -8,13 +8,15 @@ import { dashboardCsp } from '../../api/dashboard';
 import { defaultRecipesDir } from '../../core/node/recipes';
 import { createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { buildDashboard } from '../../scripts/build-dashboard';
+import { allWaiting, holdTarget, queueRepo, releaseTarget, startLanding } from '../helpers/merge-queue';
 import { landingFinished, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 /**
  * The operator's dashboard in Debian's chromium (playwright-core, no browser download) against
  * the real stack: the login, the run list, and run pages that show a resolver's landing (its
  * question answered from the page), a red gate fixed by a fixup round (the live log followed
- * across a dropped connection) and a review panel answered from the cache. Every request the
+ * across a dropped connection), the merge queue (the queues page while landings wait; a batch's
+ * members, its culprit and the batch's own page) and a review panel answered from the cache. Every request the
  * page makes is recorded: all go to the API's origin, none carries the token in its URL.
  */
 
@@ -212,6 +214,71 @@ describe('the dashboard in a real browser against the real stack', () => {
     assert.match(await page.locator('tr[data-session="resolver-2"]').innerText(), /resolver[\s\S]*script#resolver:ask-keep[\s\S]*delivered/);
     assert.match(await page.locator('[data-testid="events"]').innerText(), new RegExp(`question resolver-1-q1 from .* answered: ${answer}`));
     await screenshot('resolver');
+  });
+
+  it('the merge queue: the queues page shows the holder and the line (keyboard); a batch lands one, names the other its culprit; both pages and the batch\'s show it', async () => {
+    const repo = queueRepo(['a1', 'b']);
+    repos.push(repo);
+    const pacer = await holdTarget(stack, repo);
+    // The others start once the pacer holds the target (on a loaded machine they could otherwise beat it to the queue).
+    await waitFor(() => stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/main`), (response) => response.body.current === pacer, 120_000, 'the pacer to hold the target');
+    const good = await startLanding(stack, repo, 'feature/a1');
+    // The bad one in a lower lane: behind a1 whenever it arrives (a batch's culprit is the member whose prefix is red first).
+    const bad = await startLanding(stack, repo, 'feature/b', { priority: -1, agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] } });
+    await allWaiting(stack, pacer, [good, bad]);
+
+    await page.goto(`${stack.apiUrl}/dashboard/#/`);
+    await page.getByRole('link', { name: 'Queues' }).focus();
+    await page.keyboard.press('Enter');
+    const queue = page.locator(`section[data-queue]`).filter({ hasText: repo.url });
+    await queue.waitFor();
+    assert.equal(await page.getByRole('link', { name: 'Queues' }).getAttribute('aria-current'), 'page');
+    assert.match(await queue.locator('[data-field="holder"]').innerText(), new RegExp(pacer.replace(/[.]/g, '\\.')));
+    const rows = queue.locator('tr[data-landing]');
+    assert.deepEqual(
+      await rows.evaluateAll((items) => items.map((item) => [item.getAttribute('data-landing'), item.getAttribute('data-position'), item.getAttribute('data-lane')])),
+      [
+        [good, '0', '0'],
+        [bad, '1', '-1'],
+      ],
+    );
+    // Each landing in the line links to its run page.
+    assert.equal(await queue.getByRole('link', { name: good }).getAttribute('href'), `#/runs/${good}`);
+    await screenshot('queues');
+
+    await releaseTarget(stack, pacer);
+    const goodView = await landingFinished(stack, good, 300_000);
+    assert.equal(goodView.outcome.status, 'landed', goodView.outcome.summary);
+    const batchId = goodView.outcome.batch.id as string;
+    const badView = await landingFinished(stack, bad, 300_000);
+    assert.equal(badView.outcome.status, 'landed', `the culprit landed after its fixup round: ${badView.outcome.summary}`);
+
+    // The landing that merged in the batch: the batch, its round, the landings of its fast-forward (this one, marked; not the culprit).
+    await openRun(good);
+    const merged = page.locator(`[data-section="batch"] [data-batch="${batchId}"]`);
+    await merged.waitFor();
+    assert.equal(await merged.getAttribute('data-round'), String(goodView.outcome.batch.round));
+    assert.equal(await merged.locator('[data-marker="batched"]').count(), 1);
+    assert.deepEqual(await merged.locator('li[data-member]').evaluateAll((items) => items.map((item) => item.getAttribute('data-member'))), [good]);
+    assert.match(await merged.locator(`li[data-member="${good}"]`).innerText(), /\(this landing\)/);
+    assert.equal(await merged.getByRole('link', { name: batchId }).getAttribute('href'), `#/runs/${batchId}`);
+    await screenshot('batch-landed');
+
+    // The culprit: the batch that named it, the round and the red suite.
+    await openRun(bad);
+    const culprit = page.locator(`[data-section="batch"] li[data-culprit-in="${batchId}"]`);
+    await culprit.waitFor();
+    assert.equal(await culprit.locator('[data-marker="culprit"]').count(), 1);
+    assert.match(await culprit.innerText(), /round \d+, the stack up to this landing, was red[\s\S]*\(check\)/);
+
+    // The batch's own page: what it decided for each member, its rounds, its fast-forward.
+    await culprit.getByRole('link', { name: batchId }).click();
+    await page.locator('[data-testid="batch-members"]').waitFor();
+    assert.equal(await page.locator(`tr[data-member="${good}"]`).getAttribute('data-result'), 'landed');
+    assert.equal(await page.locator(`tr[data-member="${bad}"]`).getAttribute('data-result'), 'culprit');
+    assert.deepEqual(await page.locator('tr[data-batch-round]').evaluateAll((items) => items.map((item) => item.getAttribute('data-green'))), ['false', 'true']);
+    assert.equal(await page.locator('li[data-merge]').count(), 1);
+    await screenshot('batch');
   });
 
   it('the same tree again: the review panel answers from the cache, shown on the run page', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { budgetCommandOf } from '../../cli/commands/budget';
+import { priorityArgument } from '../../cli/commands/land';
 import { executionStatus } from '../../cli/commands/list';
 import { columns, runListLines, verdictLines } from '../../cli/render';
 import type { PanelVerdict } from '../../core/review-types';
@@ -83,4 +84,26 @@ describe("tarmac review: a panel's verdict", () => {
       'meters: tokens 12k in / 800 out · cost $0.0500 · sessions 2 · containers 5 (respawns 3)',
     ]);
   });
+});
+
+describe('tarmac land --priority: a lane of the target queue', () => {
+  const cases: { input: string; expected: number | undefined }[] = [
+    { input: '0', expected: 0 },
+    { input: '5', expected: 5 },
+    { input: '+7', expected: 7 },
+    { input: '-100', expected: -100 },
+    { input: '100', expected: 100 },
+    { input: '101', expected: undefined },
+    { input: '-101', expected: undefined },
+    { input: '1.5', expected: undefined },
+    { input: '05', expected: undefined },
+    { input: 'high', expected: undefined },
+    { input: '', expected: undefined },
+  ];
+  for (const { input, expected } of cases) {
+    it(`--priority "${input}" → ${expected ?? 'refused, naming the option'}`, () => {
+      if (expected === undefined) assert.throws(() => priorityArgument(input), /^UsageError: land: --priority must be a whole number from -100 to 100, not "/);
+      else assert.equal(priorityArgument(input), expected);
+    });
+  }
 });

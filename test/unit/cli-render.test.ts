@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { RunEvent } from '../../core/events';
-import { eventLine, formatDuration, metersLine, outcomeLines, printable, screenLines, statusLines } from '../../cli/render';
+import { batchOutcomeLines, eventLine, formatDuration, formatEta, isBatchOutcome, metersLine, outcomeLines, printable, queueLines, queueListLines, screenLines, statusLines } from '../../cli/render';
 import { applyEvent, decodeEvent, initialWatchState, type WatchEvent, type WatchState } from '../../cli/watch-state';
-import type { LandingView } from '../../cli/client';
+import type { LandingView, QueueView } from '../../cli/client';
+import type { BatchOutcome } from '../../core/batch-types';
 
 const t0 = Date.parse('2026-01-01T10:00:00.000Z');
 const at = (seconds: number) => new Date(t0 + seconds * 1000).toISOString();
@@ -243,5 +244,129 @@ describe('outcome and status', () => {
     ];
     for (const [ms, text] of table) assert.equal(formatDuration(ms), text);
     assert.equal(metersLine(undefined), 'tokens 0 in / 0 out · cost $0.0000 · containers 0 · sessions 0 · capsules 0 · wall ?');
+  });
+});
+
+describe('the merge queue: tarmac queue, and the batch lineage of a landing', () => {
+  const queueId = 'queue.app.main.0123456789ab';
+  const base = { repo: 'file:///srv/app.git', target: 'main', queueId, running: true, admitted: 7, batches: 1 };
+
+  it('one queue: who holds the target and for how long, the line by position with lanes and ETAs, the median turn', () => {
+    const view: QueueView = {
+      ...base,
+      current: 'land.app.main.p',
+      turnInFlightMs: 12_000,
+      waiting: [
+        { landingId: 'land.app.main.a', position: 0, lane: 5, seq: 3, batchable: true, etaMs: 42_000 },
+        { landingId: 'land.app.main.c', position: 1, lane: 0, seq: 2, batchable: true, etaMs: 42_000 },
+        { landingId: 'land.app.main.long-name', position: 2, lane: -1, seq: 1, batchable: false, etaMs: 185_000 },
+      ],
+      recentTurnMs: [20_000, 40_000, 30_000],
+    };
+    assert.deepEqual(queueLines(view), [
+      `queue ${queueId}: main of file:///srv/app.git`,
+      'holds the target: land.app.main.p (for 12 s)',
+      'waiting: 3',
+      '  POS  LANDING                  LANE  BATCHABLE  ETA',
+      '  0    land.app.main.a          +5    yes        ~42 s',
+      '  1    land.app.main.c          0     yes        ~42 s',
+      '  2    land.app.main.long-name  -1    no         ~3 m 05 s',
+      'admitted 7 · batches 1 · a turn takes 30 s (median of the last 3)',
+    ]);
+  });
+
+  it('a batch in flight with its members; before any turn was timed there is no ETA; a queue that does not run says so', () => {
+    const batchId = `${queueId}.batch-2`;
+    const view: QueueView = {
+      ...base,
+      batches: 2,
+      batch: { id: batchId, members: ['land.a', 'land.b'] },
+      turnInFlightMs: 3_400,
+      waiting: [{ landingId: 'land.c', position: 0, lane: 0, seq: 5, batchable: true }],
+      recentTurnMs: [],
+    };
+    assert.deepEqual(queueLines(view), [
+      `queue ${queueId}: main of file:///srv/app.git`,
+      `batch in flight: ${batchId} (for 3.4 s)`,
+      '  members: land.a, land.b',
+      'waiting: 1',
+      '  POS  LANDING  LANE  BATCHABLE  ETA',
+      '  0    land.c   0     yes        -',
+      'admitted 7 · batches 2 · no turn timed yet (no ETA)',
+    ]);
+    assert.deepEqual(queueLines({ ...base, current: 'land.x', waiting: [], recentTurnMs: [1_000, 3_000] }).slice(1), [
+      'holds the target: land.x',
+      'nobody waits',
+      'admitted 7 · batches 1 · a turn takes 2.0 s (median of the last 2)',
+    ]);
+    assert.deepEqual(queueLines({ ...base, running: false, admitted: 0, batches: 0, waiting: [], recentTurnMs: [] }), [
+      'no queue runs for main of file:///srv/app.git: nothing holds the target and nobody waits',
+    ]);
+    assert.equal(queueLines({ ...base, waiting: [], recentTurnMs: [] })[1], 'the target is free');
+  });
+
+  it('every queue that runs, one a row: the holder (a landing or a batch), the line, the next ETA', () => {
+    assert.deepEqual(
+      queueListLines([
+        { ...base, current: 'land.app.main.p', waiting: [{ landingId: 'land.a', position: 0, lane: 0, seq: 1, batchable: true, etaMs: 65_000 }], recentTurnMs: [60_000] },
+        { ...base, target: 'release/2', queueId: 'queue.app.release_2.0', batch: { id: 'queue.app.release_2.0.batch-1', members: ['land.r'] }, waiting: [], admitted: 1, recentTurnMs: [] },
+      ]),
+      [
+        'TARGET     HOLDER                               WAITING  NEXT ETA   ADMITTED  BATCHES  REPO',
+        'main       land.app.main.p                      1        ~1 m 05 s  7         1        file:///srv/app.git',
+        'release/2  batch queue.app.release_2.0.batch-1  0        -          1         1        file:///srv/app.git',
+      ],
+    );
+    assert.deepEqual(queueListLines([]), ['no target queue runs']);
+    assert.equal(formatEta(undefined), '-');
+    assert.equal(formatEta(400), '~0.4 s');
+  });
+
+  it("a landing's outcome names the batch it merged in, and each batch that named it the culprit", () => {
+    const lines = outcomeLines({
+      status: 'landed',
+      summary: 'landed',
+      target: 'main',
+      mergedSha: 'f'.repeat(40),
+      batch: { id: `${queueId}.batch-1`, members: ['land.a1', 'land.a2', 'land.a3'], round: 2, treeSha: 'e'.repeat(40), stackedSha: 'd'.repeat(40) },
+      culpritIn: [{ batchId: `${queueId}.batch-0`, round: 1, treeSha: 'c'.repeat(40), failing: ['check', 'lint'] }],
+    });
+    assert.deepEqual(lines.slice(1, 4), [
+      `merged: main is now ${'f'.repeat(40)}`,
+      `batch: merged in ${queueId}.batch-1, gate round 2 on tree eeeeeee (its commit ddddddd); merged together: land.a1, land.a2, land.a3`,
+      `culprit in batch ${queueId}.batch-0: round 1 on tree ccccccc red (check, lint); a fixup round, then back in the queue at its place`,
+    ]);
+    assert.ok(!outcomeLines({ status: 'landed', summary: 's' }).some((line) => /batch/.test(line)), 'no batch line for a landing that merged alone');
+  });
+
+  it("status of a merge batch: each member's result, each round (prefix, tree, red suites), each fast-forward", () => {
+    const gate = (suiteId: string, status: 'passed' | 'failed') => ({ suiteId, status, exitCode: status === 'passed' ? 0 : 5, treeSha: 't', logRef: `${suiteId}.log`, durationMs: 1, reattached: false });
+    const outcome: BatchOutcome = {
+      batchId: `${queueId}.batch-1`,
+      target: 'main',
+      merges: [{ from: '1'.repeat(40), to: '2'.repeat(40), members: ['land.a1', 'land.a2'], round: 2 }],
+      rounds: [
+        { round: 1, prefix: 3, headSha: 'h3', treeSha: 'a'.repeat(40), green: false, gates: [gate('check', 'failed')] },
+        { round: 2, prefix: 2, headSha: 'h2', treeSha: 'b'.repeat(40), green: true, gates: [gate('check', 'passed')] },
+      ],
+      results: {
+        'land.a1': { kind: 'landed', batchId: `${queueId}.batch-1`, mergedSha: '2'.repeat(40), stackedSha: 's1', treeSha: 'b'.repeat(40), members: ['land.a1', 'land.a2'], round: 2 },
+        'land.b': { kind: 'culprit', batchId: `${queueId}.batch-1`, failing: ['check'], summary: 's', treeSha: 'a'.repeat(40), round: 1 },
+        'land.c': { kind: 'retry', batchId: `${queueId}.batch-1`, reason: 'its commits conflict with the stack' },
+      },
+      summary: '2 of 4 landed in 1 fast-forward(s) after 2 gate round(s); culprit(s): land.b',
+    };
+    assert.ok(isBatchOutcome(outcome));
+    assert.ok(!isBatchOutcome({ summary: 's', outcome: 'fixed' }));
+    assert.deepEqual(batchOutcomeLines(outcome), [
+      'outcome: 2 of 4 landed in 1 fast-forward(s) after 2 gate round(s); culprit(s): land.b',
+      'members:',
+      '  ✓ land.a1 landed (round 2, tree bbbbbbb)',
+      '  ✗ land.b culprit (round 1, tree aaaaaaa: check red): its fixup round, then back in the queue',
+      '  · land.c goes on alone: its commits conflict with the stack',
+      'round 1: the first 3 stacked on tree aaaaaaa ✗ red (check failed)',
+      'round 2: the first 2 stacked on tree bbbbbbb ✓ green',
+      'merged: main 1111111 → 2222222 (round 2: land.a1, land.a2)',
+    ]);
   });
 });

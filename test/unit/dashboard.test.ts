@@ -9,7 +9,7 @@ import { dashboardCsp } from '../../api/dashboard';
 import { loadConfig } from '../../core/node/config';
 import type { RunEvent } from '../../core/events';
 import type { SessionStatusView } from '../../core/session-types';
-import { gateRounds, metersAgainstBudget, phaseTimeline, sessionRows, stepGraph, type LandingView } from '../../dashboard/src/model';
+import { batchLineage, batchMembers, gateRounds, humanDuration, metersAgainstBudget, phaseTimeline, queuePanel, sessionRows, stepGraph, type LandingView, type QueueView } from '../../dashboard/src/model';
 import { SseParser } from '../../dashboard/src/sse';
 import { buildDashboard } from '../../scripts/build-dashboard';
 import { TemporalStandIn } from '../helpers/temporal-stand-in';
@@ -217,6 +217,94 @@ describe('the run page derives its marks from the status, the outcome and the jo
       ['wall time', 60_000, 3_600_000],
     ]);
     assert.ok(metersAgainstBudget(meters, undefined).every((row) => row.limit === undefined));
+  });
+});
+
+describe('the merge queue on the dashboard: a landing\'s batch lineage, a batch\'s page, the queue panel', () => {
+  const batchId = 'queue.app.main.0123456789ab.batch-1';
+
+  it("a landing merged in a batch: the batch, its round and tree, every member with this landing marked; each batch that named it the culprit", () => {
+    const outcome = {
+      batch: { id: batchId, members: ['land.a1', 'land.b', 'land.a2'], round: 3, treeSha: tree('e'), stackedSha: tree('d') },
+      culpritIn: [{ batchId: 'queue.app.main.0123456789ab.batch-0', round: 1, treeSha: tree('c'), failing: ['check'] }],
+    };
+    assert.deepEqual(batchLineage(outcome, 'land.b'), {
+      batch: {
+        id: batchId,
+        round: 3,
+        treeSha: tree('e'),
+        stackedSha: tree('d'),
+        members: [
+          { id: 'land.a1', self: false },
+          { id: 'land.b', self: true },
+          { id: 'land.a2', self: false },
+        ],
+      },
+      culprits: [{ batchId: 'queue.app.main.0123456789ab.batch-0', round: 1, treeSha: tree('c'), failing: ['check'] }],
+    });
+    assert.deepEqual(batchLineage({ culpritIn: outcome.culpritIn }, 'land.b'), { culprits: outcome.culpritIn }, 'a culprit that then merged alone');
+    assert.equal(batchLineage({}, 'land.x'), undefined, 'a landing that went through the queue alone has no lineage');
+    assert.equal(batchLineage(undefined, 'land.x'), undefined, 'nor one that has no outcome yet');
+  });
+
+  it("a batch's members: landed with its round, the culprit with the red suites, the others on their own", () => {
+    assert.deepEqual(
+      batchMembers({
+        results: {
+          'land.a1': { kind: 'landed', batchId, mergedSha: tree('2'), stackedSha: tree('s'), treeSha: tree('b'), members: ['land.a1'], round: 2 },
+          'land.b': { kind: 'culprit', batchId, failing: ['check', 'lint'], summary: 's', treeSha: tree('a'), round: 1 },
+          'land.c': { kind: 'retry', batchId, reason: 'its commits conflict with the stack' },
+        },
+      }),
+      [
+        { landingId: 'land.a1', result: 'landed', round: 2, detail: 'landed in round 2 (tree bbbbbbbbbb)' },
+        { landingId: 'land.b', result: 'culprit', round: 1, detail: 'the culprit: round 1 red (check, lint); a fixup round, then back in the queue' },
+        { landingId: 'land.c', result: 'retry', detail: 'goes on alone: its commits conflict with the stack' },
+      ],
+    );
+  });
+
+  it('the queue panel: the holder (a landing, or a batch with its members), the line by position with signed lanes and ETAs, the median turn', () => {
+    const queue: QueueView = {
+      repo: '/srv/app',
+      target: 'main',
+      queueId: 'queue.app.main.0123456789ab',
+      running: true,
+      current: 'land.p',
+      turnInFlightMs: 75_000,
+      waiting: [
+        { landingId: 'land.low', position: 1, lane: -1, seq: 1, batchable: false, etaMs: 3_725_000 },
+        { landingId: 'land.high', position: 0, lane: 5, seq: 2, batchable: true, etaMs: 9_500 },
+      ],
+      admitted: 3,
+      batches: 1,
+      recentTurnMs: [4_000, 10_000, 20_000, 30_000],
+    };
+    assert.deepEqual(queuePanel(queue), {
+      holder: { kind: 'landing', id: 'land.p' },
+      inFlight: '1 min 15 s',
+      line: [
+        { landingId: 'land.high', position: 0, lane: '+5', batchable: true, eta: 'about 9.5 s' },
+        { landingId: 'land.low', position: 1, lane: '-1', batchable: false, eta: 'about 1 h 02 min' },
+      ],
+      turns: 'A turn takes 15 s (median of the last 4).',
+    });
+    const batched = queuePanel({ ...queue, current: undefined, batch: { id: batchId, members: ['land.a', 'land.b'] }, waiting: [{ landingId: 'land.c', position: 0, lane: 0, seq: 3, batchable: true }], recentTurnMs: [] });
+    assert.deepEqual(batched.holder, { kind: 'batch', id: batchId, members: ['land.a', 'land.b'] });
+    assert.deepEqual(batched.line, [{ landingId: 'land.c', position: 0, lane: '0', batchable: true, eta: 'not known yet' }]);
+    assert.equal(batched.turns, 'No turn timed yet: no ETA.');
+    assert.deepEqual(queuePanel({ ...queue, current: undefined, turnInFlightMs: undefined, waiting: [] }), { line: [], turns: 'A turn takes 15 s (median of the last 4).' }, 'a free target');
+  });
+
+  it('durations read as a person says them', () => {
+    const table: [number, string][] = [
+      [400, '0.4 s'],
+      [12_000, '12 s'],
+      [185_000, '3 min 05 s'],
+      [3_720_000, '1 h 02 min'],
+      [-1, '?'],
+    ];
+    for (const [ms, text] of table) assert.equal(humanDuration(ms), text);
   });
 });
 
