@@ -220,8 +220,6 @@ describe('the dashboard in a real browser against the real stack', () => {
     const repo = queueRepo(['a1', 'b']);
     repos.push(repo);
     const pacer = await holdTarget(stack, repo);
-    // The others start once the pacer holds the target (on a loaded machine they could otherwise beat it to the queue).
-    await waitFor(() => stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/main`), (response) => response.body.current === pacer, 120_000, 'the pacer to hold the target');
     const good = await startLanding(stack, repo, 'feature/a1');
     // The bad one in a lower lane: behind a1 whenever it arrives (a batch's culprit is the member whose prefix is red first).
     const bad = await startLanding(stack, repo, 'feature/b', { priority: -1, agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] } });
