@@ -29,6 +29,8 @@ export const admissionRequestSignal = defineSignal<[{ landingId: string }]>('req
 export const admitUpdate = defineUpdate<{ admitted: boolean; seq?: number }, [AdmitRequest]>('admit');
 /** A batch → its member landing: landed in the batch, its culprit, or to go on alone (core/batch-types.ts). */
 export const batchResultSignal = defineSignal<[BatchMemberResult]>('batchResult');
+/** Target queue → its batch in flight: a member ended (cancelled, failed) and must not be merged. */
+export const batchMemberGoneSignal = defineSignal<[{ landingId: string }]>('memberGone');
 /** Target queue → landing: your turn to merge. */
 export const admittedSignal = defineSignal<[{ queueId: string }]>('admitted');
 /** Landing → target queue: done merging (or not merging after all). */
@@ -46,6 +48,8 @@ export interface AdmitRequest {
   lane?: number;
   seq?: number;
   batch?: BatchTicket;
+  /** Set by a batchable landing whose merge found the target moved: it waits for a batch (which restacks it), never let in alone. */
+  moved?: boolean;
 }
 
 export interface QueueStatusView {

@@ -1,10 +1,10 @@
-import { CancellationScope, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { StackedMember } from '../activities/batch';
 import type { BatchMember, BatchMemberResult, BatchOutcome, BatchRequest, BatchRound } from '../core/batch-types';
 import { FailureCode } from '../core/failures';
 import { defaultRunnerImage, suiteTimeoutMs, type GateFile } from '../core/gate-file';
-import { batchResultSignal } from '../core/messages';
+import { batchMemberGoneSignal, batchResultSignal } from '../core/messages';
 import { hostQueue } from '../core/queues';
 import { bisectStep } from '../policies/batch';
 import { gateSuite } from './activity-options';
@@ -30,6 +30,9 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
   const { target, hostId } = request;
   const host = pinnedTo(hostId, request.hostLostAfterMs);
   const outcome: BatchOutcome = { batchId, target, merges: [], rounds: [], results: {}, summary: '' };
+  // Members that ended while the batch runs (cancelled, failed: the queue forwards their release): never merged.
+  const gone = new Set<string>();
+  setHandler(batchMemberGoneSignal, ({ landingId }) => void gone.add(landingId));
   const report = async (landingId: string, result: BatchMemberResult) => {
     if (outcome.results[landingId]) return;
     outcome.results[landingId] = result;
@@ -37,10 +40,11 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
     await getExternalWorkflowHandle(landingId).signal(batchResultSignal, result).catch(() => undefined);
   };
   try {
-    await stackGateMerge(request, host, outcome, report);
+    await stackGateMerge(request, host, outcome, report, gone);
   } catch (error) {
+    // Cancelled (by an operator) or failed: what merged stays merged; the rest go on alone.
     log.warn('batch failed', { batchId, error: String(error) });
-    outcome.summary = `the batch failed: ${error instanceof Error ? error.message : String(error)}`;
+    outcome.summary = isCancellation(error) ? 'the batch was cancelled' : `the batch failed: ${error instanceof Error ? error.message : String(error)}`;
   } finally {
     // Whatever happened, every member hears a result: the ones not decided here go on alone.
     await CancellationScope.nonCancellable(async () => {
@@ -58,7 +62,10 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
 
 type Report = (landingId: string, result: BatchMemberResult) => Promise<void>;
 
-async function stackGateMerge(request: BatchRequest, host: Activities, outcome: BatchOutcome, report: Report): Promise<void> {
+/** A round or merge given up because a member of its prefix ended meanwhile: the stack is built again without it. */
+const memberGone = Symbol('member gone');
+
+async function stackGateMerge(request: BatchRequest, host: Activities, outcome: BatchOutcome, report: Report, gone: Set<string>): Promise<void> {
   const { repo, target, hostId } = request;
   const { batchId } = outcome;
   let onto = await host['capsule.currentTarget']({ repo, target });
@@ -71,19 +78,24 @@ async function stackGateMerge(request: BatchRequest, host: Activities, outcome: 
   await host['capsule.prepareRun']({ runId: batchId, repo, targetSha: onto });
   let pending: BatchMember[] = request.members;
   while (pending.length > 0) {
+    pending = pending.filter((member) => !gone.has(member.landingId));
+    if (pending.length === 0) return;
     const { stacked, left } = await host['capsule.stackBatch']({ batchId, onto, members: pending });
     for (const entry of left) await report(entry.landingId, { kind: 'retry', batchId, reason: entry.reason });
     if (stacked.length === 0) return;
-    const decided = await bisect(request, host, gate, stacked, outcome);
+    const decided = await whileAllThere(gone, stacked, () => bisect(request, gate, stacked, outcome));
+    if (decided === memberGone) continue;
     if (decided.green > 0) {
-      const merged = await mergePrefix(request, host, gate, outcome, onto, stacked.slice(0, decided.green), report);
+      const prefix = stacked.slice(0, decided.green);
+      if (prefix.some((member) => gone.has(member.landingId))) continue;
+      const merged = await mergePrefix(request, host, gate, outcome, onto, prefix, report);
       if (!merged) return;
       onto = merged;
     }
     if (decided.culprit === undefined) return;
     const culprit = stacked[decided.culprit]!;
     const red = outcome.rounds.find((round) => round.prefix === decided.culprit! + 1 && round.headSha === culprit.headSha)!;
-    const failing = red.gates.filter((result) => result.status !== 'passed').map((result) => result.suiteId);
+    const failing = red.gates.filter((result) => result.status !== 'passed' && !result.excused).map((result) => result.suiteId);
     await report(culprit.landingId, {
       kind: 'culprit',
       batchId,
@@ -98,8 +110,24 @@ async function stackGateMerge(request: BatchRequest, host: Activities, outcome: 
   }
 }
 
+/**
+ * Runs `work` (gate rounds of this stack) unless a member of the stack ends meanwhile: then the
+ * round in flight is cancelled (its containers stop) and the stack is built again without it.
+ */
+async function whileAllThere<T>(gone: Set<string>, stacked: StackedMember[], work: () => Promise<T>): Promise<T | typeof memberGone> {
+  const someoneGone = () => stacked.some((member) => gone.has(member.landingId));
+  const scope = new CancellationScope();
+  void condition(someoneGone).then(() => scope.cancel());
+  try {
+    return await scope.run(work);
+  } catch (error) {
+    if (isCancellation(error) && someoneGone()) return memberGone;
+    throw error;
+  }
+}
+
 /** Gates prefixes of the stack until the bisection decides: the green prefix and the culprit, if any. */
-async function bisect(request: BatchRequest, host: Activities, gate: GateFile, stacked: StackedMember[], outcome: BatchOutcome): Promise<{ green: number; culprit?: number }> {
+async function bisect(request: BatchRequest, gate: GateFile, stacked: StackedMember[], outcome: BatchOutcome): Promise<{ green: number; culprit?: number }> {
   const results: Record<number, 'green' | 'red'> = {};
   for (;;) {
     const step = bisectStep(stacked.length, results);
@@ -110,17 +138,30 @@ async function bisect(request: BatchRequest, host: Activities, gate: GateFile, s
   }
 }
 
-/** Every suite of the target's gate file on one prefix's tree (the batch's own workspace and containers). */
+/**
+ * Every suite of the target's gate file on one prefix's tree (the batch's own workspace and
+ * containers). A red suite is run once more on the identical tree (never from the gate cache): green
+ * then is a flake (policies/flake.ts `flaky`), recorded with both runs and not counted against the
+ * prefix — a flaky suite does not send the bisection after an innocent landing. A red the gate cache
+ * answered stands (the cache holds that tree's latest run).
+ */
 async function gateRound(request: BatchRequest, gate: GateFile, outcome: BatchOutcome, head: StackedMember, prefix: number): Promise<BatchRound> {
   const number = outcome.rounds.length + 1;
   const gates: BatchRound['gates'] = [];
   for (const suite of gate.suites) {
     const timeoutMs = suiteTimeoutMs(suite);
     const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(request.hostId), ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}) });
-    const result = await runner['gate.runSuite']({ runId: outcome.batchId, repo: request.repo, commitSha: head.headSha, treeSha: head.treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: number });
-    gates.push({ ...result, round: number });
+    const input = { runId: outcome.batchId, repo: request.repo, commitSha: head.headSha, treeSha: head.treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: number };
+    const result = await runner['gate.runSuite'](input);
+    if (result.status === 'passed' || result.cache === 'hit') {
+      gates.push({ ...result, round: number });
+      continue;
+    }
+    const again = await runner['gate.runSuite']({ ...input, reuse: false, evidence: 'same-tree' });
+    const evidence = [{ on: 'same-tree' as const, commitSha: head.headSha, treeSha: head.treeSha, status: again.status, exitCode: again.exitCode, logRef: again.logRef, durationMs: again.durationMs, ...(again.cache ? { cache: again.cache } : {}) }];
+    gates.push(again.status === 'passed' ? { ...result, round: number, settled: 'flaky', evidence, excused: { by: 'retry' } } : { ...result, round: number, evidence });
   }
-  const round: BatchRound = { round: number, prefix, headSha: head.headSha, treeSha: head.treeSha, green: gates.every((result) => result.status === 'passed'), gates };
+  const round: BatchRound = { round: number, prefix, headSha: head.headSha, treeSha: head.treeSha, green: gates.every((result) => result.status === 'passed' || result.excused !== undefined), gates };
   outcome.rounds.push(round);
   return round;
 }

@@ -1,6 +1,6 @@
 import { condition, continueAsNew, executeChild, getExternalWorkflowHandle, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { BatchOutcome, BatchRequest, QueueTicket } from '../core/batch-types';
-import { admissionRequestSignal, admitUpdate, admittedSignal, batchResultSignal, queueStatusQuery, releaseSignal, type AdmitRequest } from '../core/messages';
+import { admissionRequestSignal, admitUpdate, admittedSignal, batchMemberGoneSignal, batchResultSignal, queueStatusQuery, releaseSignal, type AdmitRequest } from '../core/messages';
 import { childRecord } from '../core/search-attributes';
 import { workflowTaskTimeout } from '../core/timeouts';
 import { nextBatch, ticketPosition } from '../policies/batch';
@@ -59,14 +59,15 @@ export async function targetQueue(state: TargetQueueState = { waiting: [], admit
     const known = line.find((ticket) => ticket.landingId === landingId);
     if (known) return known.seq;
     const ticket: QueueTicket = { landingId, lane: lane ?? 0, seq: place ?? seq++, ...(batchTicket ? { batch: batchTicket } : {}) };
-    if (landingId !== current) line.splice(ticketPosition(line, ticket), 0, ticket);
+    if (landingId !== current || released.has(landingId)) line.splice(ticketPosition(line, ticket), 0, ticket);
     return ticket.seq;
   };
   setHandler(admissionRequestSignal, ({ landingId }) => void enqueue({ landingId }));
   setHandler(admitUpdate, (request) => {
     const { landingId } = request;
-    if (landingId === current) return { admitted: true };
-    if (current === undefined && batch === undefined && line.length === 0 && !closing()) {
+    // The holder asks again after giving the target back (its merge found the target moved): it queues.
+    if (landingId === current && !released.has(landingId)) return { admitted: true };
+    if (!request.moved && current === undefined && batch === undefined && line.length === 0 && !closing()) {
       current = landingId;
       handedOver = true;
       turnStartedAt = Date.now();
@@ -77,6 +78,12 @@ export async function targetQueue(state: TargetQueueState = { waiting: [], admit
   });
   setHandler(releaseSignal, ({ landingId }) => {
     released.add(landingId);
+    // A member of the batch in flight that ends (cancelled, failed) must not be merged by it.
+    if (batch?.members.includes(landingId)) {
+      void getExternalWorkflowHandle(batch.id)
+        .signal(batchMemberGoneSignal, { landingId })
+        .catch(() => undefined);
+    }
     const index = line.findIndex((ticket) => ticket.landingId === landingId);
     if (index >= 0) line.splice(index, 1);
   });

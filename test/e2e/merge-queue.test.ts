@@ -67,6 +67,7 @@ describe('merge queue: speculative batches with bisection', () => {
       assert.equal(view.outcome.batch.members.length, 4);
     }
     assert.equal(execFileSync('git', ['-C', repo.path, 'ls-tree', '--name-only', 'main', 'features/'], { encoding: 'utf8' }).trim().split('\n').length, 8);
+    assert.equal(execFileSync('git', ['-C', repo.path, 'ls-tree', '--name-only', 'main', 'p'], { encoding: 'utf8' }).trim(), '', 'the cancelled pacer’s batch merged nothing of it');
     const pacerView = await landingFinished(stack, pacer);
     assert.equal(pacerView.outcome.status, 'cancelled', pacerView.outcome.summary);
     // initial, tick (the test's pushes), then one value per batch.
@@ -90,7 +91,7 @@ describe('merge queue: speculative batches with bisection', () => {
     const waitingView = await stack.api('GET', queuePath);
     assert.equal(waitingView.status, 200, JSON.stringify(waitingView.body));
     assert.equal(waitingView.body.running, true);
-    assert.equal(waitingView.body.current, pacer, 'the pacer holds the target');
+    assert.deepEqual(waitingView.body.batch.members, [pacer], 'the pacer holds the target (in a batch of its own)');
     const line = waitingView.body.waiting as { landingId: string; position: number; lane: number; batchable: boolean }[];
     assert.deepEqual(new Set(line.slice(0, 3).map((entry) => entry.landingId)), new Set(good));
     assert.deepEqual(line.map((entry) => [entry.position, entry.lane, entry.batchable]), [[0, 0, true], [1, 0, true], [2, 0, true], [3, -1, true]]);
@@ -135,7 +136,29 @@ describe('merge queue: speculative batches with bisection', () => {
     assert.ok(idle.body.batches >= 1);
   });
 
-  it('chaos: the worker SIGKILLed in the middle of a bisection (round 2 running) loses no landing and merges nothing untested', async () => {
+  it('a suite flaky in a batch (red, then green on the same tree) is settled flaky with both logs: no bisection, nobody evicted', async () => {
+    const repo = queueRepo(['a1', 'flaky', 'a2']);
+    const pacer = await holdTarget(repo);
+    const ids: string[] = [];
+    for (const name of ['a1', 'flaky', 'a2']) ids.push(await land(repo, `feature/${name}`));
+    await allWaiting(pacer, ids);
+    await releaseTarget(stack, pacer);
+    const views = await Promise.all(ids.map((id) => landingFinished(stack, id, 300_000)));
+    for (const view of views) assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    const batchId = views[0].outcome.batch.id as string;
+    for (const view of views) assert.equal(view.outcome.batch.id, batchId, 'all three in one batch');
+    const batch = (await stack.client.workflow.getHandle(batchId).result()) as BatchOutcome;
+    assert.equal(batch.rounds.length, 1, 'one round: no bisection');
+    const [result] = batch.rounds[0]!.gates;
+    assert.equal(result!.status, 'failed', 'the first run was red');
+    assert.equal(result!.settled, 'flaky');
+    assert.deepEqual(result!.excused, { by: 'retry' });
+    assert.equal(result!.evidence?.[0]?.status, 'passed', 'the run again on the same tree was green');
+    assert.notEqual(result!.evidence?.[0]?.logRef, result!.logRef, 'both logs kept');
+    assert.ok(Object.values(batch.results).every((entry) => entry.kind === 'landed'), 'nobody evicted');
+  });
+
+  it('chaos: the worker SIGKILLed in the middle of a bisection (its second round running) loses no landing and merges nothing untested', async () => {
     const repo = queueRepo(['a1', 'a2', 'a3', 'b']);
     const since = Math.floor(Date.now() / 1000);
     const pacer = await holdTarget(repo);
@@ -147,15 +170,18 @@ describe('merge queue: speculative batches with bisection', () => {
 
     // The batch in flight, then its second gate round's container running: the bisection has begun.
     const queuePath = `/v1/queues/${encodeURIComponent(repo.url)}/main`;
-    const inFlight = await waitFor(() => stack.api('GET', queuePath), (response) => response.body.batch !== undefined, 60_000, 'the batch to start');
+    const inFlight = await waitFor(() => stack.api('GET', queuePath), (response) => response.body.batch?.members?.includes(bad) === true, 60_000, 'the batch to start');
     const batchId = inFlight.body.batch.id as string;
     await waitFor(
       () => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${batchId}`], status: ['running'] }) }),
       (list) => list.some((info) => info.Labels['tarmac.step']?.endsWith('-r2')),
       120_000,
-      'the bisection’s second round to run',
+      'the bisection’s second round (two features: 5 s) to run',
     );
     await stack.killWorker('SIGKILL');
+    // The round's container outlives the worker: the kill came while the batch was still bisecting.
+    const still = await stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${batchId}`], status: ['running'] }) });
+    assert.ok(still.some((info) => info.Labels['tarmac.step']?.endsWith('-r2')), 'the second round still ran when the worker died');
     await stack.startWorker();
 
     const goodViews = await Promise.all(good.map((id) => landingFinished(stack, id, 300_000)));
@@ -173,8 +199,12 @@ describe('merge queue: speculative batches with bisection', () => {
       for (const round of last.rounds) if (round.green) greenTrees.add(round.treeSha);
     }
     assertTestedFastForwards(repo, targetValues(repo), greenTrees, 2);
-    // One container per round: the round running at the kill was reattached, not run twice.
-    assert.equal(await containersCreated(stack.docker, since, `tarmac.run=${batchId}`), 3, 'one gate container per round');
+    // One container per run: each round's, and the red full stack's run again on its tree (it was red again: no flake) —
+    // the round running at the kill was reattached, not run twice.
+    const runs = batch.rounds.reduce((sum, round) => sum + round.gates.reduce((count, result) => count + 1 + (result.evidence?.length ?? 0), 0), 0);
+    assert.equal(runs, 4, 'three rounds and one run again of the red stack');
+    assert.equal(batch.rounds[0]!.gates[0]!.evidence?.[0]?.status, 'failed', 'the red stack was red again on its tree: not a flake');
+    assert.equal(await containersCreated(stack.docker, since, `tarmac.run=${batchId}`), runs, 'one gate container per run');
     const containers = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${batchId}`] }) });
     assert.equal(containers.length, 0, 'the batch cleaned up its containers');
   });

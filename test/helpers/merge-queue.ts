@@ -9,10 +9,11 @@ import { waitFor, type Stack } from './stack';
  * A target repository for merge-queue tests (batches of 4). Its gate is `sh check.sh`. The pacer
  * landing (`feature/p`, file `p`) makes the queue hold the target while the landings under test
  * arrive, so they wait together: its own gate sleeps 10 s (the test pushes `tick` to the target
- * as soon as that gate's container runs), so its merge finds the target moved and it re-gates on the new target while it holds
- * its admission — and that re-gate (p and tick, no feature yet) sleeps until the test cancels the
- * pacer (`releaseTarget`), however long the others take to arrive. Feature `b` is bad in company:
- * red when any other feature is on the tree (until a fixer writes FIXED).
+ * as soon as that gate's container runs), so its merge finds the target moved and it waits for a
+ * batch, whose gate round (p and tick, no feature yet) sleeps until the test cancels the pacer
+ * (`releaseTarget`), however long the others take to arrive. Feature `b` is bad in company:
+ * red when any other feature is on the tree (until a fixer writes FIXED). Feature `flaky` is flaky in
+ * company: with another feature, the first run of a tree fails and the run again passes.
  */
 let fixtures = 0;
 
@@ -21,6 +22,10 @@ export function queueRepo(features: string[], { batchSize = 4 }: { batchSize?: n
     'if [ -f p ] && [ ! -f tick ]; then sleep 10; fi',
     'if [ -f p ] && [ -f tick ] && ! ls features/* >/dev/null 2>&1; then echo "pacer holds the target"; sleep 300; fi',
     'if [ -f features/b ] && [ ! -f FIXED ] && [ "$(ls features | wc -l)" -gt 1 ]; then echo "b cannot share the features dir"; exit 5; fi',
+    // A stack of two good features (a bisection's second round, in a batch of four with b last) takes 5 s: time to kill the worker in it.
+    'if [ -d features ] && [ "$(ls features | wc -l)" -eq 2 ] && [ ! -f features/b ]; then sleep 5; fi',
+    // Flaky in company: the first run of a tree with `flaky` and another feature fails, a second run of it passes.
+    'if [ -f features/flaky ] && [ "$TARMAC_GATE_ATTEMPT" = 1 ] && [ "$(ls features | wc -l)" -gt 1 ]; then echo "flaky: fails on its first run"; exit 7; fi',
     'echo "ok: $(ls features 2>/dev/null | tr "\\n" " ")"',
     '',
   ].join('\n');
@@ -54,15 +59,17 @@ export const landingPhase = async (stack: Pick<Stack, 'api'>, id: string): Promi
 
 /**
  * Lands the pacer and pushes `tick` to the target while its gate's container runs; returns (its id)
- * once the queue has let it hold the target: its merge then finds the target moved and re-gates on
- * it, holding the target, until `releaseTarget` — the landings started after this all wait.
+ * once it holds the target: its merge finds the target moved, so it waits for a batch (a batch of
+ * one), which restacks it on the moved target and gates it — the long sleep — until
+ * `releaseTarget` cancels the pacer and the batch gives up on it. The landings started after this all wait.
  */
 export async function holdTarget(stack: Pick<Stack, 'api' | 'docker'>, repo: FixtureRepo): Promise<string> {
   const pacer = await startLanding(stack, repo, 'feature/p');
   await waitFor(() => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${pacer}`], status: ['running'] }) }), (list) => list.length > 0, 120_000, "the pacer's gate to run");
   repo.advanceTarget('tick', { tick: 'tick\n' });
   assert.equal(await landingPhase(stack, pacer), 'gate', 'the target moved while the pacer gated (its merge will find it moved)');
-  await waitFor(() => stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/main`), (response) => response.body?.current === pacer, 120_000, 'the pacer to hold the target');
+  // Its merge finds the target moved: it waits for a batch, which restacks it and gates it (the long sleep) holding the target.
+  await waitFor(() => stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/main`), (response) => response.body?.batch?.members?.includes(pacer) === true, 120_000, 'the pacer to hold the target in a batch');
   return pacer;
 }
 
@@ -77,7 +84,7 @@ export async function allWaiting(stack: Pick<Stack, 'api'>, pacer: string, ids: 
   assert.notEqual(await landingPhase(stack, pacer), 'done', 'the pacer still holds the target');
 }
 
-/** Cancels the pacer: it gives the target back without merging, and the waiting landings go. */
+/** Cancels the pacer: its batch drops it (the round in flight stops) and gives the target back; the waiting landings go. */
 export async function releaseTarget(stack: Pick<Stack, 'api'>, pacer: string): Promise<void> {
   const cancelled = await stack.api('POST', `/v1/landings/${pacer}/cancel`);
   assert.equal(cancelled.status, 202, JSON.stringify(cancelled.body));

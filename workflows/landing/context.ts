@@ -24,7 +24,7 @@ export interface LandingContext extends LandingStepContext {
    * The target queue's admission (set by the `admitted` signal): its place in the line (`seq`, kept
    * when it comes back), and a batch's result for it when it waited in a batch (`batchResult` signal).
    */
-  queue: { id?: string; admitted: boolean; seq?: number; batchResult?: BatchMemberResult };
+  queue: { id?: string; admitted: boolean; seq?: number; batchResult?: BatchMemberResult; moved?: boolean; batchesSeen?: string[] };
 }
 
 export interface Head {

@@ -9,7 +9,7 @@ import type { LandingTracker } from './tracker';
  * What a landing answers while it runs: its status and events, the reports of the sessions and
  * panels working for it, answers to its questions, budget commands, and the target queue's admission.
  */
-export function installHandlers(tracker: LandingTracker, budgetControl: { pending?: BudgetCommand }, queue: { id?: string; admitted: boolean; batchResult?: BatchMemberResult }): void {
+export function installHandlers(tracker: LandingTracker, budgetControl: { pending?: BudgetCommand }, queue: { id?: string; admitted: boolean; batchResult?: BatchMemberResult; batchesSeen?: string[] }): void {
   setHandler(landingStatusQuery, () => tracker.view());
   setHandler(eventsQuery, ({ after, limit } = {}) => tracker.journal.page(after, limit));
   // Sessions and review panels working for this landing report their lifecycle here.
@@ -34,6 +34,9 @@ export function installHandlers(tracker: LandingTracker, budgetControl: { pendin
   );
   // A speculative batch it waited in: landed, its culprit, or go on alone (workflows/merge-batch.ts).
   setHandler(batchResultSignal, (result) => {
+    // One result per batch: a second word from a batch it heard from already (a failed batch's queue repeating it) is stale.
+    if (queue.batchesSeen?.includes(result.batchId)) return;
+    queue.batchesSeen = [...(queue.batchesSeen ?? []), result.batchId];
     queue.batchResult = result;
   });
   setHandler(admittedSignal, ({ queueId }) => {

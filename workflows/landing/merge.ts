@@ -1,6 +1,9 @@
+import { getExternalWorkflowHandle } from '@temporalio/workflow';
 import { FailureCode } from '../../core/failures';
+import { releaseSignal } from '../../core/messages';
 import { end, failureOf, go, placed, type LandingContext, type LandingState, type Next } from './context';
 import { invalidGateFile } from './steps';
+import { batchTicket } from './verify';
 import { excusedText } from './flake';
 
 /** Tries of a merge whose target keeps moving before the landing gives up. */
@@ -25,6 +28,7 @@ export async function merge(ctx: LandingContext, state: LandingState): Promise<N
     const failure = failureOf(error);
     if (failure.type !== FailureCode.targetMoved) throw error;
     if (state.mergeTries >= maxMergeTries) return end(tracker.fail(FailureCode.targetMoved, `${failure.message}; gave up after ${state.mergeTries} tries; nothing was merged`, { message: failure.message }));
+    if (batchTicket(ctx, state) && ctx.queue.id) return await requeue(ctx, failure.message);
     return go('retarget');
   }
   const lineage = state.verdict?.lineage ?? [];
@@ -39,6 +43,21 @@ export async function merge(ctx: LandingContext, state: LandingState): Promise<N
       `${request.target} fast-forwarded to ${head.headSha.slice(0, 12)} (${head.commitsSince} commit(s), ${green} on tree ${head.treeSha.slice(0, 12)}${superseded})`,
     ),
   );
+}
+
+/**
+ * A batchable landing whose merge found the target moved gives the target back and waits for the
+ * next batch, which restacks it on the target with whoever else waits (one gate round for all),
+ * instead of re-gating alone while the others wait behind it.
+ */
+async function requeue(ctx: LandingContext, why: string): Promise<Next> {
+  const { runId, tracker, queue } = ctx;
+  tracker.journal.record({ kind: 'step', name: 'queue.requeue', status: 'done', detail: `${why}; back to the queue for the next batch` });
+  await getExternalWorkflowHandle(queue.id!).signal(releaseSignal, { landingId: runId });
+  queue.id = undefined;
+  queue.admitted = false;
+  queue.moved = true;
+  return go('queue');
 }
 
 /**

@@ -1,4 +1,5 @@
 import { condition } from '@temporalio/workflow';
+import type { BatchTicket } from '../../core/batch-types';
 import { FailureCode } from '../../core/failures';
 import { maxFixupRounds } from './gate';
 import { end, finalAfterMove, go, placed, type LandingContext, type LandingState, type Next } from './context';
@@ -59,11 +60,23 @@ export async function queue(ctx: LandingContext, state: LandingState): Promise<N
   return afterBatch(ctx, state);
 }
 
-async function requestAdmission({ runId, request, tracker, local, queue: admission, gateFiles }: LandingContext, state: LandingState): Promise<void> {
+/**
+ * The landing's batch ticket when the target's gate file asks for batches — none for a head that
+ * changes the gate file (approved by an operator): a batch gates with the target's, so it merges alone.
+ */
+export function batchTicket({ request, gateFiles }: LandingContext, state: LandingState): BatchTicket | undefined {
   const { gate: gateFile, head } = placed(state);
-  const batchSize = gateFile.queue?.batchSize ?? 1;
-  // A head that changes the gate file (approved by an operator) merges alone: a batch gates with the target's.
-  const batch = batchSize > 1 && !gateFiles.approved ? { repo: request.repo, target: request.target, size: batchSize, hostId: state.hostId, base: state.base, headSha: head.headSha } : undefined;
+  const size = gateFile.queue?.batchSize ?? 1;
+  return size > 1 && !gateFiles.approved ? { repo: request.repo, target: request.target, size, hostId: state.hostId, base: state.base, headSha: head.headSha } : undefined;
+}
+
+async function requestAdmission(ctx: LandingContext, state: LandingState): Promise<void> {
+  const { runId, request, tracker, local, queue: admission } = ctx;
+  const batch = batchTicket(ctx, state);
+  const batchSize = batch?.size ?? 1;
+  // Back from a merge that found the target moved: it waits for the next batch, never let in alone again.
+  const moved = admission.moved === true;
+  admission.moved = undefined;
   const { queueId, admitted, seq } = await tracker.step(
     'queue.requestAdmission',
     'capsule',
@@ -75,6 +88,7 @@ async function requestAdmission({ runId, request, tracker, local, queue: admissi
         ...(request.priority ? { lane: request.priority } : {}),
         ...(admission.seq !== undefined ? { seq: admission.seq } : {}),
         ...(batch ? { batch } : {}),
+        ...(moved ? { moved } : {}),
       }),
     (value) => (value.admitted ? 'admitted at once' : batch ? `waiting for its turn (batches of up to ${batchSize})` : 'waiting for its turn'),
   );
