@@ -198,7 +198,7 @@ const recordings: Recording[] = [
   },
   {
     kind: 'merge-batch',
-    description: 'a speculative batch of four (batch size 4; a pacer landing holds the target until all four wait, then is cancelled) with one bad landing: bisected in three rounds (4 red, 2 green, 3 green), three land in one fast-forward, the culprit gets its fixup round and lands after; the batch, the queue and the culprit',
+    description: 'the target queue (batch size 4) and its batches: a pacer landing holds the target in a batch of one until all four wait, then is cancelled (its batch drops it); a batch of four with one bad landing: bisected in three rounds (4 red, 2 green, 3 green), three land in one fast-forward, the culprit gets its fixup round and lands after; the batch, the queue and the culprit',
     async run(stack) {
       stack.scriptScenario('write-fixed', { edits: [{ file: 'FIXED', replace: 'yes\n' }] });
       const repo = queueRepo(['a1', 'a2', 'a3', 'b']);
@@ -210,7 +210,8 @@ const recordings: Recording[] = [
       await releaseTarget(stack, pacer);
       for (const id of [...good, bad]) await landed(stack, id);
       const view = (await landingFinished(stack, good[0]!)) as { outcome: { batch: { id: string } } };
-      return [view.outcome.batch.id, bad];
+      // The queue (still running) with its batches — the pacer's, cancelled under it, and the bisected one — and the culprit.
+      return [targetQueueId(repo.url, 'main'), view.outcome.batch.id, bad];
     },
   },
   {
