@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { WorkflowNotFoundError } from '@temporalio/common';
@@ -7,11 +6,10 @@ import { quarantinesInForce } from '../../activities/quarantine';
 import { FailureCode } from '../../core/failures';
 import { suiteQuarantineId } from '../../core/node/quarantine-id';
 import { liftQuarantineUpdate, type Quarantine } from '../../core/quarantine';
-import { branchNameProblem } from '../../core/refs';
-import { isLocalPathText, parseRepoLocation } from '../../core/repo-location';
 import { searchAttributes } from '../../core/search-attributes';
-import { filterValueProblem, runListQuery } from '../../core/visibility-query';
-import { ApiError, invalid } from '../errors';
+import { runListQuery } from '../../core/visibility-query';
+import { ApiError } from '../errors';
+import { canonicalRepo, checkedTarget } from '../target-filter';
 import { ErrorSchema } from '../schemas';
 
 const QuarantineSchema = Type.Object({
@@ -46,21 +44,6 @@ const QuarantineLiftQuery = Type.Object(
 const SuiteParams = Type.Object({ suiteId: Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'the suite id of the gate file' }) });
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 500: ErrorSchema };
-
-/** A filter's repo the way runs record it (canonical; a relative path from the API's directory); no allow-list: reading starts nothing. */
-function canonicalRepo(repo: string): string {
-  const problem = filterValueProblem(repo);
-  if (problem) throw invalid('repo', problem);
-  const parsed = parseRepoLocation(isLocalPathText(repo) ? resolve(repo) : repo);
-  if (!parsed.ok) throw invalid('repo', parsed.problem);
-  return parsed.canonical;
-}
-
-function checkedTarget(target: string): string {
-  const problem = filterValueProblem(target) ?? branchNameProblem(target);
-  if (problem) throw invalid('target', problem);
-  return target;
-}
 
 const view = (repo: string, target: string, entry: Quarantine) => ({ repo, target, ...entry, logRefs: [...entry.logRefs], links: { landing: `/v1/landings/${entry.landingId}` } });
 
