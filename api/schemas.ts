@@ -170,6 +170,7 @@ export const LandingListSchema = Type.Object({
       branches: Type.Optional(Type.Array(Type.String())),
       phase: Type.Optional(Type.String()),
       outcome: Type.Optional(Type.String()),
+      queuedMs: Type.Optional(Type.Integer({ description: 'time it waited in its target queue so far (every turn added up); absent before it queued' })),
     }),
   ),
 });

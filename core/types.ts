@@ -174,6 +174,8 @@ export interface LandingOutcome {
    * in it, the gate round whose green tree the target moved to, and this landing's commit on the stack.
    */
   batch?: { id: string; members: string[]; round: number; treeSha: string; stackedSha: string };
+  /** Time in the target queue: every turn it waited for (alone or for a batch) added up. */
+  queue?: { waitedMs: number; turns: number };
   /** Batches that named this landing their culprit (it got a fixup round and came back to the queue). */
   culpritIn?: { batchId: string; round: number; treeSha: string; failing: string[] }[];
   /** Red gate results retired by later green ones (both kept in `gates`). */

@@ -8,6 +8,7 @@ import { batchMemberGoneSignal, batchResultSignal } from '../core/messages';
 import { hostQueue } from '../core/queues';
 import { bisectStep } from '../policies/batch';
 import { gateSuite } from './activity-options';
+import { metrics } from './metrics';
 import { pinnedTo } from './pinned';
 
 /**
@@ -36,6 +37,7 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
   const report = async (landingId: string, result: BatchMemberResult) => {
     if (outcome.results[landingId]) return;
     outcome.results[landingId] = result;
+    metrics.batchResult(result.kind);
     // A member that is gone (cancelled, ended) has nobody to tell.
     await getExternalWorkflowHandle(landingId).signal(batchResultSignal, result).catch(() => undefined);
   };

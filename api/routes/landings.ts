@@ -26,6 +26,12 @@ export interface LandingRouteOptions {
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
 
+/** The landing's time in its target queue, from its memo (landings that queued before it was recorded have none). */
+function queuedFor(memo: Record<string, unknown> | undefined): { queuedMs?: number } {
+  const value = memo?.queuedMs;
+  return typeof value === 'number' && Number.isFinite(value) ? { queuedMs: Math.round(value) } : {};
+}
+
 export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = async (app, { client, config }) => {
   app.post(
     '/landings',
@@ -115,6 +121,7 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
           ...(attributes.get(searchAttributes.branch) ? { branches: [...attributes.get(searchAttributes.branch)!] } : {}),
           ...(attributes.get(searchAttributes.phase) ? { phase: attributes.get(searchAttributes.phase) } : {}),
           ...(attributes.get(searchAttributes.outcome) ? { outcome: attributes.get(searchAttributes.outcome) } : {}),
+          ...queuedFor(execution.memo),
         });
         if (landings.length >= limit) break;
       }

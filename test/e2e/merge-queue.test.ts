@@ -129,6 +129,16 @@ describe('merge queue: speculative batches with bisection', () => {
     }
     assertTestedFastForwards(repo, targetValues(repo), greenTrees, 2);
 
+    // Time in the queue: the outcome (the culprit waited twice: its batch, then its own turn), the list API, the metrics.
+    for (const view of goodViews) assert.equal(view.outcome.queue.turns, 1);
+    assert.equal(badView.outcome.queue.turns, 2, 'the culprit waited for two turns');
+    assert.ok(badView.outcome.queue.waitedMs > 0);
+    const listed = await stack.api('GET', `/v1/landings?repo=${encodeURIComponent(repo.url)}&target=main`);
+    const queued = new Map((listed.body.landings as { id: string; queuedMs?: number }[]).map((entry) => [entry.id, entry.queuedMs]));
+    assert.equal(queued.get(bad), badView.outcome.queue.waitedMs, 'the list shows the time in queue');
+    const metrics = await waitFor(async () => (await fetch(`${stack.apiUrl}/metrics`)).text(), (text) => /^tarmac_batch_results_total\{[^}]*result="culprit"[^}]*\} \d+$/m.test(text), 30_000, 'batch results in /metrics');
+    assert.match(metrics, /^tarmac_queue_wait_ms_bucket\{[^}]*how="batch"[^}]*\} \d+$/m, 'time in queue in the metrics');
+
     // Afterwards: nobody waits, and the turns it timed give the next landing an ETA.
     const idle = await stack.api('GET', queuePath);
     assert.deepEqual(idle.body.waiting, []);

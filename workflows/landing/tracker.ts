@@ -73,7 +73,7 @@ export class LandingTracker {
   readonly steps: StepRecord[] = [];
   readonly meters = emptyMeters();
   readonly gates: GateSuiteResult[] = [];
-  facts: Pick<LandingOutcome, 'targetSha' | 'headSha' | 'treeSha' | 'mergedSha' | 'provenance' | 'supersedes' | 'batch' | 'culpritIn'> = {};
+  facts: Pick<LandingOutcome, 'targetSha' | 'headSha' | 'treeSha' | 'mergedSha' | 'provenance' | 'supersedes' | 'batch' | 'culpritIn' | 'queue'> = {};
   readonly sessions: NonNullable<LandingOutcome['sessions']> = [];
   readonly fixLoops: NonNullable<LandingOutcome['fixLoops']> = [];
   readonly reviews: NonNullable<LandingOutcome['reviews']> = [];

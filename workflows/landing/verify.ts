@@ -1,6 +1,7 @@
-import { condition } from '@temporalio/workflow';
+import { condition, patched, upsertMemo } from '@temporalio/workflow';
 import type { BatchTicket } from '../../core/batch-types';
 import { FailureCode } from '../../core/failures';
+import { metrics } from '../metrics';
 import { maxFixupRounds } from './gate';
 import { end, finalAfterMove, go, placed, type LandingContext, type LandingState, type Next } from './context';
 
@@ -54,10 +55,23 @@ export async function queue(ctx: LandingContext, state: LandingState): Promise<N
   ctx.tracker.enter('queue');
   // A culprit that got back here is an ordinary landing again (its place in the line kept).
   state.culprit = undefined;
+  const enteredAt = Date.now();
   await requestAdmission(ctx, state);
   await condition(() => ctx.queue.admitted || ctx.queue.batchResult !== undefined);
+  waited(ctx, Date.now() - enteredAt, ctx.queue.admitted ? 'alone' : 'batch');
   if (ctx.queue.admitted) return go('merge');
   return afterBatch(ctx, state);
+}
+
+/** The history marker of landings that record their time in the queue in their memo (the list API shows it). */
+const queueMemoPatch = 'landing-queue-memo';
+
+/** Time in the queue: the outcome's `queue` (every turn it waited for), the metrics, and the memo the list API reads. */
+function waited({ tracker }: LandingContext, waitedMs: number, how: 'alone' | 'batch'): void {
+  const before = tracker.facts.queue ?? { waitedMs: 0, turns: 0 };
+  tracker.facts.queue = { waitedMs: before.waitedMs + waitedMs, turns: before.turns + 1 };
+  metrics.queueWait(waitedMs, how);
+  if (patched(queueMemoPatch)) upsertMemo({ queuedMs: tracker.facts.queue.waitedMs });
 }
 
 /**
