@@ -138,6 +138,7 @@ describe('merge queue: speculative batches with bisection', () => {
     assert.equal(queued.get(bad), badView.outcome.queue.waitedMs, 'the list shows the time in queue');
     const metrics = await waitFor(async () => (await fetch(`${stack.apiUrl}/metrics`)).text(), (text) => /^tarmac_batch_results_total\{[^}]*result="culprit"[^}]*\} \d+$/m.test(text), 30_000, 'batch results in /metrics');
     assert.match(metrics, /^tarmac_queue_wait_ms_bucket\{[^}]*how="batch"[^}]*\} \d+$/m, 'time in queue in the metrics');
+    assert.match(metrics, /^tarmac_gate_cache_total\{[^}]*status="miss"[^}]*\} \d+$/m, 'gate cache status in the metrics');
 
     // Afterwards: nobody waits, and the turns it timed give the next landing an ETA.
     const idle = await stack.api('GET', queuePath);

@@ -8,6 +8,7 @@ import type { PanelRequest, PanelVerdict } from '../../core/review-types';
 import type { BudgetCommand, ConversationRef, SessionOutcome, SessionRequest } from '../../core/session-types';
 import type { LandingOutcome, LandingRequest, Question } from '../../core/types';
 import { gateSuite } from '../activity-options';
+import { metrics } from '../metrics';
 import type { LandingTracker } from './tracker';
 import { settledText, settleRed, type SettleWith } from './flake';
 import { budgetExhausted, budgetLeft, extendBudget } from '../../policies/budget';
@@ -188,6 +189,7 @@ export async function runGate(ctx: LandingStepContext, pinned: string, gate: Gat
       (value) => `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}${value.cache ? `; GATE_CACHE=${value.cache}` : ''}`,
     );
     tracker.addGate({ ...result, round });
+    if (result.cache) metrics.gateCache(result.cache);
   }
   if (settle) await settleRed(ctx, pinned, gate, round, commitSha, treeSha, settle);
   return gateVerdict(
