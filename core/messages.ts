@@ -1,5 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { BatchMemberResult, BatchTicket } from './batch-types';
+import type { BatchMemberResult, BatchOutcome, BatchTicket } from './batch-types';
 import type { ReportedRunEvent, RunEventsPage } from './events';
 import type { NightlyStatusView } from './nightly-types';
 import type { PanelVerdict } from './review-types';
@@ -29,6 +29,15 @@ export const admissionRequestSignal = defineSignal<[{ landingId: string }]>('req
 export const admitUpdate = defineUpdate<{ admitted: boolean; seq?: number }, [AdmitRequest]>('admit');
 /** A batch → its member landing: landed in the batch, its culprit, or to go on alone (core/batch-types.ts). */
 export const batchResultSignal = defineSignal<[BatchMemberResult]>('batchResult');
+/** A speculative batch while it runs: what it does now, its members, the rounds gated and merges made so far, the results told. */
+export const batchStatusQuery = defineQuery<BatchStatusView>('status');
+export interface BatchStatusView {
+  state: 'stacking' | 'gating' | 'merging' | 'done';
+  members: string[];
+  rounds: BatchOutcome['rounds'];
+  merges: BatchOutcome['merges'];
+  results: BatchOutcome['results'];
+}
 /** Target queue → its batch in flight: a member ended (cancelled, failed) and must not be merged. */
 export const batchMemberGoneSignal = defineSignal<[{ landingId: string }]>('memberGone');
 /** Target queue → landing: your turn to merge. */

@@ -4,7 +4,7 @@ import type { StackedMember } from '../activities/batch';
 import type { BatchMember, BatchMemberResult, BatchOutcome, BatchRequest, BatchRound } from '../core/batch-types';
 import { FailureCode } from '../core/failures';
 import { defaultRunnerImage, suiteTimeoutMs, type GateFile } from '../core/gate-file';
-import { batchMemberGoneSignal, batchResultSignal } from '../core/messages';
+import { batchMemberGoneSignal, batchResultSignal, batchStatusQuery, type BatchStatusView } from '../core/messages';
 import { hostQueue } from '../core/queues';
 import { bisectStep } from '../policies/batch';
 import { gateSuite } from './activity-options';
@@ -34,6 +34,8 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
   // Members that ended while the batch runs (cancelled, failed: the queue forwards their release): never merged.
   const gone = new Set<string>();
   setHandler(batchMemberGoneSignal, ({ landingId }) => void gone.add(landingId));
+  const progress: { state: BatchStatusView['state'] } = { state: 'stacking' };
+  setHandler(batchStatusQuery, () => ({ state: progress.state, members: request.members.map((member) => member.landingId), rounds: [...outcome.rounds], merges: [...outcome.merges], results: { ...outcome.results } }));
   const report = async (landingId: string, result: BatchMemberResult) => {
     if (outcome.results[landingId]) return;
     outcome.results[landingId] = result;
@@ -42,7 +44,7 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
     await getExternalWorkflowHandle(landingId).signal(batchResultSignal, result).catch(() => undefined);
   };
   try {
-    await stackGateMerge(request, host, outcome, report, gone);
+    await stackGateMerge(request, host, outcome, report, gone, progress);
   } catch (error) {
     // Cancelled (by an operator) or failed: what merged stays merged; the rest go on alone.
     log.warn('batch failed', { batchId, error: String(error) });
@@ -53,6 +55,7 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
       for (const member of request.members) await report(member.landingId, { kind: 'retry', batchId, reason: outcome.summary || 'the batch ended before deciding about it' });
       await host['capsule.cleanupRun']({ runId: batchId }).catch((error: unknown) => log.warn('batch cleanup failed', { batchId, error: String(error) }));
     });
+    progress.state = 'done';
   }
   if (!outcome.summary) {
     const landed = Object.values(outcome.results).filter((result) => result.kind === 'landed').length;
@@ -67,7 +70,7 @@ type Report = (landingId: string, result: BatchMemberResult) => Promise<void>;
 /** A round or merge given up because a member of its prefix ended meanwhile: the stack is built again without it. */
 const memberGone = Symbol('member gone');
 
-async function stackGateMerge(request: BatchRequest, host: Activities, outcome: BatchOutcome, report: Report, gone: Set<string>): Promise<void> {
+async function stackGateMerge(request: BatchRequest, host: Activities, outcome: BatchOutcome, report: Report, gone: Set<string>, progress: { state: BatchStatusView['state'] }): Promise<void> {
   const { repo, target, hostId } = request;
   const { batchId } = outcome;
   let onto = await host['capsule.currentTarget']({ repo, target });
@@ -82,14 +85,17 @@ async function stackGateMerge(request: BatchRequest, host: Activities, outcome: 
   while (pending.length > 0) {
     pending = pending.filter((member) => !gone.has(member.landingId));
     if (pending.length === 0) return;
+    progress.state = 'stacking';
     const { stacked, left } = await host['capsule.stackBatch']({ batchId, onto, members: pending });
     for (const entry of left) await report(entry.landingId, { kind: 'retry', batchId, reason: entry.reason });
     if (stacked.length === 0) return;
+    progress.state = 'gating';
     const decided = await whileAllThere(gone, stacked, () => bisect(request, gate, stacked, outcome));
     if (decided === memberGone) continue;
     if (decided.green > 0) {
       const prefix = stacked.slice(0, decided.green);
       if (prefix.some((member) => gone.has(member.landingId))) continue;
+      progress.state = 'merging';
       const merged = await mergePrefix(request, host, gate, outcome, onto, prefix, report);
       if (!merged) return;
       onto = merged;

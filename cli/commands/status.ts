@@ -28,8 +28,12 @@ export async function statusCommand(args: string[], context: CliContext): Promis
   if (isFixOutcome(run.result)) lines.push(...fixOutcomeLines(run.result));
   else if (isPanelVerdict(run.result)) lines.push(...verdictLines(run.result));
   else if (isBatchOutcome(run.result)) lines.push(...batchOutcomeLines(run.result));
-  // A batch keeps no journal: its members' landings and their target's queue show it in flight.
-  else if (run.workflowStatus === 'RUNNING' && run.type === 'mergeBatch') lines.push('  in flight: `tarmac queue <repo> <target>` shows it and its members');
+  // A batch keeps no journal: its status query says what it does; its target's queue shows the line behind it.
+  else if (run.workflowStatus === 'RUNNING' && run.type === 'mergeBatch') {
+    const status = run.status as { state?: string; rounds?: unknown[]; members?: string[] } | null;
+    const now = status?.state ? `: ${status.state}, ${status.rounds?.length ?? 0} round(s) gated, ${status.members?.length ?? 0} member(s)` : '';
+    lines.push(`  in flight${now}; \`tarmac queue <repo> <target>\` shows the line behind it`);
+  }
   else if (run.workflowStatus === 'RUNNING') lines.push(`  follow it with: tarmac watch ${run.id}`);
   writeLines(context.stdout, lines);
   return ExitCode.ok;

@@ -189,6 +189,7 @@ describe('merge queue: speculative batches with bisection', () => {
       120_000,
       'the bisection’s second round (two features: 5 s) to run',
     );
+    const running = await stack.api('GET', `/v1/runs/${encodeURIComponent(batchId)}`);
     await stack.killWorker('SIGKILL');
     // The round's container outlives the worker: the kill came while the batch was still bisecting.
     const still = await stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${batchId}`], status: ['running'] }) });
@@ -201,6 +202,10 @@ describe('merge queue: speculative batches with bisection', () => {
     assert.equal(badView.outcome.status, 'landed', badView.outcome.summary);
     const batch = (await stack.client.workflow.getHandle(batchId).result()) as BatchOutcome;
     assert.deepEqual(batch.rounds.map((round) => `${round.prefix}:${round.green ? 'green' : 'red'}`), ['4:red', '2:green', '3:green'], 'the same bisection as without the kill');
+    assert.equal(running.body.type, 'mergeBatch');
+    assert.equal(running.body.status.state, 'gating', 'the batch said what it did while it ran (GET /v1/runs/:id)');
+    assert.deepEqual(new Set(running.body.status.members), new Set([...good, bad]));
+    assert.equal(running.body.status.rounds[0].prefix, 4, 'its first round (the whole stack) was done');
     assert.equal(batch.results[bad]?.kind, 'culprit');
     assert.equal(batch.merges.length, 1);
     for (const view of goodViews) assert.equal(view.outcome.batch.id, batchId);
