@@ -43,7 +43,8 @@ const QuarantineLiftQuery = Type.Object(
 
 const SuiteParams = Type.Object({ suiteId: Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'the suite id of the gate file' }) });
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 500: ErrorSchema };
+// 431: a request line or headers larger than the server accepts (a long repo in the query or path).
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 431: ErrorSchema, 500: ErrorSchema };
 
 const view = (repo: string, target: string, entry: Quarantine) => ({ repo, target, ...entry, logRefs: [...entry.logRefs], links: { landing: `/v1/landings/${entry.landingId}` } });
 

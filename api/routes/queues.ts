@@ -39,7 +39,8 @@ const QueueParams = Type.Object({
   target: Type.String({ minLength: 1, maxLength: 255, description: 'the target branch, URL-encoded' }),
 });
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 500: ErrorSchema };
+// 431: a request line or headers larger than the server accepts (a long repo in the query or path).
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 431: ErrorSchema, 500: ErrorSchema };
 
 /** The queue's answer as the view reads it: the ETA of each waiting landing from the queue's recent turns. */
 export function queueView(repo: string, target: string, queueId: string, status: QueueStatusView | undefined, now: number) {
