@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -124,12 +124,19 @@ describe('security: the tool gateway never leaves the workspace', { timeout: 300
     // The agent (the container's user) reaches it: every other test here goes through it.
     assert.equal((await tool('read_file', { path: 'src/app.js' })).isError, false);
     if (!isRoot) return t.skip('needs root to try another local uid');
+    // The other user runs a node it can execute: the tests' own may sit in root's private cache (setup's Node 24).
+    const nodeDir = mkdtempSync(join(tmpdir(), 'tarmac-other-node-'));
+    chmodSync(nodeDir, 0o755);
+    const otherNode = join(nodeDir, 'node');
+    copyFileSync(process.execPath, otherNode);
+    chmodSync(otherNode, 0o755);
     const other = await new Promise<string>((done) => {
-      const child = spawn(process.execPath, ['-e', `require('net').connect(${JSON.stringify(gateway.socketPath)}).on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })`], { uid: 4242, gid: 4242, stdio: ['ignore', 'pipe', 'ignore'] });
+      const child = spawn(otherNode, ['-e', `require('net').connect(${JSON.stringify(gateway.socketPath)}).on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })`], { uid: 4242, gid: 4242, stdio: ['ignore', 'pipe', 'ignore'] });
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       child.on('close', () => done(out.trim()));
     });
+    rmSync(nodeDir, { recursive: true, force: true });
     assert.equal(other, 'EACCES', 'another local user cannot connect to the gateway');
   });
 
