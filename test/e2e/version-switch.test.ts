@@ -92,7 +92,8 @@ describe('version switch: runs in flight across a worker on changed workflow cod
       assert.equal(view.outcome.status, 'landed', `${id}: ${view.outcome.summary}`);
       assert.equal(branchHead(repo.path, 'main'), view.outcome.mergedSha);
       assert.equal(branchHead(repo.path, branch), view.outcome.heads[0].sha, `${branch} is what was landed`);
-      assert.deepEqual(await patchMarkers(id), [], `${id} ran the old branch: no marker`);
+      // (Other patches of today's code — e.g. the queue memo — mark every run that passes them; this test is about its own.)
+      assert.deepEqual((await patchMarkers(id)).filter((marker) => marker === versionSwitchPatch), [], `${id} ran the old branch: no marker`);
       assert.equal((await memoOf(id)).versionSwitch, undefined, `${id} ran the old branch: no memo`);
     }
 
@@ -104,7 +105,7 @@ describe('version switch: runs in flight across a worker on changed workflow cod
     const started = await land(fresh.url, 'feature/new');
     const view = await landingFinished(stack, started, 180_000);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
-    assert.deepEqual(await patchMarkers(started), [versionSwitchPatch]);
+    assert.deepEqual((await patchMarkers(started)).filter((marker) => marker === versionSwitchPatch), [versionSwitchPatch]);
     assert.equal((await memoOf(started)).versionSwitch, newBranchMemo);
     assert.equal(await nondeterminismFailures(started), 0);
   });
