@@ -1,3 +1,4 @@
+import type { Quarantine } from '../core/quarantine';
 /**
  * A small typed client of the Tarmac REST API over the global `fetch`.
  * Every error becomes a `CliError` whose message a user can act on.
@@ -53,17 +54,7 @@ export interface FixCreate {
 }
 
 /** A suite quarantined on a target (GET /v1/quarantines). */
-export interface QuarantineView {
-  repo: string;
-  target: string;
-  suiteId: string;
-  since: string;
-  until: string;
-  settled: 'flaky' | 'pre-existing';
-  landingId: string;
-  treeSha: string;
-  logRefs: string[];
-}
+export type QuarantineView = Quarantine & { repo: string; target: string };
 
 export interface RunCreated {
   id: string;

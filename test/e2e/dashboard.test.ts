@@ -178,6 +178,8 @@ describe('the dashboard in a real browser against the real stack', () => {
     const red = page.locator('tr[data-gate="test#1"]');
     const green = page.locator('tr[data-gate="test#2"]');
     await green.waitFor();
+    // The outcome's lineage may render a moment after the green round: wait for it, then read the row.
+    await page.locator('tr[data-gate="test#1"][data-markers*="superseded"]').waitFor({ timeout: 30_000 });
     assert.equal(await red.getAttribute('data-status'), 'failed');
     assert.match((await red.getAttribute('data-markers')) ?? '', /superseded/);
     assert.match(await red.innerText(), /by round 2/);
