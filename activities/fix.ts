@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { durationPattern } from '../core/duration';
@@ -148,6 +148,32 @@ async function playbookPatch(workspace: string, playbooks: Playbook[], output: s
   }
 }
 
+/** The trailer of a playbook commit that names the activity (workflow run and activity id) that made it. */
+const playbookTrailer = 'Tarmac-Playbook-Step';
+
+/** The calling activity's retry-stable key and attempt; undefined outside a workflow's activity (tests calling it directly). */
+function activityStep(): { key: string; attempt: number } | undefined {
+  let info: ReturnType<typeof Context.current>['info'];
+  try {
+    info = Context.current().info;
+  } catch {
+    return undefined;
+  }
+  const run = info.workflowExecution;
+  return run ? { key: `${run.workflowId}/${run.runId}/${info.activityId}`, attempt: info.attempt } : undefined;
+}
+
+/** What an earlier attempt of this very activity committed at HEAD, read back; null when HEAD is not its commit. */
+async function playbookCommitAt(workspace: string, key: string): Promise<{ playbookId: string; summary: string; files: string[] } | null> {
+  const git = automationGit(workspace);
+  const message = await git.raw(['log', '-1', '--format=%B', 'HEAD']);
+  if (!message.split('\n').some((line) => line.trim() === `${playbookTrailer}: ${key}`)) return null;
+  const subject = /^tarmac playbook (\S+): (.*)$/m.exec(message);
+  if (!subject) return null;
+  const files = (await git.raw(['diff-tree', '--no-commit-id', '--name-only', '-r', 'HEAD'])).split('\n').filter(Boolean);
+  return { playbookId: subject[1]!, summary: subject[2]!, files };
+}
+
 export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; recipesDir?: string }) {
   return {
     /** The fix-loop limits of recipes/playbooks.json. */
@@ -164,6 +190,15 @@ export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; 
      */
     applyPlaybook: async ({ runId, logRef, make = null, recipe }: { runId: string; logRef: string; make?: MakeDatabase | null; recipe?: unknown }): Promise<{ playbookId: string; summary: string; files: string[] } | null> => {
       const workspace = runPaths(dataDir, runId).worktree;
+      const git = automationGit(workspace);
+      // A retry (the worker died mid-call) must not apply the edit twice: the commit names the
+      // activity that made it, and a half-written attempt (files written, no commit) is undone first.
+      const step = activityStep();
+      if (step) {
+        const done = await playbookCommitAt(workspace, step.key);
+        if (done) return done;
+        if (step.attempt > 1) await git.raw(['reset', '-q', '--hard', 'HEAD']);
+      }
       const output = untimestamped(await readFile(join(dataDir, logRef), 'utf8').catch(() => ''));
       const { playbooks } = recipe === undefined ? loadPlaybooks(recipesDir) : playbooksFrom(recipe);
       const found = await playbookPatch(workspace, playbooks, output, make);
@@ -191,9 +226,9 @@ export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; 
         written.set(path, after);
       }
       for (const [path, content] of written) await writeFileNoFollow(workspace, path, content);
-      const git = automationGit(workspace);
       await git.raw(['add', '--', ...paths]);
-      await git.raw(['-c', 'user.name=tarmac-playbook', '-c', 'user.email=playbook@tarmac.invalid', 'commit', '-q', '-m', `tarmac playbook ${patch.playbookId}: ${patch.summary}`]);
+      const message = `tarmac playbook ${patch.playbookId}: ${patch.summary}${step ? `\n\n${playbookTrailer}: ${step.key}` : ''}`;
+      await git.raw(['-c', 'user.name=tarmac-playbook', '-c', 'user.email=playbook@tarmac.invalid', 'commit', '-q', '-m', message]);
       return { playbookId: patch.playbookId, summary: patch.summary, files: paths };
     },
 

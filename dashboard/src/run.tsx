@@ -298,7 +298,7 @@ export function RunPage({ id }: { id: string }) {
 
           <Section id="steps" title="Steps">
             <ol class="steps" data-testid="steps">
-              {stepGraph(landing, events).map((step) => (
+              {stepGraph({ ...landing, outcome }, events).map((step) => (
                 <li data-step={step.name} data-status={step.status} data-markers={step.markers.join(' ')} class={`step step-${step.status}`}>
                   <span class="step-name">
                     {step.kind} {step.subject ? <code>{step.subject}</code> : <code>{step.name}</code>}

@@ -16,6 +16,21 @@ import { testToken, waitFor } from '../helpers/stack';
 
 /** Where scripts/fetch-test-server.sh (run by setup) puts the JVM build of Temporal's time-skipping test server. */
 const testServer = process.env.TARMAC_TEST_SERVER ?? join(process.env.TARMAC_CACHE_DIR ?? join(homedir(), '.cache', 'tarmac'), 'temporal-test-server-1.31.0', 'temporal-test-server');
+/**
+ * The time-skipping test server. The SDK gives it a fixed 5 s to accept connections and then kills
+ * it; on a loaded 2-core machine (a CI run) its start has taken longer. A start that timed out is
+ * tried again (each failed start's process is killed by the SDK); any other error is thrown at once.
+ */
+async function timeSkippingEnvironment(attempts = 3): Promise<TestWorkflowEnvironment> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: testServer } } });
+    } catch (error) {
+      if (attempt >= attempts || !/did not start within/.test(String((error as Error).message))) throw error;
+      console.warn(`[long-waits] the test server did not start in the SDK's 5 s (attempt ${attempt} of ${attempts}); starting it again`);
+    }
+  }
+}
 const hasTestServer = (() => {
   try {
     accessSync(testServer, constants.X_OK);
@@ -63,7 +78,7 @@ describe('multi-hour waits (time skipped): a question waits for hours at no cost
     cpSync(defaultRecipesDir, recipesDir, { recursive: true });
     // A fixer that writes FIXED=1 (the gate wants 2) and reports 600 tokens a session.
     writeFileSync(join(scenariosDir, 'write-1-spend-600.json'), JSON.stringify({ edits: [{ file: 'FIXED', replace: '1\n' }], reportUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0 } }));
-    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: testServer } } });
+    env = await timeSkippingEnvironment();
     // The Tarmac* search attributes, as `tarmac dev` registers them on its dev server.
     const types: Record<string, number> = { Keyword: 2, KeywordList: 7 };
     await env.connection.operatorService.addSearchAttributes({
