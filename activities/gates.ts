@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -12,6 +11,7 @@ import { createStepContainerAhead, labelKeys, removeRunContainers, removeStepCon
 import { createGateCache, type GateCacheLookup } from './gate-cache';
 import { containerUser, gitArgs, handToContainerUser } from './git';
 import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
+import { leanPipe } from './lean-spawn';
 
 export interface GateActivityDeps {
   dataDir: string;
@@ -51,28 +51,13 @@ export interface RunGateSuiteInput {
  */
 export const gateSandboxVersion = 'gate-sandbox-1';
 
-async function run(command: string, args: string[], options: { cwd?: string; input?: NodeJS.ReadableStream } = {}): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, stdio: ['pipe', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    if (options.input) options.input.pipe(child.stdin);
-    else child.stdin.end();
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${stderr.trim()}`))));
-  });
-}
-
 /** Writes the exact tree of a commit into a fresh directory (no .git, nothing else). */
 export async function exportTree(repository: string, commitSha: string, dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  const archive = spawn('git', gitArgs(repository, 'archive', '--format=tar', commitSha), { stdio: ['ignore', 'pipe', 'inherit'] });
-  const archived = new Promise<void>((resolve, reject) => {
-    archive.on('error', reject);
-    archive.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`git archive ${commitSha} exited ${code}`))));
-  });
-  await Promise.all([run('tar', ['-x', '-C', dir], { input: archive.stdout }), archived]);
+  const [archive, tar] = await leanPipe({ command: 'git', args: gitArgs(repository, 'archive', '--format=tar', commitSha) }, { command: 'tar', args: ['-x', '-C', dir], stdout: 'ignore' });
+  if (archive.code !== 0) throw new Error(`git archive ${commitSha} exited ${archive.code}: ${archive.stderr.toString('utf8').trim()}`);
+  if (tar.code !== 0) throw new Error(`tar -x -C ${dir} exited ${tar.code}: ${tar.stderr.toString('utf8').trim()}`);
 }
 
 /** A suite's environment apart from the tree's own SHA (which is the cache key's tree). */

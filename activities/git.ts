@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { access, mkdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { simpleGit, type SimpleGit } from 'simple-git';
 import { failure, FailureCode } from '../core/failures';
+import { leanRun } from './lean-spawn';
 import { gitProtocolOf, gitProtocolSettings, gitTransportEnv, gitTransportSettings, parseRepoLocation, redactCredentials } from '../core/repo-location';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
 import type { BranchHead } from '../core/types';
@@ -19,16 +18,16 @@ import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-stor
  */
 const automationSettings = ['rerere.enabled=false', 'advice.detachedHead=false', 'core.hooksPath=/dev/null', 'core.fsmonitor=false'];
 
-/** `git` argv prefix with the automation settings, for commands run without simple-git (pipes). */
+/** `git` argv prefix with the automation settings (every host git command starts with it). */
 export function gitArgs(baseDir: string, ...args: string[]): string[] {
   return [...automationSettings.flatMap((setting) => ['-c', setting]), '-C', baseDir, ...args];
 }
 
 /**
  * Git for automation in repositories the worker made (the mirror, run workspaces): one `git`
- * process per call with the settings above, no shell. Spawned directly rather than through
- * simple-git, whose task queue and plugins cost about as much again as the process itself (a
- * landing runs a few dozen of these). A failure throws with git's own message (stderr).
+ * process per call with the settings above, no shell, started by the spawn helper
+ * (activities/lean-spawn.ts: a fork of the worker costs 6–25 ms, the helper's ~1 ms; a landing
+ * runs a few dozen of these). A failure throws with git's own message (stderr).
  */
 export interface AutomationGit {
   /** stdout of `git <args>`. */
@@ -62,60 +61,48 @@ export interface CatFileObject {
  * Resolves and reads several objects with one `git cat-file --batch` process (names like
  * `<sha>^{commit}` or `<sha>:<path>`): one process where a lookup each would be several.
  */
-export function catFileBatch(baseDir: string, names: string[]): Promise<(CatFileObject | null)[]> {
-  return new Promise((resolve, reject) => {
-    if (names.some((name) => /[\n\r]/.test(name))) return reject(new Error('cat-file: an object name has a line break'));
-    const child = spawn('git', gitArgs(baseDir, 'cat-file', '--batch'), { stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(stderr.trim() || `git cat-file --batch exited ${code ?? 'on a signal'}`));
-      const data = Buffer.concat(out);
-      const objects: (CatFileObject | null)[] = [];
-      let at = 0;
-      for (let index = 0; index < names.length; index += 1) {
-        const end = data.indexOf(0x0a, at);
-        if (end < 0) return reject(new Error('git cat-file --batch: output ended early'));
-        const header = data.subarray(at, end).toString('utf8');
-        at = end + 1;
-        // "<oid> <type> <size>", or "<name> missing" / "<name> ambiguous".
-        const [oid, type, size] = header.split(' ');
-        if (!oid || !type || size === undefined || !/^\d+$/.test(size)) {
-          objects.push(null);
-          continue;
-        }
-        objects.push({ oid, type, content: data.subarray(at, at + Number(size)) });
-        at += Number(size) + 1;
-      }
-      resolve(objects);
-    });
-    child.stdin.end(names.map((name) => `${name}\n`).join(''));
-  });
+export async function catFileBatch(baseDir: string, names: string[]): Promise<(CatFileObject | null)[]> {
+  if (names.some((name) => /[\n\r]/.test(name))) throw new Error('cat-file: an object name has a line break');
+  const { code, stdout: data, stderr } = await leanRun({ command: 'git', args: gitArgs(baseDir, 'cat-file', '--batch'), input: names.map((name) => `${name}\n`).join('') });
+  if (code !== 0) throw new Error(stderr.toString('utf8').trim() || `git cat-file --batch exited ${code ?? 'on a signal'}`);
+  const objects: (CatFileObject | null)[] = [];
+  let at = 0;
+  for (let index = 0; index < names.length; index += 1) {
+    const end = data.indexOf(0x0a, at);
+    if (end < 0) throw new Error('git cat-file --batch: output ended early');
+    const header = data.subarray(at, end).toString('utf8');
+    at = end + 1;
+    // "<oid> <type> <size>", or "<name> missing" / "<name> ambiguous".
+    const [oid, type, size] = header.split(' ');
+    if (!oid || !type || size === undefined || !/^\d+$/.test(size)) {
+      objects.push(null);
+      continue;
+    }
+    objects.push({ oid, type, content: data.subarray(at, at + Number(size)) });
+    at += Number(size) + 1;
+  }
+  return objects;
 }
 
-function runGit(baseDir: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('git', gitArgs(baseDir, ...args), { stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code === 0) return resolve(Buffer.concat(out).toString('utf8'));
-      const stderr = Buffer.concat(err).toString('utf8').trim();
-      reject(new Error(stderr || `git ${args[0] ?? ''} exited ${code ?? 'on a signal'}`));
-    });
-  });
+async function runGit(baseDir: string, args: string[]): Promise<string> {
+  const { code, stdout, stderr } = await leanRun({ command: 'git', args: gitArgs(baseDir, ...args) });
+  if (code === 0) return stdout.toString('utf8');
+  throw new Error(stderr.toString('utf8').trim() || `git ${args[0] ?? ''} exited ${code ?? 'on a signal'}`);
+}
+
+/** Git for the commands that talk to a run's origin (originGit): fetch, ls-remote, push. */
+export interface OriginGit {
+  /** stdout of `git <args>`; a failure throws with what git said (stderr, then stdout). */
+  raw(args: string[]): Promise<string>;
+  /** stdout of `git ls-remote <args>`. */
+  listRemote(args: string[]): Promise<string>;
+  /** `git rev-parse <args>`, trimmed. */
+  revparse(args: string[]): Promise<string>;
 }
 
 /**
  * The worker's environment for git that talks to an origin: without the variables that make git
- * run another program (editor, pager, askpass, ssh, config paths) — simple-git refuses them, a
- * fetch or push needs none, and npm sets EDITOR for its scripts — and without `GIT_*` but the
+ * run another program (editor, pager, askpass, ssh, config paths) — a fetch or push needs none, and npm sets EDITOR for its scripts — and without `GIT_*` but the
  * certificate settings an operator may need for https.
  */
 const programVariables = /^(editor|visual|pager|prefix|ssh_askpass|git_.*)$/i;
@@ -131,17 +118,21 @@ const environmentForGit = (): Record<string, string> => ({
  * ssh in batch mode. The location was canonicalised by the API; a location that does not parse
  * is refused here too.
  */
-export function originGit(baseDir: string, repo: string): SimpleGit {
+export function originGit(baseDir: string, repo: string): OriginGit {
   const parsed = parseRepoLocation(repo);
   if (!parsed.ok) throw failure(FailureCode.repoUnreachable, `repository location refused: ${parsed.problem}`);
   const protocols = [gitProtocolOf(parsed.location)];
   const { GIT_TERMINAL_PROMPT, GIT_SSH_COMMAND } = gitTransportEnv(protocols, process.env.GIT_SSH_COMMAND);
-  return simpleGit({
-    baseDir,
-    config: [...automationSettings, ...gitTransportSettings, ...gitProtocolSettings(protocols)],
-    allowEnvironment: ['GIT_TERMINAL_PROMPT', 'GIT_SSH_COMMAND', ...certificateVariables],
-    unsafe: { allowUnsafeHooksPath: true, allowUnsafeFsMonitor: true, allowUnsafeProtocolOverride: true, allowUnsafeSshCommand: true },
-  }).env({ ...environmentForGit(), GIT_TERMINAL_PROMPT, GIT_SSH_COMMAND });
+  const settings = [...automationSettings, ...gitTransportSettings, ...gitProtocolSettings(protocols)].flatMap((setting) => ['-c', setting]);
+  const env = { ...environmentForGit(), GIT_TERMINAL_PROMPT, GIT_SSH_COMMAND };
+  const raw = async (args: string[]) => {
+    const { code, stdout, stderr } = await leanRun({ command: 'git', args: [...settings, '-C', baseDir, ...args], env });
+    if (code === 0) return stdout.toString('utf8');
+    // Both streams: a push's refusal is on stdout (--porcelain), the transport's complaint on stderr.
+    const said = [stderr.toString('utf8').trim(), stdout.toString('utf8').trim()].filter(Boolean).join('\n');
+    throw new Error(said || `git ${args[0] ?? ''} exited ${code ?? 'on a signal'}`);
+  };
+  return { raw, listRemote: (args) => raw(['ls-remote', ...args]), revparse: async (args) => (await raw(['rev-parse', ...args])).trim() };
 }
 
 /** The uid:gid agents and gate suites run as when the worker is root (the images' `tarmac` user). */
@@ -155,12 +146,9 @@ export function containerUser(): { uid: number; gid: number } {
 /** Hands a directory to the containers' user (only needed, and only possible, as root). */
 export async function handToContainerUser(path: string): Promise<void> {
   if (process.getuid?.() !== 0) return;
-  await new Promise<void>((resolve, reject) => {
-    // -h: a link (committed in a branch, or made by an agent) is changed itself, never its target.
-    const child = spawn('chown', ['-R', '-h', `${agentUser.uid}:${agentUser.gid}`, path], { stdio: 'ignore' });
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`chown ${path} exited ${code}`))));
-  });
+  // -h: a link (committed in a branch, or made by an agent) is changed itself, never its target.
+  const { code } = await leanRun({ command: 'chown', args: ['-R', '-h', `${agentUser.uid}:${agentUser.gid}`, path], stdout: 'ignore', stderr: 'ignore' });
+  if (code !== 0) throw new Error(`chown ${path} exited ${code}`);
 }
 
 /** Paths `headSha` changes relative to `targetSha`. `--no-renames`: a rename lists both its paths. */
@@ -216,11 +204,7 @@ function fetchFailure(repo: string, error: Error): Error {
 }
 
 export async function gitExitCode(baseDir: string, args: string[]): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const child = spawn('git', gitArgs(baseDir, ...args), { stdio: 'ignore' });
-    child.on('error', reject);
-    child.on('close', (code) => resolve(code ?? 1));
-  });
+  return (await leanRun({ command: 'git', args: gitArgs(baseDir, ...args), stdout: 'ignore', stderr: 'ignore' })).code ?? 1;
 }
 
 /**

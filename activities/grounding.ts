@@ -5,7 +5,6 @@
  * host. Make's database (`make -p`, which sees included makefiles) can only come from make itself:
  * it runs in the runner container on an export of that head, network none, like a gate suite.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, open, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import { labelKeys, runStepContainer } from './containers';
 import { exportTree } from './gates';
 import { catFileBatch, containerUser, gitArgs, handToContainerUser } from './git';
 import { mirrorPath, recordInManifest, runPaths } from './run-store';
+import { leanRun } from './lean-spawn';
 
 /** Most regular files listed in the facts (a workflow carries them). */
 export const maxFactFiles = 5_000;
@@ -33,27 +33,17 @@ export interface TreeEntry {
 }
 
 /** Every blob of a commit's tree, with its mode and size (`git ls-tree -r -l -z`). */
-export function treeEntries(repository: string, commit: string): Promise<TreeEntry[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('git', gitArgs(repository, 'ls-tree', '-r', '-l', '-z', '--full-tree', commit), { stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(stderr.trim() || `git ls-tree exited ${code}`));
-      const entries = Buffer.concat(out)
-        .toString('utf8')
-        .split('\0')
-        .filter(Boolean)
-        .flatMap((record) => {
-          const match = /^(\d+) (\w+) [0-9a-f]+\s+(-|\d+)\t(.*)$/s.exec(record);
-          return match && match[2] === 'blob' ? [{ mode: match[1]!, size: match[3] === '-' ? 0 : Number(match[3]), path: match[4]! }] : [];
-        });
-      resolve(entries);
+export async function treeEntries(repository: string, commit: string): Promise<TreeEntry[]> {
+  const { code, stdout, stderr } = await leanRun({ command: 'git', args: gitArgs(repository, 'ls-tree', '-r', '-l', '-z', '--full-tree', commit) });
+  if (code !== 0) throw new Error(stderr.toString('utf8').trim() || `git ls-tree exited ${code}`);
+  return stdout
+    .toString('utf8')
+    .split('\0')
+    .filter(Boolean)
+    .flatMap((record) => {
+      const match = /^(\d+) (\w+) [0-9a-f]+\s+(-|\d+)\t(.*)$/s.exec(record);
+      return match && match[2] === 'blob' ? [{ mode: match[1]!, size: match[3] === '-' ? 0 : Number(match[3]), path: match[4]! }] : [];
     });
-  });
 }
 
 /** Regular files (not links, not submodules). */

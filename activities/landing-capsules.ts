@@ -36,9 +36,39 @@ export interface FastForwardInput {
   headSha: string;
 }
 
+/** What verify reads from git: facts of two commits, so the same whenever they are read. */
+interface VerifyFacts {
+  commitsOver: string;
+  trees: Awaited<ReturnType<typeof catFileBatch>>;
+  ancestry: number;
+  gateFacts: GateFileFacts;
+  markerDiff: string;
+}
+
+/** Most verify reads begun ahead and not yet taken (each is taken once; the oldest go first). */
+const maxFactsAhead = 64;
+
 /** Capsules of a landing that work in its run workspace (`runs/<id>/worktree`). */
 export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; hostId: string }) {
   const workspaceGit = (runId: string) => automationGit(runPaths(dataDir, runId).worktree);
+
+  /** Every fact verify checks, read on exactly the two SHAs; the reads are independent, so side by side. */
+  const readVerifyFacts = async (runId: string, targetSha: string, headSha: string): Promise<VerifyFacts> => {
+    const git = workspaceGit(runId);
+    const worktree = runPaths(dataDir, runId).worktree;
+    const [commitsOver, trees, ancestry, gateFacts, markerDiff] = await Promise.all([
+      git.raw(['rev-list', '--count', `${targetSha}..${headSha}`]),
+      catFileBatch(worktree, [`${headSha}^{tree}`, `${targetSha}^{tree}`]),
+      gitExitCode(worktree, ['merge-base', '--is-ancestor', targetSha, headSha]),
+      gateFileFactsIn(git, targetSha, headSha),
+      // Only the files whose changes add or remove a conflict marker line (-G), zero context, no diff drivers.
+      git.raw(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', '-U0', '-G^(<{7}|>{7}|[|]{7})( |$)|^={7}$', targetSha, headSha]),
+    ]);
+    return { commitsOver, trees, ancestry, gateFacts, markerDiff };
+  };
+  /** Verify reads begun while the gate runs (readVerifyFactsAhead), by run and the two SHAs. */
+  const factsAhead = new Map<string, Promise<VerifyFacts>>();
+  const factsKey = (runId: string, targetSha: string, headSha: string) => `${runId}\0${targetSha}\0${headSha}`;
 
   return {
     /** Creates the run's workspace at the target head (the rebase builds on it) and records it in the manifest. */
@@ -97,23 +127,36 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
     },
 
     /**
+     * Begins verify's reads of two SHAs now (the placement, once the first rebase is done), so
+     * that verify finds them read when the gate is over. Not awaited; taken once by verify in
+     * this process (a verify elsewhere reads them itself).
+     */
+    readVerifyFactsAhead: ({ runId, targetSha, headSha }: { runId: string; targetSha: string; headSha: string }): void => {
+      const key = factsKey(runId, targetSha, headSha);
+      if (factsAhead.has(key)) return;
+      for (const oldest of factsAhead.keys()) {
+        if (factsAhead.size < maxFactsAhead) break;
+        factsAhead.delete(oldest);
+      }
+      const reading = readVerifyFacts(runId, targetSha, headSha);
+      reading.catch(() => factsAhead.delete(key));
+      factsAhead.set(key, reading);
+    },
+
+    /**
      * The last mechanical check before merge: the landing adds commits, changes the
      * tree, descends from the target, dropped no patch, leaves the gate file as the
      * target has it or as an operator approved it, and every declared suite passed on
      * exactly this tree.
      */
     verifyLanding: async ({ runId, targetSha, headSha, gates, suiteIds, dropped, reviewedTreeSha, approvedGateFile }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[]; repairable: boolean }> => {
-      const git = workspaceGit(runId);
-      // Every fact read again here, on exactly the SHAs to be merged: the workflow's view is not the
-      // only guard. The reads are independent: side by side.
-      const [commitsOver, trees, ancestry, gateFacts, markerDiff] = await Promise.all([
-        git.raw(['rev-list', '--count', `${targetSha}..${headSha}`]),
-        catFileBatch(runPaths(dataDir, runId).worktree, [`${headSha}^{tree}`, `${targetSha}^{tree}`]),
-        gitExitCode(runPaths(dataDir, runId).worktree, ['merge-base', '--is-ancestor', targetSha, headSha]),
-        gateFileFactsIn(git, targetSha, headSha),
-        // Only the files whose changes add or remove a conflict marker line (-G), zero context, no diff drivers.
-        git.raw(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', '-U0', '-G^(<{7}|>{7}|[|]{7})( |$)|^={7}$', targetSha, headSha]),
-      ]);
+      // Every fact read from git, on exactly the SHAs to be merged: the workflow's view is not the
+      // only guard. Read while the gate ran when the placement began them on these very SHAs (facts
+      // of two commits do not change); a read that failed is read again here.
+      const key = factsKey(runId, targetSha, headSha);
+      const ahead = factsAhead.get(key);
+      factsAhead.delete(key);
+      const { commitsOver, trees, ancestry, gateFacts, markerDiff } = (await ahead?.catch(() => undefined)) ?? (await readVerifyFacts(runId, targetSha, headSha));
       return verifyVerdict({
         commitsOver: Number(commitsOver.trim()),
         headTree: trees[0]?.oid ?? '',

@@ -76,11 +76,16 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
     const rebased = await timed('capsule.rebaseBranches', () => rebase.rebaseBranches({ runId, targetSha: inspected.targetSha, heads }, { rebased: gateAhead }));
     // Started now when nothing can stop the landing before its gate (every patch present, the gate
     // file as the target has it): the suites run while the landing goes on to its gate phase.
+    // Not awaited: Docker takes ~200 ms to start a container, and the landing's trip to its gate
+    // step overlaps them. The step takes the container on in whatever state it finds it (created:
+    // it starts it; a start in flight answers 304 and it waits; running; exited).
     if (ahead.length > 0 && ahead.length + sealed === gate.suites.length && gateRunsNext(rebased)) {
-      await Promise.all(ahead.map((container) => startStepContainerAhead(container))).catch((error: unknown) => {
+      void Promise.all(ahead.map((container) => startStepContainerAhead(container))).catch((error: unknown) => {
         log.info('gate containers not started ahead; the round starts them', { error: String(error) });
       });
     }
+    // Verify's reads of these two SHAs, begun now: they are done when the gate is.
+    if (rebased.status === 'done') landing.readVerifyFactsAhead({ runId, targetSha: inspected.targetSha, headSha: rebased.headSha });
     return { inspected, rebased, parts };
   };
 }

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -6,6 +5,7 @@ import type { BranchHead } from '../core/types';
 import type { GateFileFacts } from '../policies/gate-file-change';
 import { automationGit, gateFileFactsIn, gitArgs, gitExitCode } from './git';
 import { runPaths, writeFileAtomic } from './run-store';
+import { leanPipe } from './lean-spawn';
 
 /** What the rebase capsule has done so far, kept next to the workspace so a retry resumes it. */
 interface RebaseState {
@@ -96,17 +96,13 @@ async function conflictAt(workspace: string, branch: string): Promise<Extract<Re
 async function patchIds(workspace: string, shas: string[]): Promise<Map<string, string>> {
   const ids = new Map<string, string>();
   if (shas.length === 0) return ids;
-  const show = spawn('git', gitArgs(workspace, 'show', '--no-color', '--no-ext-diff', '--format=commit %H', ...new Set(shas)), { stdio: ['ignore', 'pipe', 'ignore'] });
-  const patchId = spawn('git', gitArgs(workspace, 'patch-id', '--stable'), { stdio: ['pipe', 'pipe', 'ignore'] });
-  show.stdout.pipe(patchId.stdin);
-  let out = '';
-  patchId.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const exited = (child: ReturnType<typeof spawn>, what: string) =>
-    new Promise<void>((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${what} exited ${code}`))));
-    });
-  await Promise.all([exited(show, 'git show'), exited(patchId, 'git patch-id')]);
+  const [show, patchId] = await leanPipe(
+    { command: 'git', args: gitArgs(workspace, 'show', '--no-color', '--no-ext-diff', '--format=commit %H', ...new Set(shas)), stderr: 'ignore' },
+    { command: 'git', args: gitArgs(workspace, 'patch-id', '--stable'), stderr: 'ignore' },
+  );
+  if (show.code !== 0) throw new Error(`git show exited ${show.code}`);
+  if (patchId.code !== 0) throw new Error(`git patch-id exited ${patchId.code}`);
+  const out = patchId.stdout.toString('utf8');
   // One line per commit with a diff: "<patch id> <commit>".
   for (const line of out.split('\n')) {
     const [id, commit] = line.split(' ');

@@ -91,6 +91,12 @@ export interface Config {
    * for ever. Each host sweeps its own data dir (a Temporal Schedule per host, `tarmac.retention.<host>`).
    */
   retentionMs?: number;
+  /**
+   * `TARMAC_SPAWN_HELPER`, `on` (default) or `off`: the host's git, tar and chown started by the
+   * spawn helper (activities/lean-spawn.ts), or from the worker itself. Read by lean-spawn from the
+   * environment; checked here so that a wrong value stops the process instead of being ignored.
+   */
+  spawnHelper: boolean;
   /** `TARMAC_RETENTION_EVERY`, default `1h`: how often this host's retention sweep runs. */
   retentionEveryMs: number;
 }
@@ -197,6 +203,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const retentionEveryMs = parseRetentionDuration(retentionEveryText);
   if (retentionEveryMs === undefined || retentionEveryMs < 1_000) problems.push(`TARMAC_RETENTION_EVERY: "${retentionEveryText}" must be a duration of at least 1s, like 1h, 15m or 30s`);
 
+  const spawnHelperText = text('TARMAC_SPAWN_HELPER', 'on');
+  if (spawnHelperText !== 'on' && spawnHelperText !== 'off') problems.push(`TARMAC_SPAWN_HELPER: "${spawnHelperText}" must be on or off`);
+
   const upstream = (name: string, fallback: string): string => {
     const value = text(name, fallback);
     let url: URL | undefined;
@@ -243,6 +252,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...(env.TARMAC_WORKFLOW_BUNDLE?.trim() ? { workflowBundle: resolve(env.TARMAC_WORKFLOW_BUNDLE.trim()) } : {}),
     ...(retentionMs !== undefined ? { retentionMs } : {}),
     retentionEveryMs: retentionEveryMs ?? 3_600_000,
+    spawnHelper: spawnHelperText !== 'off',
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return redactSecrets(config);

@@ -88,6 +88,19 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads TARMAC_SPAWN_HELPER (default on) and refuses anything but on or off, naming the variable', () => {
+    assert.equal(loadConfig({}).spawnHelper, true);
+    assert.equal(loadConfig({ TARMAC_SPAWN_HELPER: 'off' }).spawnHelper, false);
+    assert.equal(loadConfig({ TARMAC_SPAWN_HELPER: ' on ' }).spawnHelper, true);
+    for (const bad of ['no', 'false', 'OFF']) {
+      assert.throws(
+        () => loadConfig({ TARMAC_SPAWN_HELPER: bad }),
+        (error: unknown) => error instanceof ConfigError && error.problems[0] === `TARMAC_SPAWN_HELPER: "${bad}" must be on or off`,
+        bad,
+      );
+    }
+  });
+
   it('never serialises the API tokens', () => {
     const secret = 'super-secret-token-value-123';
     const config = loadConfig({ TARMAC_API_TOKENS: `${secret},another-secret-token-456` });
