@@ -23,6 +23,10 @@ export interface LeanStep {
   /** Collect stdout / stderr ('pipe', the default) or drop them. */
   stdout?: 'pipe' | 'ignore';
   stderr?: 'pipe' | 'ignore';
+  /** Sent SIGTERM after this many ms; the result then says `timedOut`. */
+  timeoutMs?: number;
+  /** Sent SIGTERM once stdout passes this many bytes (what came before is kept); the result then says `overflowed`. */
+  maxStdoutBytes?: number;
 }
 
 export interface LeanResult {
@@ -30,6 +34,8 @@ export interface LeanResult {
   signal: NodeJS.Signals | null;
   stdout: Buffer;
   stderr: Buffer;
+  timedOut: boolean;
+  overflowed: boolean;
 }
 
 const helperFile = join(__dirname, 'spawn-helper.mts');
@@ -60,12 +66,12 @@ class SpawnHelper {
   private start(): ChildProcess {
     const child = spawn(process.execPath, [helperFile], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced', env: process.env });
     this.child = child;
-    child.on('message', (message: { id: number; results: (Omit<LeanResult, 'stdout' | 'stderr'> & { stdout?: Uint8Array; stderr?: Uint8Array; error?: string })[] }) => {
+    child.on('message', (message: { id: number; results: (Omit<LeanResult, 'stdout' | 'stderr' | 'timedOut' | 'overflowed'> & { stdout?: Uint8Array; stderr?: Uint8Array; timedOut?: boolean; overflowed?: boolean; error?: string })[] }) => {
       const failed = message.results.find((result) => result.error !== undefined);
       if (failed) return this.settle(message.id, undefined, Object.assign(new Error(failed.error), { code: 'ENOENT' }));
       this.settle(
         message.id,
-        message.results.map((result) => ({ code: result.code, signal: result.signal, stdout: asBuffer(result.stdout), stderr: asBuffer(result.stderr) })),
+        message.results.map((result) => ({ code: result.code, signal: result.signal, stdout: asBuffer(result.stdout), stderr: asBuffer(result.stderr), timedOut: result.timedOut === true, overflowed: result.overflowed === true })),
       );
     });
     const lost = (why: string) => {
@@ -137,12 +143,36 @@ async function directRun(steps: LeanStep[]): Promise<LeanResult[]> {
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    if (!(index === 0 && steps.length === 2)) child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
+    let outBytes = 0;
+    let overflowed = false;
+    if (!(index === 0 && steps.length === 2)) {
+      child.stdout?.on('data', (chunk: Buffer) => {
+        if (overflowed) return;
+        outBytes += chunk.length;
+        if (step.maxStdoutBytes !== undefined && outBytes > step.maxStdoutBytes) {
+          overflowed = true;
+          child.kill('SIGTERM');
+          return;
+        }
+        out.push(chunk);
+      });
+    }
     child.stderr?.on('data', (chunk: Buffer) => err.push(chunk));
     child.stdin?.on('error', () => undefined);
+    let timedOut = false;
+    const timer = step.timeoutMs === undefined ? undefined : setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGTERM');
+    }, step.timeoutMs);
     const done = new Promise<LeanResult>((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', (code, signal) => resolve({ code, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err) }));
+      child.on('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        resolve({ code, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err), timedOut, overflowed });
+      });
     });
     return { child, done };
   });

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { lstat, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -7,6 +6,7 @@ import { containerPaths } from '../core/harnesses/types';
 import { readFileNoFollow } from './confined-fs';
 import { labelKeys, runStepContainer } from './containers';
 import { automationGit, gitExitCode, handToContainerUser } from './git';
+import { leanRun } from './lean-spawn';
 
 /**
  * The trust boundary for an agent's work (docs/SECURITY.md).
@@ -35,13 +35,8 @@ export function attemptWorkspace(attemptDir: string): AttemptWorkspace {
 }
 
 async function run(command: string, args: string[]): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited ${code}: ${stderr.trim()}`))));
-  });
+  const { code, stderr } = await leanRun({ command, args, stdout: 'ignore' });
+  if (code !== 0) throw new Error(`${command} exited ${code}: ${stderr.toString('utf8').trim()}`);
 }
 
 /**

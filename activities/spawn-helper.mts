@@ -9,9 +9,9 @@
  *
  * Run by Node itself (type stripping, no loader) so that it stays small: it imports nothing but
  * Node. Messages (IPC, advanced serialisation: buffers as they are):
- *   in:  { id, steps: [{ command, args, cwd?, env?, input?, stdout, stderr }] } — one command, or two
+ *   in:  { id, steps: [{ command, args, cwd?, env?, input?, stdout, stderr, timeoutMs?, maxStdoutBytes? }] } — one command, or two
  *        with the first's stdout piped into the second's stdin (`git archive | tar -x`)
- *   out: { id, results: [{ code, signal, stdout?, stderr?, error? }] }
+ *   out: { id, results: [{ code, signal, stdout?, stderr?, timedOut?, overflowed?, error? }] }
  * It exits when the worker goes (its IPC channel closes); commands it started finish on their own.
  */
 import { spawn } from 'node:child_process';
@@ -24,6 +24,10 @@ interface Step {
   input?: Uint8Array | string;
   stdout: 'pipe' | 'ignore';
   stderr: 'pipe' | 'ignore';
+  /** Sent SIGTERM after this many ms (and reported timedOut). */
+  timeoutMs?: number;
+  /** Sent SIGTERM once its stdout passes this many bytes (and reported overflowed). */
+  maxStdoutBytes?: number;
 }
 
 interface Result {
@@ -31,6 +35,8 @@ interface Result {
   signal: string | null;
   stdout?: Buffer;
   stderr?: Buffer;
+  timedOut?: boolean;
+  overflowed?: boolean;
   error?: string;
 }
 
@@ -38,15 +44,35 @@ function start(step: Step, stdinFrom: 'pipe' | 'ignore') {
   const child = spawn(step.command, step.args, { cwd: step.cwd, env: step.env ?? process.env, stdio: [stdinFrom, step.stdout, step.stderr] });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
-  child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
+  let outBytes = 0;
+  let overflowed = false;
+  child.stdout?.on('data', (chunk: Buffer) => {
+    if (overflowed) return;
+    outBytes += chunk.length;
+    if (step.maxStdoutBytes !== undefined && outBytes > step.maxStdoutBytes) {
+      overflowed = true;
+      child.kill('SIGTERM');
+      return;
+    }
+    out.push(chunk);
+  });
   child.stderr?.on('data', (chunk: Buffer) => err.push(chunk));
   // A reader that stops early (tar failing) must not take the helper down with EPIPE.
   child.stdin?.on('error', () => undefined);
+  let timedOut = false;
+  const timer = step.timeoutMs === undefined ? undefined : setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGTERM');
+  }, step.timeoutMs);
   const done = new Promise<Result>((resolve) => {
-    child.on('error', (error) => resolve({ code: null, signal: null, error: error.message }));
-    child.on('close', (code, signal) =>
-      resolve({ code, signal, ...(step.stdout === 'pipe' ? { stdout: Buffer.concat(out) } : {}), ...(step.stderr === 'pipe' ? { stderr: Buffer.concat(err) } : {}) }),
-    );
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      resolve({ code: null, signal: null, error: error.message });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, timedOut, overflowed, ...(step.stdout === 'pipe' ? { stdout: Buffer.concat(out) } : {}), ...(step.stderr === 'pipe' ? { stderr: Buffer.concat(err) } : {}) });
+    });
   });
   return { child, done };
 }

@@ -1,6 +1,4 @@
-import { execFile } from 'node:child_process';
 import { realpath, stat } from 'node:fs/promises';
-import { promisify } from 'node:util';
 import type { BranchHead } from '../core/types';
 import {
   formatRepoLocation,
@@ -12,9 +10,15 @@ import {
   repoAllowProblem,
   type RepoLocation,
 } from '../core/repo-location';
+import { leanRun } from '../activities/lean-spawn';
 import { invalid } from './errors';
 
-const run = promisify(execFile);
+/** How long `git ls-remote` may take before the location is refused as unreadable. */
+const lsRemoteTimeoutMs = 20_000;
+/** Most bytes of `git ls-remote --heads` output read (a repository with a flood of branches is refused). */
+const maxRefListingBytes = 64 * 1024 * 1024;
+/** The environment without unset entries (a child's environment holds strings only). */
+const definedEnv = (env: NodeJS.ProcessEnv): Record<string, string> => Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
 
 /**
  * The one door for repository locations (every route that takes a `repo` calls it before
@@ -71,9 +75,8 @@ async function realAllowList(allow: readonly string[]): Promise<string[]> {
 }
 
 /** Git's first `fatal:` line (else its last line), without credentials and bounded: why a location could not be read. */
-function gitReason(error: unknown): string {
-  const stderr = (error as { stderr?: unknown }).stderr;
-  const lines = (typeof stderr === 'string' ? stderr : '')
+function gitReason(stderr: string): string {
+  const lines = stderr
     .split('\n')
     .map((text) => text.trim())
     .filter((text) => text.length > 0);
@@ -95,21 +98,26 @@ export async function resolveHeads(
 ): Promise<{ targetSha: string; heads: BranchHead[] }> {
   const parsed = parseRepoLocation(repo);
   if (!parsed.ok) throw invalid('repo', parsed.problem);
-  let stdout: string;
-  try {
-    ({ stdout } = await run('git', [...gitTransportArgs, 'ls-remote', '--heads', '--', repo], {
-      timeout: 20_000,
-      env: {
-        ...process.env,
-        ...gitTransportEnv([gitProtocolOf(parsed.location)], process.env.GIT_SSH_COMMAND),
-        // No password dialog either (git falls back to SSH_ASKPASS); an operator's own askpass helper is kept.
-        GIT_ASKPASS: process.env.GIT_ASKPASS || 'true',
-      },
-      maxBuffer: 64 * 1024 * 1024,
-    }));
-  } catch (error) {
-    throw invalid('repo', `cannot be read as a git repository: ${repo}${gitReason(error)}`);
-  }
+  // Started by the spawn helper: a fork of the API process would hold its event loop (and every
+  // other request) for as long as the fork takes.
+  const listed = await leanRun({
+    command: 'git',
+    args: [...gitTransportArgs, 'ls-remote', '--heads', '--', repo],
+    timeoutMs: lsRemoteTimeoutMs,
+    maxStdoutBytes: maxRefListingBytes,
+    env: {
+      ...definedEnv(process.env),
+      ...gitTransportEnv([gitProtocolOf(parsed.location)], process.env.GIT_SSH_COMMAND),
+      // No password dialog either (git falls back to SSH_ASKPASS); an operator's own askpass helper is kept.
+      GIT_ASKPASS: process.env.GIT_ASKPASS || 'true',
+    },
+  }).catch((error: unknown) => {
+    throw invalid('repo', `cannot be read as a git repository: ${repo} (git could not be started: ${(error as Error).message})`);
+  });
+  if (listed.overflowed) throw invalid('repo', `cannot be read as a git repository: ${repo} (its branches take more than ${maxRefListingBytes / 1024 / 1024} MiB to list)`);
+  if (listed.timedOut) throw invalid('repo', `cannot be read as a git repository: ${repo} (git ls-remote did not answer within ${lsRemoteTimeoutMs / 1000} s)`);
+  if (listed.code !== 0) throw invalid('repo', `cannot be read as a git repository: ${repo}${gitReason(listed.stderr.toString('utf8'))}`);
+  const stdout = listed.stdout.toString('utf8');
   const refs = new Map<string, string>();
   for (const line of stdout.split('\n')) {
     const [sha, ref] = line.split('\t');

@@ -73,6 +73,17 @@ describe('the spawn helper: host commands started by a small process', () => {
     assert.equal(reader.stdout.toString().trim(), '0');
   });
 
+  it('a command past its time is stopped (SIGTERM) and says so; one past its output cap too, keeping what came before', async () => {
+    const slow = await leanRun({ command: 'sleep', args: ['5'], timeoutMs: 200 });
+    assert.deepEqual([slow.timedOut, slow.signal, slow.overflowed], [true, 'SIGTERM', false]);
+    const flood = await leanRun({ command: 'sh', args: ['-c', 'yes line | head -c 2000000; sleep 5'], maxStdoutBytes: 100_000 });
+    assert.equal(flood.overflowed, true);
+    assert.ok(flood.stdout.length <= 100_000, `${flood.stdout.length} bytes kept`);
+    assert.equal(flood.signal, 'SIGTERM');
+    const quick = await leanRun({ command: 'echo', args: ['in time'], timeoutMs: 10_000, maxStdoutBytes: 1000 });
+    assert.deepEqual([quick.code, quick.timedOut, quick.overflowed, quick.stdout.toString()], [0, false, false, 'in time\n']);
+  });
+
   it('a command that does not exist is an error naming it, as a spawn of its own would be', async () => {
     await assert.rejects(leanRun({ command: 'no-such-command-here', args: [] }), /no-such-command-here|ENOENT/);
     // The helper is still there for the next one.
@@ -87,6 +98,21 @@ describe('the spawn helper: host commands started by a small process', () => {
     const second = await helperPid();
     assert.notEqual(second, first);
     assert.equal((await leanRun({ command: 'echo', args: ['again'] })).stdout.toString(), 'again\n');
+  });
+
+  it('TARMAC_SPAWN_HELPER=off: the same results, spawned by this process itself', async () => {
+    process.env.TARMAC_SPAWN_HELPER = 'off';
+    try {
+      assert.equal((await leanRun({ command: 'sh', args: ['-c', 'echo $PPID'] })).stdout.toString().trim(), String(process.pid));
+      const [archive, count] = await leanPipe({ command: 'printf', args: ['abc'] }, { command: 'wc', args: ['-c'] });
+      assert.deepEqual([archive.code, count.stdout.toString().trim()], [0, '3']);
+      assert.equal((await leanRun({ command: 'cat', args: [], input: 'x' })).stdout.toString(), 'x');
+      assert.equal((await leanRun({ command: 'sleep', args: ['5'], timeoutMs: 100 })).timedOut, true);
+      await assert.rejects(leanRun({ command: 'no-such-command-here', args: [] }), /ENOENT/);
+    } finally {
+      delete process.env.TARMAC_SPAWN_HELPER;
+    }
+    assert.notEqual(await helperPid(), process.pid, 'and back on the helper');
   });
 
   it('an idle helper does not keep its process alive, and it goes when that process goes', () => {
