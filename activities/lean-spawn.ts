@@ -66,9 +66,9 @@ class SpawnHelper {
   private start(): ChildProcess {
     const child = spawn(process.execPath, [helperFile], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced', env: process.env });
     this.child = child;
-    child.on('message', (message: { id: number; results: (Omit<LeanResult, 'stdout' | 'stderr' | 'timedOut' | 'overflowed'> & { stdout?: Uint8Array; stderr?: Uint8Array; timedOut?: boolean; overflowed?: boolean; error?: string })[] }) => {
+    child.on('message', (message: { id: number; results: (Omit<LeanResult, 'stdout' | 'stderr' | 'timedOut' | 'overflowed'> & { stdout?: Uint8Array; stderr?: Uint8Array; timedOut?: boolean; overflowed?: boolean; error?: string; errorCode?: string })[] }) => {
       const failed = message.results.find((result) => result.error !== undefined);
-      if (failed) return this.settle(message.id, undefined, Object.assign(new Error(failed.error), { code: 'ENOENT' }));
+      if (failed) return this.settle(message.id, undefined, Object.assign(new Error(failed.error), failed.errorCode ? { code: failed.errorCode } : {}));
       this.settle(
         message.id,
         message.results.map((result) => ({ code: result.code, signal: result.signal, stdout: asBuffer(result.stdout), stderr: asBuffer(result.stderr), timedOut: result.timedOut === true, overflowed: result.overflowed === true })),

@@ -37,7 +37,9 @@ interface Result {
   stderr?: Buffer;
   timedOut?: boolean;
   overflowed?: boolean;
+  /** The command could not be started (spawn's own error: its message and code, e.g. ENOENT). */
   error?: string;
+  errorCode?: string;
 }
 
 function start(step: Step, stdinFrom: 'pipe' | 'ignore') {
@@ -65,9 +67,9 @@ function start(step: Step, stdinFrom: 'pipe' | 'ignore') {
     child.kill('SIGTERM');
   }, step.timeoutMs);
   const done = new Promise<Result>((resolve) => {
-    child.on('error', (error) => {
+    child.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      resolve({ code: null, signal: null, error: error.message });
+      resolve({ code: null, signal: null, error: error.message, ...(error.code ? { errorCode: error.code } : {}) });
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
