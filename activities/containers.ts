@@ -14,8 +14,6 @@ export const labelKeys = {
   tree: 'tarmac.tree',
   /** Made (and maybe started) ahead of its step by the landing's placement: the step's first run, not a reattach. */
   ahead: 'tarmac.ahead',
-  /** A gate container started before its tree was known, waiting for its go (activities/gate-standby.ts). */
-  standby: 'tarmac.standby',
 } as const;
 
 export interface ContainerSpec {
@@ -56,11 +54,6 @@ export interface ContainerSpec {
   isPrepared?: () => Promise<boolean>;
   /** Called with the container id as soon as it is known (new or reattached), before it runs. */
   onContainer?: (containerId: string) => void;
-  /**
-   * A standby container (activities/gate-standby.ts) this step was assigned to: taken as the step's
-   * own container, its run counted from `startedAtMs` (the go it was given), not from Docker's start.
-   */
-  adopt?: { containerId: string; startedAtMs: number };
   /** Called once the container runs (started now, or found from an earlier attempt). */
   onRunning?: (info: { containerId: string; reattached: boolean }) => void;
   /** Called on the container's first output (an agent's first turn, as far as the host can see). */
@@ -107,7 +100,7 @@ function statusCode(error: unknown): number | undefined {
 }
 
 /** Creates the step's container under its deterministic name, sandboxed per the container contract. */
-export async function createStepContainer(docker: Docker, spec: ContainerSpec, name: string, maxLogBytes: number): Promise<Docker.Container> {
+async function createStepContainer(docker: Docker, spec: ContainerSpec, name: string, maxLogBytes: number): Promise<Docker.Container> {
   return await docker.createContainer({
     name,
     Image: spec.image,
@@ -219,9 +212,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   const network = checkNetwork(spec.labels[labelKeys.role], spec.networkMode);
   if (!network.ok) throw failure(FailureCode.invalidRequest, network.message);
   const maxLogBytes = spec.maxLogBytes ?? defaultMaxLogBytes;
-  const made = spec.adopt
-    ? { container: docker.getContainer(spec.adopt.containerId), existing: { Id: spec.adopt.containerId, Labels: { [labelKeys.ahead]: 'true' } } as unknown as Docker.ContainerInfo }
-    : await ensureStepContainer(docker, spec);
+  const made = await ensureStepContainer(docker, spec);
   const { container } = made;
   // A container made ahead of the step is the first attempt's own run, whatever state it is in
   // (a later attempt that finds it reattaches, as to any other).
@@ -243,7 +234,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     }
     state = (await container.inspect()).State;
   }
-  const startedAt = spec.adopt?.startedAtMs ?? Date.parse(state.StartedAt);
+  const startedAt = Date.parse(state.StartedAt);
   spec.onRunning?.({ containerId: container.id, reattached: Boolean(existing) });
   const logs = streamLogs(container, spec.logFile, maxLogBytes, spec.onFirstOutput).catch(() => undefined);
 

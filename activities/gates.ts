@@ -12,7 +12,6 @@ import { createGateCache, type GateCacheLookup } from './gate-cache';
 import { containerUser, gitArgs, handToContainerUser } from './git';
 import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
 import { leanPipe } from './lean-spawn';
-import { createGateStandby } from './gate-standby';
 
 export interface GateActivityDeps {
   dataDir: string;
@@ -66,7 +65,6 @@ const suiteEnv = (suite: GateSuite) => ['HOME=/tmp', 'CI=1', `TARMAC_SUITE=${sui
 
 export function createGateActivities({ dataDir, hostId, docker }: GateActivityDeps) {
   const user = containerUser();
-  const standby = createGateStandby({ dataDir, hostId, docker });
   const cache = createGateCache({ dataDir });
 
   /** The suite's definition digest: what decides what runs (policies/gate-cache-key.ts). */
@@ -147,9 +145,7 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
           return { suiteId: suite.id, treeSha, status: result.status, exitCode: result.exitCode, logRef: dataRef(dataDir, logFile), durationMs: result.durationMs, reattached: own, cache: own ? 'miss' : 'hit' };
         }
       }
-      // The placement's standby, when it was assigned this very step and given its go (gate-standby.ts).
-      const adopt = input.evidence ? undefined : await standby.adoptable(runId, step);
-      const result = await runStepContainer(docker, adopt ? { ...spec, adopt } : spec);
+      const result = await runStepContainer(docker, spec);
       const status = result.timedOut ? 'timed-out' : result.exitCode === 0 ? 'passed' : 'failed';
       // Sealed under the image the container was made from (it may have been made ahead, from an older build of the tag).
       const imageId = await docker
@@ -189,14 +185,6 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
      * check, and starts it when nothing can stop the landing before its gate.
      */
     prepareGateSuite: async (input: RunGateSuiteInput): Promise<Docker.Container> => await createStepContainerAhead(docker, suiteContainer(input).spec),
-
-    /** The run's standby gate container (not an activity: the placement's). */
-    standby,
-    /** What a suite's container runs and with which environment (the standby is given the same). */
-    suiteRun: (input: RunGateSuiteInput) => {
-      const { spec, step } = suiteContainer(input);
-      return { step, env: spec.env, command: spec.cmd };
-    },
 
     /** Removes the run's containers, found by the run's label only. */
     removeRunContainers: async ({ runId }: { runId: string }): Promise<{ removed: number }> => {

@@ -44,59 +44,25 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
       parts.push({ name, startedAt, endedAt: new Date().toISOString() });
       return value;
     };
-    const { runId, repo, heads } = input;
     const inspected = await timed('capsule.inspectTarget', () => git.inspectTarget(input));
     if (!inspected.gate.ok) return { inspected, parts };
-    const gate = inspected.gate.gate;
-    // The standby gate container starts now, beside the workspace and the rebase, when the first
-    // suite runs on the runner image and the tree these inputs made before (the rebase is a function
-    // of them) is not already sealed for every suite: a reused result needs no container at all.
-    const wantStandby = async (): Promise<boolean> => {
-      if (process.env.TARMAC_GATE_STANDBY?.trim() === 'off' || (gate.image ?? defaultRunnerImage) !== defaultRunnerImage || gate.suites.length === 0) return false;
-      const knownTree = await gates.standby.treeOf({ targetSha: inspected.targetSha, heads });
-      if (!knownTree) return true;
-      const looked = await Promise.all(gate.suites.map((suite) => gates.sealedResult({ runId, repo, commitSha: '', treeSha: knownTree, suite, image: defaultRunnerImage, timeoutMs: suiteTimeoutMs(suite), round: 1 }).catch(() => ({ miss: 'lookup failed' }))));
-      return !looked.every((found) => 'hit' in found);
-    };
-    const standby = gates.standby.start({ runId, repo, image: defaultRunnerImage, when: wantStandby() });
-    const standbyStarted = standby.ready.catch((error: unknown) => {
-      log.info('no standby gate container', { error: String(error) });
-      return false;
-    });
-    standby.running.catch((error: unknown) => {
-      log.info('the standby gate container did not start; its step starts it', { error: String(error) });
-    });
+    const { runId, repo, heads } = input;
     await timed('capsule.prepareRun', () => landing.prepareRun({ runId, repo, targetSha: inspected.targetSha }));
+    const gate = inspected.gate.gate;
     // The first gate round's containers are made beside the patch check (snapshot exported,
     // container created): the round then only takes them on. Best effort — the round makes
     // whatever is missing itself, and reports what fails (a missing image) in its own phase. A suite
     // whose result on this tree is sealed in the gate cache gets none: the round reuses the result.
     const ahead: Docker.Container[] = [];
     let sealed = 0;
-    let assigned = false;
     const gateAhead = async (headSha: string) => {
       const treeSha = (await automationGit(runPaths(dataDir, runId).worktree).revparse([`${headSha}^{tree}`])).trim();
       await Promise.all(
-        gate.suites.map(async (suite, index) => {
+        gate.suites.map(async (suite) => {
           const input = { runId, repo, commitSha: headSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs: suiteTimeoutMs(suite), round: 1 };
           if ('hit' in (await gates.sealedResult(input).catch(() => ({ miss: 'lookup failed' })))) {
             sealed += 1;
             return;
-          }
-          // The first suite takes the standby when it runs on the standby's image.
-          if (index === 0 && input.image === defaultRunnerImage && (await standbyStarted)) {
-            const run = gates.suiteRun(input);
-            const given = await gates.standby
-              .assign({ runId, commitSha: headSha, treeSha, step: run.step, env: run.env, command: run.command })
-              .then(() => true)
-              .catch((error: unknown) => {
-                log.info('standby not assigned; the round makes its container', { error: String(error) });
-                return false;
-              });
-            if (given) {
-              assigned = true;
-              return;
-            }
           }
           await gates
             .prepareGateSuite(input)
@@ -113,12 +79,7 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
     // Not awaited: Docker takes ~200 ms to start a container, and the landing's trip to its gate
     // step overlaps them. The step takes the container on in whatever state it finds it (created:
     // it starts it; a start in flight answers 304 and it waits; running; exited).
-    // What these inputs rebased to, for the next placement of the same inputs (a retry, a re-queue).
-    if (rebased.status === 'done') await gates.standby.rememberTree({ targetSha: inspected.targetSha, heads, treeSha: rebased.treeSha }).catch(() => undefined);
-    const runsNext = ahead.length + (assigned ? 1 : 0) + sealed === gate.suites.length && gateRunsNext(rebased);
-    if (assigned && runsNext) await gates.standby.go(runId);
-    else void standby.running.then(() => gates.standby.discard(runId)).catch(() => undefined);
-    if (ahead.length > 0 && runsNext) {
+    if (ahead.length > 0 && ahead.length + sealed === gate.suites.length && gateRunsNext(rebased)) {
       void Promise.all(ahead.map((container) => startStepContainerAhead(container))).catch((error: unknown) => {
         log.info('gate containers not started ahead; the round starts them', { error: String(error) });
       });

@@ -97,12 +97,6 @@ export interface Config {
    * environment; checked here so that a wrong value stops the process instead of being ignored.
    */
   spawnHelper: boolean;
-  /**
-   * `TARMAC_GATE_STANDBY`, `on` (default) or `off`: a landing's first gate container started by its
-   * placement before the rebase has made the tree (activities/gate-standby.ts), or once the tree
-   * exists. Read by the placement from the environment; checked here like TARMAC_SPAWN_HELPER.
-   */
-  gateStandby: boolean;
   /** `TARMAC_RETENTION_EVERY`, default `1h`: how often this host's retention sweep runs. */
   retentionEveryMs: number;
 }
@@ -211,8 +205,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
   const spawnHelperText = text('TARMAC_SPAWN_HELPER', 'on');
   if (spawnHelperText !== 'on' && spawnHelperText !== 'off') problems.push(`TARMAC_SPAWN_HELPER: "${spawnHelperText}" must be on or off`);
-  const gateStandbyText = text('TARMAC_GATE_STANDBY', 'on');
-  if (gateStandbyText !== 'on' && gateStandbyText !== 'off') problems.push(`TARMAC_GATE_STANDBY: "${gateStandbyText}" must be on or off`);
 
   const upstream = (name: string, fallback: string): string => {
     const value = text(name, fallback);
@@ -261,7 +253,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...(retentionMs !== undefined ? { retentionMs } : {}),
     retentionEveryMs: retentionEveryMs ?? 3_600_000,
     spawnHelper: spawnHelperText !== 'off',
-    gateStandby: gateStandbyText !== 'off',
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return redactSecrets(config);

@@ -101,15 +101,6 @@ describe('loadConfig', () => {
     }
   });
 
-  it('reads TARMAC_GATE_STANDBY (default on) and refuses anything but on or off, naming the variable', () => {
-    assert.equal(loadConfig({}).gateStandby, true);
-    assert.equal(loadConfig({ TARMAC_GATE_STANDBY: 'off' }).gateStandby, false);
-    assert.throws(
-      () => loadConfig({ TARMAC_GATE_STANDBY: 'later' }),
-      (error: unknown) => error instanceof ConfigError && error.problems[0] === 'TARMAC_GATE_STANDBY: "later" must be on or off',
-    );
-  });
-
   it('never serialises the API tokens', () => {
     const secret = 'super-secret-token-value-123';
     const config = loadConfig({ TARMAC_API_TOKENS: `${secret},another-secret-token-456` });
