@@ -17,7 +17,8 @@ export interface LeanStep {
   command: string;
   args: string[];
   cwd?: string;
-  env?: Record<string, string>;
+  /** The command's environment (unset entries left out); default the process's own. */
+  env?: NodeJS.ProcessEnv;
   /** Bytes for the command's stdin (closed after them); none: stdin is /dev/null. */
   input?: Buffer | string;
   /** Collect stdout / stderr ('pipe', the default) or drop them. */
@@ -126,7 +127,11 @@ export async function leanPipe(first: LeanStep, second: LeanStep): Promise<[Lean
   return [a!, b!];
 }
 
-async function leanRunAll(steps: LeanStep[]): Promise<LeanResult[]> {
+/** A child's environment holds strings only: unset entries are left out (spawn would pass "undefined"). */
+const definedEnv = (env: NodeJS.ProcessEnv): Record<string, string> => Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
+
+async function leanRunAll(given: LeanStep[]): Promise<LeanResult[]> {
+  const steps = given.map((step) => (step.env ? { ...step, env: definedEnv(step.env) } : step));
   if (!helperOn()) return await directRun(steps);
   helper ??= new SpawnHelper();
   return await helper.run(steps);

@@ -17,8 +17,6 @@ import { invalid } from './errors';
 const lsRemoteTimeoutMs = 20_000;
 /** Most bytes of `git ls-remote --heads` output read (a repository with a flood of branches is refused). */
 const maxRefListingBytes = 64 * 1024 * 1024;
-/** The environment without unset entries (a child's environment holds strings only). */
-const definedEnv = (env: NodeJS.ProcessEnv): Record<string, string> => Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
 
 /**
  * The one door for repository locations (every route that takes a `repo` calls it before
@@ -106,14 +104,14 @@ export async function resolveHeads(
     timeoutMs: lsRemoteTimeoutMs,
     maxStdoutBytes: maxRefListingBytes,
     env: {
-      ...definedEnv(process.env),
+      ...process.env,
       ...gitTransportEnv([gitProtocolOf(parsed.location)], process.env.GIT_SSH_COMMAND),
       // No password dialog either (git falls back to SSH_ASKPASS); an operator's own askpass helper is kept.
       GIT_ASKPASS: process.env.GIT_ASKPASS || 'true',
     },
-  }).catch((error: unknown) => {
-    throw invalid('repo', `cannot be read as a git repository: ${repo} (git could not be started: ${(error as Error).message})`);
   });
+  // (A git that cannot be started at all is this server's fault, not the request's: that error goes
+  // out as it is, a 500 naming it.)
   if (listed.overflowed) throw invalid('repo', `cannot be read as a git repository: ${repo} (its branches take more than ${maxRefListingBytes / 1024 / 1024} MiB to list)`);
   if (listed.timedOut) throw invalid('repo', `cannot be read as a git repository: ${repo} (git ls-remote did not answer within ${lsRemoteTimeoutMs / 1000} s)`);
   if (listed.code !== 0) throw invalid('repo', `cannot be read as a git repository: ${repo}${gitReason(listed.stderr.toString('utf8'))}`);

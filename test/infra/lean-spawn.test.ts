@@ -50,8 +50,8 @@ describe('the spawn helper: host commands started by a small process', () => {
   });
 
   it('runs in the directory and with the environment asked for; stdin gets the input and then its end', async () => {
-    const seen = await leanRun({ command: 'sh', args: ['-c', 'pwd; echo "$ONLY"; echo "${HOME:-unset}"; cat'], cwd: dir, env: { ONLY: 'this', PATH: process.env.PATH ?? '' }, input: 'from stdin' });
-    assert.equal(seen.stdout.toString(), `${dir}\nthis\nunset\nfrom stdin`);
+    const seen = await leanRun({ command: 'sh', args: ['-c', 'pwd; echo "$ONLY"; echo "${HOME:-unset}"; echo "${GONE-left out}"; cat'], cwd: dir, env: { ONLY: 'this', PATH: process.env.PATH ?? '', GONE: undefined }, input: 'from stdin' });
+    assert.equal(seen.stdout.toString(), `${dir}\nthis\nunset\nleft out\nfrom stdin`);
     // Without input, stdin is at its end at once (a command reading it does not wait).
     assert.equal((await leanRun({ command: 'cat', args: [] })).stdout.length, 0);
   });
