@@ -18,4 +18,20 @@ shopt -s nullglob
 files=(test/unit/*.test.ts test/infra/*.test.ts test/cluster/*.test.ts test/e2e/*.test.ts test/scenarios/*.test.ts test/security/*.test.ts test/chaos/*.test.ts)
 if [ "$#" -gt 0 ]; then files=("$@"); fi
 echo "[test] ${#files[@]} test files"
-node --import tsx --test --test-reporter=spec --test-concurrency=1 "${files[@]}"
+# A TAP record of the run beside the spec output: when the run fails, its failing entries (with a file's
+# exit code and signal, which the spec reporter leaves out) and the diagnostics the files printed (an
+# error thrown after a test ended is one) are printed again last, where a log's tail shows them.
+record="${TARMAC_TEST_RECORD:-artifacts/test-run.tap}"
+mkdir -p "$(dirname "$record")"
+status=0
+node --import tsx --test --test-reporter=spec --test-reporter-destination=stdout --test-reporter=tap --test-reporter-destination="$record" \
+  --test-concurrency=1 "${files[@]}" || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "[test] failed (status $status); from the TAP record $record:"
+  echo "[test] the diagnostics the test files printed that name an error (the last 30):"
+  grep -E '^ *# ' "$record" | grep -vE '^ *# (Subtest: |tests |suites |pass |fail |cancelled |skipped |todo |duration_ms )' | grep -iE 'error|asynchronous activity|warning|exited|signal' | tail -n 30 || true
+  echo "[test] the failing entries:"
+  # Each `not ok` line with its YAML block (up to the block's `...`), error text cut at 40 lines a block.
+  awk '/^ *not ok /{on=1; n=0} on{ if (n < 40) print; n++ } on && /^ *\.\.\.$/{on=0}' "$record" | tail -n 120
+fi
+exit "$status"
