@@ -18,6 +18,9 @@ import { createNightlyActivities } from './nightly';
 import { defaultTaskQueue } from '../core/queues';
 import { createSessionActivities } from './sessions';
 import { runPaths, writeFileAtomic } from './run-store';
+import { createRunJanitor, type RunJanitor } from './run-janitor';
+import { Context } from '@temporalio/activity';
+import { Runtime } from '@temporalio/worker';
 import { failure, FailureCode } from '../core/failures';
 import { hostBoundCapsules, type HostBoundCapsule } from '../core/host-bound';
 import { loadRecipes } from '../core/node/recipes';
@@ -40,6 +43,29 @@ export interface ActivityDeps {
   modelUpstreams?: { anthropic: string; openai: string };
   /** The script harness's scenarios (config `scriptScenariosDir`); default none. */
   scriptScenariosDir?: string;
+  /** This host's run janitor (the worker makes one and resumes it); default one of these activities' own. */
+  runJanitor?: RunJanitor;
+  /** Where the run janitor logs (it works outside any activity); default the SDK runtime's logger. */
+  janitorLog?: { info(message: string, meta?: Record<string, unknown>): void; warn(message: string, meta?: Record<string, unknown>): void };
+}
+
+/** The host's run janitor (activities/run-janitor.ts) on the same containers and manifests as the cleanup activity. */
+export function createHostRunJanitor(deps: ActivityDeps): RunJanitor {
+  const git = createGitActivities(deps);
+  const gates = createGateActivities(deps);
+  return createRunJanitor({
+    dataDir: deps.dataDir,
+    removeContainers: async (runId) => (await gates.removeRunContainers({ runId })).removed,
+    removeFiles: async (runId) => (await git.cleanupRunFiles({ runId })).removed,
+    log: deps.janitorLog ?? {
+      info: (message, meta) => {
+        Runtime.instance().logger.info(message, meta);
+      },
+      warn: (message, meta) => {
+        Runtime.instance().logger.warn(message, meta);
+      },
+    },
+  });
 }
 
 /**
@@ -60,8 +86,9 @@ export function createActivities(deps: ActivityDeps) {
   const nightly = createNightlyActivities();
   const retention = createRetentionActivities(deps);
   const batch = createBatchActivities(deps);
+  const janitor = deps.runJanitor ?? createHostRunJanitor(deps);
   const activities = {
-    'capsule.placeLanding': createPlacement({ dataDir: deps.dataDir, hostId: deps.hostId, servesHost: deps.servesHost ?? true, git, landing, rebase, gates }),
+    'capsule.placeLanding': createPlacement({ dataDir: deps.dataDir, hostId: deps.hostId, servesHost: deps.servesHost ?? true, git, landing, rebase, gates, queue }),
     'capsule.inspectTarget': git.inspectTarget,
     'capsule.prepareRun': landing.prepareRun,
     'capsule.rebaseBranches': rebase.rebaseBranches,
@@ -113,6 +140,20 @@ export function createActivities(deps: ActivityDeps) {
       ]);
       const files = await git.cleanupRunFiles({ runId });
       return { removedPaths: files.removed, removedContainers: removed };
+    },
+    /**
+     * A landing's last step, on its host, in the workflow task that ends the run: frees the target
+     * (given the queue; a repeat is harmless), stores the outcome, and leaves the run's cleanup to
+     * this host's janitor, which removes what `capsule.cleanupRun` would once the run has closed
+     * (activities/run-janitor.ts). Every part converges when repeated: it may run as a local activity.
+     */
+    async 'capsule.finishRun'({ runId, outcome, release }: { runId: string; outcome: LandingOutcome; release?: { queueId: string } }): Promise<{ cleanup: 'after-close' }> {
+      await Promise.all([
+        release ? queue.release({ queueId: release.queueId, landingId: runId }) : undefined,
+        writeFileAtomic(runPaths(deps.dataDir, outcome.runId).outcome, `${JSON.stringify(outcome, null, 2)}\n`),
+      ]);
+      await janitor.finishLater(runId, Context.current().client);
+      return { cleanup: 'after-close' };
     },
     /** Stores the outcome next to the run's logs, so it outlives Temporal's retention. */
     async 'capsule.recordOutcome'({ outcome, name }: { outcome: LandingOutcome | SessionOutcome; name?: string }): Promise<{ path: string }> {

@@ -22,6 +22,8 @@ export const hostBoundCapsules = [
   'capsule.fastForwardTarget',
   'capsule.currentTarget',
   'capsule.recordOutcome',
+  // Frees the target, stores the outcome, marks the run for its host's janitor: each part converges.
+  'capsule.finishRun',
 ] as const;
 
 export type HostBoundCapsule = (typeof hostBoundCapsules)[number];

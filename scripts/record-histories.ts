@@ -228,6 +228,19 @@ const recordings: Recording[] = [
     },
   },
   {
+    kind: 'landing-finish-on-host',
+    description: 'a plain landing after patch landing-finish-on-host: green gate, admitted at once (its queue warmed up by the placement), merged, and ended by capsule.finishRun on its host in the same workflow task (the cleanup left to the host janitor)',
+    async run(stack) {
+      const repo = createFixtureRepo({
+        base: { 'check.sh': 'echo ok\n', '.config/tarmac/land-gate.json': gate() },
+        branches: [{ name: 'feature/plain', commits: [{ message: 'feature', files: { 'plain.txt': 'p\n' } }] }],
+      });
+      const id = await land(stack, { repo: repo.url, branches: ['feature/plain'], target: 'main' });
+      await landed(stack, id);
+      return [id];
+    },
+  },
+  {
     kind: 'suite-quarantine',
     description: "one target's quarantine entity: started by a quarantine (update-with-start), a second suite quarantined and lifted, the first dropped at its end by the entity's timer; with none left it ends",
     async run(stack) {

@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { createActivities } from '../activities';
+import { createActivities, createHostRunJanitor } from '../activities';
 import type { Config } from '../core/node/config';
 import { hostQueue, placementQueue } from '../core/queues';
 import { heartbeatEveryMs } from '../workflows/activity-options';
@@ -63,7 +63,10 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   const docker = new Docker({ socketPath: config.dockerSocket });
   await docker.ping();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const activities = createActivities({ dataDir: config.dataDir, hostId: config.hostId, servesHost: config.workerQueues.includes('host'), docker, taskQueue: config.taskQueue, recipesDir: config.recipesDir, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}) });
+  const deps = { dataDir: config.dataDir, hostId: config.hostId, servesHost: config.workerQueues.includes('host'), docker, taskQueue: config.taskQueue, recipesDir: config.recipesDir, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}) };
+  // The landings' cleanups once their runs have closed (activities/run-janitor.ts): resumed below for this host's data dir.
+  const runJanitor = createHostRunJanitor({ ...deps, janitorLog: { info: (message, meta) => logger.info(meta ?? {}, message), warn: (message, meta) => logger.warn(meta ?? {}, message) } });
+  const activities = createActivities({ ...deps, runJanitor });
   // TARMAC_WORKER_QUEUES: a deployment may run workflow workers and host workers as separate processes.
   const workers: Worker[] = [];
   // Every running activity is heartbeated (its own details repeated): a dead worker's step is retried in seconds.
@@ -100,6 +103,11 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   await report();
   // A host sweeps its own data dir: its retention schedule is made (or updated) by its host worker.
   if (config.workerQueues.includes('host')) await ensureRetentionSchedule(client, config, logger).catch((error: unknown) => logger.warn({ err: error }, 'could not put the retention schedule of this host in place'));
+  // Runs this host finished (or lost) before it stopped, whose cleanup waits for them to close.
+  if (config.workerQueues.includes('host')) {
+    const resumed = await runJanitor.resume(client);
+    if (resumed > 0) logger.info({ runs: resumed }, 'cleanups of finished runs taken up again');
+  }
   const reporting = setInterval(() => void report(), agentsReportEveryMs);
   reporting.unref();
   logger.info(

@@ -20,7 +20,7 @@ import { removeRunContainers } from '../../activities/containers';
 import type { LandingOutcome } from '../../core/types';
 import { branchHead } from '../../infra/fixture-repo';
 import { buildWorkflowBundle } from '../../worker/workflow-bundle';
-import { startStack, type Stack } from '../helpers/stack';
+import { cleanupsSettled, startStack, type Stack } from '../helpers/stack';
 import { FaultInjector, planFaults, type Fault } from './faults';
 import { ContainerWatch, containerCounts, containersLeft, ownerOf, targetHistory, workspacesLeft, type ContainerCreate } from './invariants';
 import { recoveryOf, timeline } from './recovery';
@@ -122,6 +122,8 @@ describe(`chaos: every kind of run at once, scale ${scale}, seed ${seed}`, () =>
   /** The invariants every pass must hold on its own. */
   async function holdsAlone(pass: Pass): Promise<void> {
     assert.deepEqual(await targetHistory(stack, pass.runs), [], 'every target moved only by one fast-forward per landing, to a gated tree, with every landed commit');
+    // Landings are cleaned up by their host's janitor once they have closed (and after a restart).
+    await cleanupsSettled(stack.dataDir);
     const left = await containersLeft(stack.docker, pass.runs, pass.creates);
     if (left.length > 0) {
       const runs = [...new Set(left.map((entry) => /\(([^,]+),/.exec(entry)?.[1] ?? ''))];

@@ -11,7 +11,7 @@ import { defaultRecipesDir } from '../../core/node/recipes';
 import { hostQueue } from '../../core/queues';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { startCluster, type Cluster } from '../helpers/cluster';
-import { waitFor } from '../helpers/stack';
+import { cleanedUp, waitFor } from '../helpers/stack';
 
 /** How long each landing's gate runs: long enough that every landing of host A is in its gate when A dies. */
 const gateSeconds = 25;
@@ -172,6 +172,7 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
     for (const landing of landings) {
       // B finished it: its outcome is stored in B's data dir, its workspace and snapshots are gone (logs stay).
       const paths = runPaths(b.dataDir, landing.id);
+      assert.equal((await cleanedUp(b.dataDir, landing.id)).workflowStatus, 'COMPLETED', `${hostB}'s janitor cleaned up ${landing.id} once it closed`);
       assert.equal(JSON.parse(readFileSync(paths.outcome, 'utf8')).status, 'landed', `${hostB} stored the outcome of ${landing.id}`);
       assert.equal(existsSync(paths.worktree), false, `${hostB} removed the workspace of ${landing.id}`);
       assert.deepEqual(existsSync(paths.snapshots) ? readdirSync(paths.snapshots) : [], [], `${hostB} removed the gate snapshots of ${landing.id}`);

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app';
 import { freePort } from '../../infra/ports';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch, type Files } from '../../infra/fixture-repo';
-import { runningContainer, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
+import { cleanedUp, runningContainer, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 import { tarmac, type CliRun } from '../helpers/tarmac-cli';
 
 const root = resolve(__dirname, '../..');
@@ -144,7 +144,7 @@ describe('tarmac CLI against the real stack', () => {
     const title = screen.findIndex((line) => /land\.origin\.main\.\S+ {2}phase done {2}→ landed$/.test(line));
     assert.ok(title !== -1, `the final picture has the phase and the outcome:\n${screen.join('\n')}`);
     assert.equal(screen.filter((line) => / phase /.test(line)).length, 1, 'one block, not a scroll of copies');
-    for (const step of ['capsule.inspectTarget', 'capsule.prepareRun', 'capsule.rebaseBranches', 'gate.runSuite:test#1', 'capsule.fastForwardTarget', 'capsule.cleanupRun']) {
+    for (const step of ['capsule.inspectTarget', 'capsule.prepareRun', 'capsule.rebaseBranches', 'gate.runSuite:test#1', 'capsule.fastForwardTarget', 'capsule.finishRun']) {
       assert.ok(screen.some((line) => line.startsWith(`  ✓ ${step} `)), `step ${step} is marked done`);
     }
     assert.ok(screen.some((line) => /^ {2}tokens 0 in \/ 0 out · cost \$0\.0000 · containers 1 · sessions 0 · capsules \d+ · wall [\d.]+ s$/.test(line)), 'the meters');
@@ -227,6 +227,7 @@ describe('tarmac CLI against the real stack', () => {
     const watched = await tarmac(['watch', id], { apiUrl: stack.apiUrl });
     assert.equal(watched.code, 1, `${watched.stdout}\n${watched.stderr}`);
     assert.match(watched.stdout, /^outcome: cancelled/m);
+    await cleanedUp(stack.dataDir, id);
     const left = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${id}`] }) });
     assert.equal(left.length, 0, 'no container of the run is left');
     assert.equal(branchHead(slow.path, 'main'), before, 'target unchanged');

@@ -5,7 +5,7 @@ import { freePort } from '../../infra/ports';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { searchAttributes } from '../../core/search-attributes';
 import { readEvents, type WireEvent } from '../helpers/sse';
-import { landingFinished, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
+import { cleanedUp, landingFinished, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 /** A gate that talks slowly (so a client can drop mid-run) and is red until FIXED exists. */
 const slowGate = gateFile([{ id: 'check', run: ['sh', '-c', 'for i in 1 2 3 4 5 6; do echo line-$i; sleep 0.3; done; sh check.sh'] }], { fixup: { maxRounds: 1 } });
@@ -162,6 +162,7 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
     await stack.api('POST', `/v1/landings/${created.body.id}/cancel`);
     const cancelled = await landingFinished(stack, created.body.id, 60_000);
     assert.equal(cancelled.outcome.status, 'cancelled', cancelled.outcome.summary);
+    await cleanedUp(stack.dataDir, created.body.id);
     const left = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${created.body.id}`] }) });
     assert.deepEqual(left, [], 'no container of the cancelled run is left');
   });

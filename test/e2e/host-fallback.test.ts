@@ -11,7 +11,7 @@ import { FailureCode } from '../../core/failures';
 import { hostBoundCapsules } from '../../core/host-bound';
 import { hostQueue, placementQueue } from '../../core/queues';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { landingFinished, runningContainer, startStack, stepRunning, type Stack } from '../helpers/stack';
+import { cleanedUp, landingFinished, runningContainer, startStack, stepRunning, type Stack } from '../helpers/stack';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -106,6 +106,8 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
     const view = await landingFinished(stack, id, 120_000);
     assertLandedGatedHead(view, repo.path);
     assert.equal(view.gates[0].reattached, true, 'the gate retried on A reattached to its container');
+    // A's janitor cleans up once the run has closed.
+    assert.equal((await cleanedUp(stack.dataDir, id)).workflowStatus, 'COMPLETED');
     const left = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${id}`] }) });
     assert.deepEqual(left.map((container) => container.Id), [], 'no container of the run is left');
     assert.ok((await stack.docker.listContainers({ all: true, filters: JSON.stringify({ id: [gate.Id] }) })).length === 0, 'the gate container was removed');
@@ -131,9 +133,9 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
       assert.equal(processOf(step.startedBy), String(hostWorker), `${name} was run by worker A (restarted)`);
     }
     assert.ok(fallbacks.every((entry) => entry.taskQueue === hostQueue('test-host') && processOf(entry.startedBy) === String(hostWorker)));
-    // The cleanup always goes through the host's queue (it destroys what a repeated local step would read).
-    const cleanup = history.scheduled.find((entry) => entry.activityType === 'capsule.cleanupRun');
-    assert.equal(cleanup?.taskQueue, hostQueue('test-host'), 'the cleanup ran on A');
+    // The last step (target freed, outcome stored, the run marked for its host's janitor) went to A too.
+    const finish = history.scheduled.find((entry) => entry.activityType === 'capsule.finishRun');
+    assert.equal(finish?.taskQueue, hostQueue('test-host'), 'the run was finished on A');
     // The workflow tasks: A's before the kill, B's after (the refused tries were B's).
     const moved = history.workflowTasks.filter((task) => task.index < firstRefused).at(-1)!;
     const afterMove = history.workflowTasks.filter((task) => task.index >= moved.index);

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { mirrorPath } from '../../activities/run-store';
 import { landingId } from '../../core/node/landing-id';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch, type Files } from '../../infra/fixture-repo';
-import { landingFinished, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
+import { cleanedUp, landingFinished, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
 
 const git = (dir: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
@@ -306,6 +306,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     assert.equal(cancelled.status, 202);
     const view = await finished(id);
     assert.equal(view.outcome.status, 'cancelled', view.outcome.summary);
+    assert.equal((await cleanedUp(stack.dataDir, id)).workflowStatus, 'COMPLETED');
     const left = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${id}`] }) });
     assert.equal(left.length, 0, 'no container with the run label is left');
     assert.equal(git(mirror, 'rev-parse', 'refs/heads/someone-else'), before);

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { containersCreated, startStack, waitFor, type Stack } from '../helpers/stack';
+import { cleanupMarker } from '../../activities/run-janitor';
+import { cleanedUp, containersCreated, startStack, stepRunning, waitFor, type Stack } from '../helpers/stack';
 
 const passingBase = {
   'Makefile': 'test:\n\tnode test.js\n',
@@ -70,10 +71,14 @@ describe('landing, end to end: HTTP → Temporal → worker → container → gi
         'capsule.verifyLanding',
         'queue.requestAdmission',
         'capsule.fastForwardTarget',
-        'capsule.cleanupRun',
+        'capsule.finishRun',
       ],
     );
     assert.equal(await containersCreated(stack.docker, since, `tarmac.run=${created.body.id}`), 1, 'one gate container');
+    // The host's janitor cleans up once the run has closed (a moment after its result).
+    const cleanup = await cleanedUp(stack.dataDir, created.body.id);
+    assert.equal(cleanup.workflowStatus, 'COMPLETED');
+    assert.ok(cleanup.removedPaths?.includes(join(stack.dataDir, 'runs', created.body.id, 'worktree')), JSON.stringify(cleanup));
     const leftovers = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${created.body.id}`] }) });
     assert.equal(leftovers.length, 0, 'cleanup removed the run containers');
     assert.equal(existsSync(join(stack.dataDir, 'runs', created.body.id, 'worktree')), false, 'cleanup removed the worktree');
@@ -155,5 +160,31 @@ describe('landing, end to end: HTTP → Temporal → worker → container → gi
       view.outcome.provenance.map((entry: { how: string }) => entry.how),
       ['identical'],
     );
+  });
+
+  it("the host's janitor never cleans up a run that is still running: a run marked while it runs (a forged marker, a worker restarted) lands, and is cleaned up once it has closed", async () => {
+    const repo = createFixtureRepo({
+      base: { ...passingBase, 'slow.sh': 'sleep 4\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'sh slow.sh && make test'], timeout: '2m' }]) },
+      branches: featureBranch(),
+    });
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/x'], target: 'main' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    await stepRunning(stack, id, 'gate.runSuite', 'the gate to run', 90_000);
+    const worktree = join(stack.dataDir, 'runs', id, 'worktree');
+    assert.ok(existsSync(worktree), 'the workspace is there while the gate runs');
+    // Marked as if the run had finished, and the worker started again: its janitor takes the mark up at once.
+    writeFileSync(join(stack.dataDir, 'runs', id, cleanupMarker), `${JSON.stringify({ runId: id, markedAt: new Date().toISOString() })}\n`);
+    await stack.killWorker('SIGKILL');
+    await stack.startWorker();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    assert.ok(existsSync(worktree), 'the janitor left the workspace of the running run alone');
+    const view = await finished(stack, id);
+    assert.equal(view.outcome.status, 'landed', `verified and pushed from its own workspace: ${view.outcome.summary}`);
+    assert.equal(branchHead(repo.path, 'main'), view.outcome.mergedSha);
+    const cleanup = await cleanedUp(stack.dataDir, id);
+    assert.equal(cleanup.workflowStatus, 'COMPLETED');
+    assert.equal(existsSync(worktree), false, 'removed once the run closed');
+    assert.ok(existsSync(join(stack.dataDir, 'runs', id, 'outcome.json')), 'the outcome stays');
   });
 });

@@ -11,7 +11,7 @@ import { defaultRecipesDir } from '../../core/node/recipes';
 import { eventsQuery } from '../../core/messages';
 import { hostQueue } from '../../core/queues';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { landingFinished, startStack, stepRunning, waitFor, type Stack } from '../helpers/stack';
+import { cleanedUp, landingFinished, startStack, stepRunning, waitFor, type Stack } from '../helpers/stack';
 
 /** The processes' identity as the SDK gives it by default: `<pid>@<hostname>`. */
 const processOf = (identity: string | null | undefined) => identity?.split('@')[0];
@@ -105,7 +105,8 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
       return (data.activity_type ?? data.activityType) === 'capsule.placeLanding';
     });
     assert.equal(placements.length + scheduled.filter((entry) => entry.type === 'capsule.placeLanding').length, 2, 'placed twice: on A, then on B');
-    // B cleaned up what it made; nothing of the run is left on B.
+    // B cleaned up what it made (its janitor, once the run closed); nothing of the run is left on B.
+    assert.equal((await cleanedUp(otherDataDir, id)).workflowStatus, 'COMPLETED');
     assert.equal(existsSync(join(otherDataDir, 'runs', id, 'worktree')), false, "B removed the run's workspace");
     const left = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${id}`] }) });
     assert.deepEqual(left.map((container) => container.Id), []);

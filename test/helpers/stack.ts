@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
@@ -11,6 +11,7 @@ import { loadConfig, type Config } from '../../core/node/config';
 import { scenarioNameProblem, type ScriptScenario } from '../../core/script-scenario';
 import { freePort } from '../../infra/ports';
 import { findTemporalBin, startDevServer, stopChild, type DevServer } from '../../infra/temporal-server';
+import { cleanupMarker, cleanupRecord } from '../../activities/run-janitor';
 
 const root = resolve(__dirname, '../..');
 export const testToken = 'test-token-0123456789abcdef';
@@ -211,6 +212,40 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     },
   };
   return stack;
+}
+
+/** What a host's run janitor recorded for a run it cleaned up after the run closed (activities/run-janitor.ts). */
+export interface CleanupRecord {
+  workflowStatus: string;
+  removedPaths?: string[];
+  removedContainers?: number;
+  error?: string;
+}
+
+/**
+ * A finished landing's cleanup, done by its host's janitor once the run has closed (a moment after
+ * its result): waits for the record in the run's directory of `dataDir` (the host's), and returns it.
+ */
+export async function cleanedUp(dataDir: string, runId: string, timeoutMs = 30_000): Promise<CleanupRecord> {
+  const runDir = join(dataDir, 'runs', runId);
+  await waitFor(
+    async () => existsSync(join(runDir, cleanupRecord)) && !existsSync(join(runDir, cleanupMarker)),
+    (done) => done,
+    timeoutMs,
+    `the host's janitor to clean up ${runId} in ${dataDir}`,
+  );
+  return JSON.parse(readFileSync(join(runDir, cleanupRecord), 'utf8')) as CleanupRecord;
+}
+
+/** Waits until no run in `dataDir` waits for its janitor (every marked run cleaned up). */
+export async function cleanupsSettled(dataDir: string, timeoutMs = 30_000): Promise<void> {
+  const runsDir = join(dataDir, 'runs');
+  await waitFor(
+    async () => (existsSync(runsDir) ? readdirSync(runsDir).filter((run) => existsSync(join(runsDir, run, cleanupMarker))) : []),
+    (marked) => marked.length === 0,
+    timeoutMs,
+    `the host's janitor to clean up every finished run in ${dataDir}`,
+  );
 }
 
 /** Polls `read` until `done(value)` holds, or fails after `timeoutMs` with the last value. */

@@ -66,7 +66,7 @@ describe('replay: every recorded history against today’s workflow code', () =>
     const registered = Object.keys(workflows).sort();
     assert.deepEqual(registered.filter((type) => !recordedTypes.has(type)), [], 'a workflow type without a recorded history');
     const kinds = fixtures.map((fixture) => fixture.kind).sort();
-    assert.deepEqual(kinds, ['agent-registry', 'fix-loop', 'landing-conflict', 'landing-fixup', 'landing-flaky', 'landing-question', 'landing-review', 'merge-batch', 'nightly', 'retention-sweep', 'review-panel', 'suite-quarantine', 'target-queue']);
+    assert.deepEqual(kinds, ['agent-registry', 'fix-loop', 'landing-conflict', 'landing-finish-on-host', 'landing-fixup', 'landing-flaky', 'landing-question', 'landing-review', 'merge-batch', 'nightly', 'retention-sweep', 'review-panel', 'suite-quarantine', 'target-queue']);
   });
 
   it('every fixture is a whole recording: each child a run started is recorded with it', () => {

@@ -1,4 +1,4 @@
-import { CancellationScope, ContinueAsNew, getExternalWorkflowHandle, isCancellation, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, ContinueAsNew, getExternalWorkflowHandle, isCancellation, patched, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { parseDuration } from '../../core/duration';
 import { FailureCode } from '../../core/failures';
@@ -129,6 +129,9 @@ function endedBy(error: unknown, tracker: LandingTracker): LandingOutcome {
   return tracker.fail(FailureCode.internal, `failed in phase ${tracker.phase}: ${failure.message}`, failure);
 }
 
+/** The history marker of landings that end with `capsule.finishRun` (their cleanup after they close) instead of `capsule.cleanupRun`. */
+const finishOnHostPatch = 'landing-finish-on-host';
+
 /** Runs even when the workflow is cancelled: free the target, clean up by manifest, record the outcome. */
 async function finale({ runId, tracker, queue }: LandingContext, state: LandingState, outcome: LandingOutcome): Promise<void> {
   // A lost host cleans up after itself when it comes back (its files and containers are its own).
@@ -138,9 +141,17 @@ async function finale({ runId, tracker, queue }: LandingContext, state: LandingS
   const release = () => (queue.id ? getExternalWorkflowHandle(queue.id).signal(releaseSignal, { landingId: runId }).catch(() => undefined) : undefined);
   if (!host) return void (await release());
   tracker.enter('cleanup');
+  const releasing = queue.id ? { release: { queueId: queue.id } } : {};
   try {
-    // One round trip: release, cleanup, and the outcome stored in the run dir.
-    await tracker.step('capsule.cleanupRun', 'capsule', () => host['capsule.cleanupRun']({ runId, outcome, ...(queue.id ? { release: { queueId: queue.id } } : {}) }));
+    if (patched(finishOnHostPatch)) {
+      // On the host, in this workflow task (a local activity there): the target freed, the outcome
+      // stored, the run marked for the host's janitor, which removes its containers and workspace
+      // once the run has closed (activities/run-janitor.ts) — no trip, no task after it.
+      await tracker.step('capsule.finishRun', 'capsule', () => host['capsule.finishRun']({ runId, outcome, ...releasing }), () => 'cleanup once the run has closed');
+    } else {
+      // One round trip: release, cleanup, and the outcome stored in the run dir.
+      await tracker.step('capsule.cleanupRun', 'capsule', () => host['capsule.cleanupRun']({ runId, outcome, ...releasing }));
+    }
     tracker.enter('done');
   } catch (error) {
     outcome.summary += ` (cleanup failed: ${failureOf(error).message})`;
