@@ -10,7 +10,6 @@ import { automationGit, type GitActivities, type InspectTargetInput, type Inspec
 import { runPaths } from './run-store';
 import type { LandingCapsules } from './landing-capsules';
 import type { RebaseActivities, RebaseResult } from './rebase';
-import type { QueueActivities } from './queue';
 
 export interface PlaceLandingResult {
   inspected: InspectTargetResult;
@@ -32,8 +31,8 @@ function gateRunsNext(rebased: RebaseResult): boolean {
  * are gone. A retry runs them again: each is idempotent on its host (the workspace and the
  * rebase state are kept and resumed).
  */
-export function createPlacement(deps: { dataDir: string; hostId: string; servesHost: boolean; git: GitActivities; landing: LandingCapsules; rebase: RebaseActivities; gates: GateActivities; queue: Pick<QueueActivities, 'warmUp'> }) {
-  const { dataDir, hostId, servesHost, git, landing, rebase, gates, queue } = deps;
+export function createPlacement(deps: { dataDir: string; hostId: string; servesHost: boolean; git: GitActivities; landing: LandingCapsules; rebase: RebaseActivities; gates: GateActivities }) {
+  const { dataDir, hostId, servesHost, git, landing, rebase, gates } = deps;
   return async function placeLanding(input: InspectTargetInput): Promise<PlaceLandingResult> {
     // A worker that does not poll its host's queue must not become a run's host: nothing would run
     // the steps pinned to it. The landing then places itself through the placement queue.
@@ -84,11 +83,6 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
       void Promise.all(ahead.map((container) => startStepContainerAhead(container))).catch((error: unknown) => {
         log.info('gate containers not started ahead; the round starts them', { error: String(error) });
       });
-    }
-    // The target's queue started while the gate runs, when nothing stops the landing before it: the
-    // admission then finds it running (best effort, not awaited; the admission starts it otherwise).
-    if (gateRunsNext(rebased)) {
-      void queue.warmUp({ repo, target: input.target }).catch((error: unknown) => log.info('target queue not warmed up; the admission starts it', { error: String(error) }));
     }
     // Verify's reads of these two SHAs, begun now: they are done when the gate is.
     if (rebased.status === 'done') landing.readVerifyFactsAhead({ runId, targetSha: inspected.targetSha, headSha: rebased.headSha });

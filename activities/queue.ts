@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { repoName } from '../core/node/landing-id';
-import { WithStartWorkflowOperation, type WorkflowStartOptions } from '@temporalio/client';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import { admitUpdate, releaseSignal, type AdmitRequest } from '../core/messages';
 import { searchAttributes } from '../core/search-attributes';
 import { workflowTaskTimeout } from '../core/timeouts';
@@ -12,36 +12,8 @@ export function targetQueueId(repo: string, target: string): string {
   return `queue.${repoName(repo).replace(/[^A-Za-z0-9._-]+/g, '_')}.${target.replace(/[^A-Za-z0-9._-]+/g, '_')}.${digest}`;
 }
 
-/** How a target queue is started (by the first landing that asks it, or warmed up by a placement): one definition. */
-function queueStart(repo: string, target: string, taskQueue: string): WorkflowStartOptions & { workflowIdConflictPolicy: 'USE_EXISTING' } {
-  return {
-    workflowId: targetQueueId(repo, target),
-    taskQueue,
-    workflowTaskTimeout,
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    args: [{ waiting: [], admitted: 0 }],
-    typedSearchAttributes: [
-      { key: searchAttributes.kind, value: 'target-queue' },
-      { key: searchAttributes.repo, value: repo },
-      { key: searchAttributes.target, value: target },
-    ],
-  };
-}
-
 export function createQueueActivities({ taskQueue }: { taskQueue: string }) {
   return {
-    /**
-     * Starts the (repo, target) queue if it is not running yet, without asking it anything: a
-     * placement whose landing goes on to its gate calls it (not awaited), so that the admission
-     * after the gate finds the queue running — a start costs the server a workflow and its first
-     * task, on the landing's critical path when done by the admission itself. A queue runs for
-     * good once started (it continues as new); warming it up early starts nothing that would not
-     * start anyway when the landing's gate is green.
-     */
-    warmUp: async ({ repo, target }: { repo: string; target: string }): Promise<void> => {
-      await Context.current().client.workflow.start('targetQueue', queueStart(repo, target, taskQueue));
-    },
-
     /**
      * Asks the (repo, target) queue to admit a landing, starting the queue if it is not running
      * (update-with-start). `admitted: true` when the target was free: the landing merges now,
@@ -52,7 +24,18 @@ export function createQueueActivities({ taskQueue }: { taskQueue: string }) {
       const { client } = Context.current();
       const { admitted, seq } = await client.workflow.executeUpdateWithStart(admitUpdate, {
         args: [admit],
-        startWorkflowOperation: new WithStartWorkflowOperation('targetQueue', queueStart(repo, target, taskQueue)),
+        startWorkflowOperation: new WithStartWorkflowOperation('targetQueue', {
+          workflowId: queueId,
+          taskQueue,
+          workflowTaskTimeout,
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          args: [{ waiting: [], admitted: 0 }],
+          typedSearchAttributes: [
+            { key: searchAttributes.kind, value: 'target-queue' },
+            { key: searchAttributes.repo, value: repo },
+            { key: searchAttributes.target, value: target },
+          ],
+        }),
       });
       return { queueId, admitted, ...(seq === undefined ? {} : { seq }) };
     },
@@ -68,5 +51,3 @@ export function createQueueActivities({ taskQueue }: { taskQueue: string }) {
     },
   };
 }
-
-export type QueueActivities = ReturnType<typeof createQueueActivities>;

@@ -50,7 +50,13 @@ export interface RunJanitor {
 export function createRunJanitor({ dataDir, removeContainers, removeFiles, log, pollMs = { first: 25, max: 5_000 } }: RunJanitorDeps): RunJanitor {
   const inFlight = new Map<string, Promise<void>>();
 
-  /** Resolves once the run's workflow is not running (closed, or gone past retention). */
+  /** A pause that never keeps the process alive (a worker that stops leaves the rest to its next start). */
+  const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+  /**
+   * Resolves once the run's workflow is not running (closed, or gone past retention). Temporal out
+   * of reach for a while (restarted) is waited out: asked again every few seconds.
+   */
   const closed = async (client: Client, runId: string): Promise<string> => {
     let wait = pollMs.first;
     for (;;) {
@@ -59,26 +65,38 @@ export function createRunJanitor({ dataDir, removeContainers, removeFiles, log, 
         if (status.name !== 'RUNNING') return status.name;
       } catch (error) {
         if (error instanceof WorkflowNotFoundError) return 'NOT_FOUND';
-        throw error;
+        wait = Math.max(wait, 1_000);
       }
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await pause(wait);
       wait = Math.min(wait * 2, pollMs.max);
+    }
+  };
+
+  /** The containers first (none may still write into the files), then the manifest's paths; tried three times. */
+  const remove = async (runId: string): Promise<{ removedContainers: number; removedPaths: string[] }> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const removedContainers = await removeContainers(runId);
+        return { removedContainers, removedPaths: await removeFiles(runId) };
+      } catch (error) {
+        if (attempt >= 3) throw error;
+        await pause(attempt * 2_000);
+      }
     }
   };
 
   const clean = async (runId: string, client: Client): Promise<void> => {
     const paths = runPaths(dataDir, runId);
     const status = await closed(client, runId);
+    const record = (what: Record<string, unknown>) => writeFileAtomic(join(paths.runDir, cleanupRecord), `${JSON.stringify({ runId, workflowStatus: status, ...what, at: new Date().toISOString() }, null, 2)}\n`, { durable: false });
     try {
-      // The containers first: none may still write into the files.
-      const removedContainers = await removeContainers(runId);
-      const removedPaths = await removeFiles(runId);
-      await writeFileAtomic(join(paths.runDir, cleanupRecord), `${JSON.stringify({ runId, workflowStatus: status, removedPaths, removedContainers, at: new Date().toISOString() }, null, 2)}\n`, { durable: false });
+      const { removedContainers, removedPaths } = await remove(runId);
+      await record({ removedPaths, removedContainers });
       await rm(join(paths.runDir, cleanupMarker), { force: true });
       log.info('run cleaned up after it closed', { runId, workflowStatus: status, removedContainers, removedPaths: removedPaths.length });
     } catch (error) {
       // Kept marked: the next start of this host's worker tries again.
-      await writeFileAtomic(join(paths.runDir, cleanupRecord), `${JSON.stringify({ runId, workflowStatus: status, error: String(error), at: new Date().toISOString() }, null, 2)}\n`, { durable: false }).catch(() => undefined);
+      await record({ error: String(error) }).catch(() => undefined);
       log.warn('run cleanup failed; tried again when this worker starts', { runId, error: String(error) });
     }
   };

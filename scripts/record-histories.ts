@@ -229,7 +229,7 @@ const recordings: Recording[] = [
   },
   {
     kind: 'landing-finish-on-host',
-    description: 'a plain landing after patch landing-finish-on-host: green gate, admitted at once (its queue warmed up by the placement), merged, and ended by capsule.finishRun on its host in the same workflow task (the cleanup left to the host janitor)',
+    description: 'a plain landing after patch landing-finish-on-host: green gate, admitted at once, merged, and ended by capsule.finishRun on its host in the same workflow task (the cleanup left to the host janitor)',
     async run(stack) {
       const repo = createFixtureRepo({
         base: { 'check.sh': 'echo ok\n', '.config/tarmac/land-gate.json': gate() },
