@@ -26,6 +26,9 @@ const StreamEventSchema = Type.Object({
   retry: Type.Optional(Type.Integer({ description: 'reconnection delay in ms' })),
 });
 
+/** How long closing the app waits for the event streams' loops to finish the read each is in. */
+const loopsCloseWaitMs = 3_000;
+
 export interface EventRouteOptions {
   client: Client;
   config: Config;
@@ -44,11 +47,24 @@ export interface EventRouteOptions {
 export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, { client, config, pollMs = 500, keepAliveMs = 15_000 }) => {
   /** Open streams, so that closing the app ends them instead of waiting for clients to leave. */
   const streams = new Set<() => void>();
+  /**
+   * The streams' loops, still running: a loop ended by the close finishes the read it is in (a
+   * query, maybe retried by the connection's retry interceptor a moment later) after its response
+   * has ended. Closing the app waits for them (a few seconds at most), so that whoever closes the
+   * Temporal connection next never leaves a retry behind to fire on a shut-down channel (it throws
+   * outside any caller: an uncaught exception).
+   */
+  const loops = new Set<Promise<void>>();
   /** Streams open per bearer token, across both paths: at most `config.apiMaxStreamsPerToken`. */
   const slots = new StreamSlots(config.apiMaxStreamsPerToken);
   // preClose runs before the server stops accepting and waits for connections: end ours first.
   app.addHook('preClose', async () => {
     for (const end of [...streams]) end();
+  });
+  app.addHook('onClose', async () => {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...loops]), new Promise((resolve) => (timer = setTimeout(resolve, loopsCloseWaitMs)))]);
+    clearTimeout(timer);
   });
 
   for (const { path, what } of [
@@ -171,6 +187,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
         // A quiet run (a long gate, a paused budget) is asked less often: each idle round doubles
         // the wait up to 4× pollMs; any event brings it back. Each ask is a query the worker answers.
         let idleRounds = 0;
+        let loopDone: () => void = () => undefined;
+        const loop = new Promise<void>((resolve) => (loopDone = resolve));
+        loops.add(loop);
         try {
           while (open) {
             const before = cursor;
@@ -197,6 +216,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
         } finally {
           clearInterval(keepAlive);
           end();
+          loops.delete(loop);
+          loopDone();
         }
       },
     );
