@@ -203,6 +203,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     api,
     async stop() {
       await app.close();
+      // The host's janitor cleans up a landing a moment after its result: let it finish before the
+      // worker stops and the data dir (with its markers) goes, or the last landing's containers stay.
+      await cleanupsSettled(dataDir, 10_000).catch(() => undefined);
       if (worker) await stopChild(worker, 20_000);
       for (const child of extraWorkers) await stopChild(child, 20_000);
       await connection.close();
