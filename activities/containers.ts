@@ -54,6 +54,11 @@ export interface ContainerSpec {
   isPrepared?: () => Promise<boolean>;
   /** Called with the container id as soon as it is known (new or reattached), before it runs. */
   onContainer?: (containerId: string) => void;
+  /**
+   * A container of the host's gate pool this step was assigned and given its go (activities/gate-pool.ts):
+   * taken as the step's own container, its run counted from `startedAtMs` (the go), not from Docker's start.
+   */
+  adopt?: { containerId: string; startedAtMs: number };
   /** Called once the container runs (started now, or found from an earlier attempt). */
   onRunning?: (info: { containerId: string; reattached: boolean }) => void;
   /** Called on the container's first output (an agent's first turn, as far as the host can see). */
@@ -99,8 +104,8 @@ function statusCode(error: unknown): number | undefined {
   return (error as { statusCode?: number } | undefined)?.statusCode;
 }
 
-/** Creates the step's container under its deterministic name, sandboxed per the container contract. */
-async function createStepContainer(docker: Docker, spec: ContainerSpec, name: string, maxLogBytes: number): Promise<Docker.Container> {
+/** Creates the step's container under its deterministic name, sandboxed per the container contract (the gate pool's too). */
+export async function createStepContainer(docker: Docker, spec: Omit<ContainerSpec, 'labels'> & { labels: Record<string, string> }, name: string, maxLogBytes: number): Promise<Docker.Container> {
   return await docker.createContainer({
     name,
     Image: spec.image,
@@ -212,7 +217,8 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   const network = checkNetwork(spec.labels[labelKeys.role], spec.networkMode);
   if (!network.ok) throw failure(FailureCode.invalidRequest, network.message);
   const maxLogBytes = spec.maxLogBytes ?? defaultMaxLogBytes;
-  const made = await ensureStepContainer(docker, spec);
+  // A pool container assigned to this step is the step's first run for attempt 1, as one made ahead is.
+  const made = spec.adopt ? { container: docker.getContainer(spec.adopt.containerId), existing: { Id: spec.adopt.containerId, Labels: { [labelKeys.ahead]: 'true' } } as unknown as Docker.ContainerInfo } : await ensureStepContainer(docker, spec);
   const { container } = made;
   // A container made ahead of the step is the first attempt's own run, whatever state it is in
   // (a later attempt that finds it reattaches, as to any other).
@@ -234,7 +240,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     }
     state = (await container.inspect()).State;
   }
-  const startedAt = Date.parse(state.StartedAt);
+  const startedAt = spec.adopt?.startedAtMs ?? Date.parse(state.StartedAt);
   spec.onRunning?.({ containerId: container.id, reattached: Boolean(existing) });
   const logs = streamLogs(container, spec.logFile, maxLogBytes, spec.onFirstOutput).catch(() => undefined);
 

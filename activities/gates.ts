@@ -12,11 +12,14 @@ import { createGateCache, type GateCacheLookup } from './gate-cache';
 import { containerUser, gitArgs, handToContainerUser } from './git';
 import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
 import { leanPipe } from './lean-spawn';
+import type { GatePool } from './gate-pool';
 
 export interface GateActivityDeps {
   dataDir: string;
   hostId: string;
   docker: Docker;
+  /** The host's warm gate pool (activities/gate-pool.ts); none: every suite starts its own container. */
+  gatePool?: GatePool;
 }
 
 export interface RunGateSuiteInput {
@@ -63,7 +66,7 @@ export async function exportTree(repository: string, commitSha: string, dir: str
 /** A suite's environment apart from the tree's own SHA (which is the cache key's tree). */
 const suiteEnv = (suite: GateSuite) => ['HOME=/tmp', 'CI=1', `TARMAC_SUITE=${suite.id}`];
 
-export function createGateActivities({ dataDir, hostId, docker }: GateActivityDeps) {
+export function createGateActivities({ dataDir, hostId, docker, gatePool }: GateActivityDeps) {
   const user = containerUser();
   const cache = createGateCache({ dataDir });
 
@@ -145,7 +148,9 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
           return { suiteId: suite.id, treeSha, status: result.status, exitCode: result.exitCode, logRef: dataRef(dataDir, logFile), durationMs: result.durationMs, reattached: own, cache: own ? 'miss' : 'hit' };
         }
       }
-      const result = await runStepContainer(docker, spec);
+      // The pool's container when the placement assigned it this very step and gave its go (gate-pool.ts).
+      const adopt = gatePool && !input.evidence ? await gatePool.adoptable(runId, step) : undefined;
+      const result = await runStepContainer(docker, adopt ? { ...spec, adopt } : spec);
       const status = result.timedOut ? 'timed-out' : result.exitCode === 0 ? 'passed' : 'failed';
       // Sealed under the image the container was made from (it may have been made ahead, from an older build of the tag).
       const imageId = await docker
@@ -186,9 +191,28 @@ export function createGateActivities({ dataDir, hostId, docker }: GateActivityDe
      */
     prepareGateSuite: async (input: RunGateSuiteInput): Promise<Docker.Container> => await createStepContainerAhead(docker, suiteContainer(input).spec),
 
-    /** Removes the run's containers, found by the run's label only. */
+    /**
+     * Takes a container of the host's gate pool for this suite (the placement's, for its first round):
+     * the tree exported into its workspace, the suite's environment and command beside its go. False
+     * when the pool cannot run this suite (another image, an evidence run) or has none ready.
+     */
+    claimPooled: async (input: RunGateSuiteInput): Promise<boolean> => {
+      if (!gatePool || gatePool.size <= 0 || input.evidence || input.image !== gatePool.image) return false;
+      const { spec, step } = suiteContainer(input);
+      if (spec.entrypoint || spec.memoryBytes !== undefined || spec.nanoCpus !== undefined || spec.pidsLimit !== undefined || spec.maxLogBytes !== undefined) return false;
+      if (!(await gatePool.claim({ runId: input.runId, repo: input.repo }))) return false;
+      await gatePool.assign({ runId: input.runId, worktree: runPaths(dataDir, input.runId).worktree, commitSha: input.commitSha, treeSha: input.treeSha, step, env: spec.env, command: spec.cmd });
+      return true;
+    },
+
+    /** The go for the run's claimed pool container, or its removal when the landing does not gate next. */
+    goPooled: async (runId: string): Promise<void> => await gatePool?.go(runId),
+    discardPooled: async (runId: string): Promise<void> => await gatePool?.discard(runId),
+
+    /** Removes the run's containers, found by the run's label only (and its claimed pool container by the slot's). */
     removeRunContainers: async ({ runId }: { runId: string }): Promise<{ removed: number }> => {
-      return { removed: (await removeRunContainers(docker, runId)).length };
+      const [own, pooled] = await Promise.all([removeRunContainers(docker, runId), gatePool?.removeClaimed(runId) ?? 0]);
+      return { removed: own.length + pooled };
     },
   };
 }

@@ -19,6 +19,7 @@ import { defaultTaskQueue } from '../core/queues';
 import { createSessionActivities } from './sessions';
 import { runPaths, writeFileAtomic } from './run-store';
 import { createRunJanitor, type RunJanitor } from './run-janitor';
+import type { GatePool } from './gate-pool';
 import { Context } from '@temporalio/activity';
 import { Runtime } from '@temporalio/worker';
 import { failure, FailureCode } from '../core/failures';
@@ -43,6 +44,8 @@ export interface ActivityDeps {
   modelUpstreams?: { anthropic: string; openai: string };
   /** The script harness's scenarios (config `scriptScenariosDir`); default none. */
   scriptScenariosDir?: string;
+  /** This host's warm gate pool (the worker makes it once, activities/gate-pool.ts); none: every gate suite starts its own container. */
+  gatePool?: GatePool;
   /** This host's run janitor (the worker makes one and resumes it); default one of these activities' own. */
   runJanitor?: RunJanitor;
   /** Where the run janitor logs (it works outside any activity); default the SDK runtime's logger. */

@@ -55,14 +55,23 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
     // whose result on this tree is sealed in the gate cache gets none: the round reuses the result.
     const ahead: Docker.Container[] = [];
     let sealed = 0;
+    let pooled = false;
     const gateAhead = async (headSha: string) => {
       const treeSha = (await automationGit(runPaths(dataDir, runId).worktree).revparse([`${headSha}^{tree}`])).trim();
       await Promise.all(
-        gate.suites.map(async (suite) => {
+        gate.suites.map(async (suite, index) => {
           const input = { runId, repo, commitSha: headSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs: suiteTimeoutMs(suite), round: 1 };
           if ('hit' in (await gates.sealedResult(input).catch(() => ({ miss: 'lookup failed' })))) {
             sealed += 1;
             return;
+          }
+          // The first suite takes a container of the host's warm pool, already started (activities/gate-pool.ts).
+          if (index === 0) {
+            pooled = await gates.claimPooled(input).catch((error: unknown) => {
+              log.info('no gate pool container; the round makes its own', { suite: suite.id, error: String(error) });
+              return false;
+            });
+            if (pooled) return;
           }
           await gates
             .prepareGateSuite(input)
@@ -79,7 +88,14 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
     // Not awaited: Docker takes ~200 ms to start a container, and the landing's trip to its gate
     // step overlaps them. The step takes the container on in whatever state it finds it (created:
     // it starts it; a start in flight answers 304 and it waits; running; exited).
-    if (ahead.length > 0 && ahead.length + sealed === gate.suites.length && gateRunsNext(rebased)) {
+    // The pool's container runs its suite now, or goes (the landing stops, or asks, before its gate).
+    if (pooled) {
+      const next = gateRunsNext(rebased);
+      await (next ? gates.goPooled(runId) : gates.discardPooled(runId)).catch((error: unknown) => {
+        log.info(next ? 'the gate pool container was not given its go; the round runs the suite in its own' : 'the unused gate pool container was not removed; the run cleanup removes it', { error: String(error) });
+      });
+    }
+    if (ahead.length > 0 && ahead.length + (pooled ? 1 : 0) + sealed === gate.suites.length && gateRunsNext(rebased)) {
       void Promise.all(ahead.map((container) => startStepContainerAhead(container))).catch((error: unknown) => {
         log.info('gate containers not started ahead; the round starts them', { error: String(error) });
       });

@@ -3,6 +3,8 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities, createHostRunJanitor } from '../activities';
+import { createGatePool } from '../activities/gate-pool';
+import { defaultRunnerImage } from '../core/gate-file';
 import type { Config } from '../core/node/config';
 import { hostQueue, placementQueue } from '../core/queues';
 import { heartbeatEveryMs } from '../workflows/activity-options';
@@ -64,9 +66,13 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   await docker.ping();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const deps = { dataDir: config.dataDir, hostId: config.hostId, servesHost: config.workerQueues.includes('host'), docker, taskQueue: config.taskQueue, recipesDir: config.recipesDir, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}) };
+  const hostLog = { info: (message: string, meta?: Record<string, unknown>) => logger.info(meta ?? {}, message), warn: (message: string, meta?: Record<string, unknown>) => logger.warn(meta ?? {}, message) };
+  // The host's warm gate pool (activities/gate-pool.ts): gate containers started before any landing needs one.
+  const gatePool = config.workerQueues.includes('host') && config.gatePool > 0 ? createGatePool({ dataDir: config.dataDir, hostId: config.hostId, docker, size: config.gatePool, image: defaultRunnerImage, log: hostLog }) : undefined;
+  await gatePool?.start().catch((error: unknown) => logger.warn({ err: error }, 'the gate pool did not start; gates start their own containers'));
   // The landings' cleanups once their runs have closed (activities/run-janitor.ts): resumed below for this host's data dir.
-  const runJanitor = createHostRunJanitor({ ...deps, janitorLog: { info: (message, meta) => logger.info(meta ?? {}, message), warn: (message, meta) => logger.warn(meta ?? {}, message) } });
-  const activities = createActivities({ ...deps, runJanitor });
+  const runJanitor = createHostRunJanitor({ ...deps, ...(gatePool ? { gatePool } : {}), janitorLog: hostLog });
+  const activities = createActivities({ ...deps, ...(gatePool ? { gatePool } : {}), runJanitor });
   // TARMAC_WORKER_QUEUES: a deployment may run workflow workers and host workers as separate processes.
   const workers: Worker[] = [];
   // Every running activity is heartbeated (its own details repeated): a dead worker's step is retried in seconds.
@@ -120,6 +126,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   );
   const done = Promise.all(workers.map((worker) => worker.run())).then(async () => {
     clearInterval(reporting);
+    await gatePool?.stop().catch((error: unknown) => logger.warn({ err: error }, 'the gate pool was not emptied'));
     await clientConnection.close();
     await connection.close();
     logger.info('worker stopped');

@@ -55,6 +55,11 @@ export interface Config {
   workerMetricsUrl?: string;
   /** `TARMAC_DOCKER_SOCKET`, default `/var/run/docker.sock`. */
   dockerSocket: string;
+  /**
+   * `TARMAC_GATE_POOL`, default `1`: gate containers a host worker keeps started ahead, waiting for a
+   * suite on the default runner image (activities/gate-pool.ts); `0` turns the pool off (0-16).
+   */
+  gatePool: number;
   /** `TARMAC_LOG_LEVEL`, default `info`. */
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** `TARMAC_TEMPORAL_BIN`: path of the `temporal` CLI for `tarmac dev`; default found by setup. */
@@ -191,6 +196,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!Number.isInteger(apiMaxStreamsPerToken) || apiMaxStreamsPerToken < 1 || apiMaxStreamsPerToken > 10_000) {
     problems.push(`TARMAC_API_MAX_STREAMS_PER_TOKEN: "${apiMaxStreamsText}" must be a whole number of open event streams per token (1-10000)`);
   }
+  const gatePoolText = text('TARMAC_GATE_POOL', '1');
+  const gatePool = Number(gatePoolText);
+  if (!/^[0-9]+$/.test(gatePoolText) || gatePool > 16) problems.push(`TARMAC_GATE_POOL: "${gatePoolText}" must be a whole number of gate containers kept waiting (0-16; 0 turns the pool off)`);
   const workerMetricsUrl = env.TARMAC_WORKER_METRICS_URL?.trim() || undefined;
   if (workerMetricsUrl && !/^http:\/\/[^\s/]+(\/[^\s]*)?$/.test(workerMetricsUrl)) {
     problems.push(`TARMAC_WORKER_METRICS_URL: "${workerMetricsUrl}" must be an http:// URL (e.g. http://127.0.0.1:9464/metrics)`);
@@ -244,6 +252,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerMetricsHost: text('TARMAC_WORKER_METRICS_HOST', '127.0.0.1'),
     ...(workerMetricsUrl ? { workerMetricsUrl } : {}),
     dockerSocket: text('TARMAC_DOCKER_SOCKET', '/var/run/docker.sock'),
+    gatePool: /^[0-9]+$/.test(gatePoolText) && gatePool <= 16 ? gatePool : 0,
     logLevel: logLevel as Config['logLevel'],
     ...(temporalBin ? { temporalBin } : {}),
     modelUpstreams,

@@ -12,6 +12,7 @@ import { scenarioNameProblem, type ScriptScenario } from '../../core/script-scen
 import { freePort } from '../../infra/ports';
 import { findTemporalBin, startDevServer, stopChild, type DevServer } from '../../infra/temporal-server';
 import { cleanupMarker, cleanupRecord } from '../../activities/run-janitor';
+import { gatePoolId, poolLabelKeys } from '../../activities/gate-pool';
 
 const root = resolve(__dirname, '../..');
 export const testToken = 'test-token-0123456789abcdef';
@@ -96,6 +97,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     TARMAC_WORKER_METRICS_PORT: String(metricsPort),
     TARMAC_WORKER_METRICS_URL: `http://127.0.0.1:${metricsPort}/metrics`,
     TARMAC_SCRIPT_SCENARIOS: scenariosDir,
+    // No warm gate pool unless a test asks for one (workerEnv TARMAC_GATE_POOL): the tests count gate containers by run.
+    TARMAC_GATE_POOL: '0',
     ...(options.recipesDir ? { TARMAC_RECIPES_DIR: options.recipesDir } : {}),
     // The worker announces readiness at info level ("worker started").
     TARMAC_LOG_LEVEL: 'info',
@@ -208,6 +211,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await cleanupsSettled(dataDir, 10_000).catch(() => undefined);
       if (worker) await stopChild(worker, 20_000);
       for (const child of extraWorkers) await stopChild(child, 20_000);
+      // A worker killed (not stopped) leaves its gate pool's waiting containers: they are this data dir's.
+      await removePoolContainers(docker, gatePoolId(config.hostId, dataDir)).catch(() => undefined);
       await connection.close();
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
@@ -215,6 +220,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     },
   };
   return stack;
+}
+
+/** Removes the containers of one gate pool (activities/gate-pool.ts), found by its label. */
+export async function removePoolContainers(docker: Docker, poolId: string): Promise<number> {
+  const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${poolId}`] }) });
+  await Promise.all(found.map((info) => docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined)));
+  return found.length;
 }
 
 /** What a host's run janitor recorded for a run it cleaned up after the run closed (activities/run-janitor.ts). */

@@ -101,6 +101,20 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads TARMAC_GATE_POOL (default 1, 0 turns it off) and refuses anything but a whole number up to 16, naming the variable', () => {
+    assert.equal(loadConfig({}).gatePool, 1);
+    assert.equal(loadConfig({ TARMAC_GATE_POOL: '0' }).gatePool, 0);
+    assert.equal(loadConfig({ TARMAC_GATE_POOL: ' 4 ' }).gatePool, 4);
+    assert.equal(loadConfig({ TARMAC_GATE_POOL: '16' }).gatePool, 16);
+    for (const bad of ['-1', '17', '1.5', 'on', '2x']) {
+      assert.throws(
+        () => loadConfig({ TARMAC_GATE_POOL: bad }),
+        (error: unknown) => error instanceof ConfigError && error.problems[0] === `TARMAC_GATE_POOL: "${bad}" must be a whole number of gate containers kept waiting (0-16; 0 turns the pool off)`,
+        bad,
+      );
+    }
+  });
+
   it('never serialises the API tokens', () => {
     const secret = 'super-secret-token-value-123';
     const config = loadConfig({ TARMAC_API_TOKENS: `${secret},another-secret-token-456` });
