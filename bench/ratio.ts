@@ -7,9 +7,10 @@
  * to the janitor's record is reported too, with the ratio it gives.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gatePoolId } from '../activities/gate-pool';
 import { cleanupRecord } from '../activities/run-janitor';
 import type { Stack } from '../test/helpers/stack';
 import { twoBranchFixture } from './fixtures';
@@ -34,6 +35,25 @@ export interface RatioReport {
   tarmacCleanedMedianMs: number;
   /** The same ratio with Tarmac's cleanup counted, as the script's is. */
   ratioWithCleanup: number;
+  /** The host's warm gate pool (TARMAC_GATE_POOL of the stack's worker) and how many measured landings ran their gate in it. */
+  gatePool: number;
+  pooledLandings: number;
+}
+
+/**
+ * Waits until the host's gate pool is full and makes nothing (its state file; 10 s at most): each
+ * measurement, Tarmac's and the script's, starts on a machine that is not busy refilling it.
+ */
+async function poolSettled(stack: Stack, size: number): Promise<void> {
+  if (size <= 0) return;
+  const state = join(stack.dataDir, 'gate-pool', gatePoolId(stack.config.hostId, stack.dataDir), 'state.json');
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const now = existsSync(state) ? (JSON.parse(readFileSync(state, 'utf8')) as { idle: number; filling: number }) : undefined;
+    if (now && now.idle >= size && now.filling === 0) return;
+    if (Date.now() > deadline) throw new Error(`the gate pool was not full within 10 s: ${JSON.stringify(now)}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
 
 /** Waits for the janitor's cleanup record of a run (checked every 2 ms; 10 s at most). */
@@ -47,27 +67,32 @@ async function cleanedAt(stack: Stack, runId: string): Promise<number> {
   return Date.now();
 }
 
-export async function measureRatio(stack: Stack, count: number): Promise<RatioReport> {
+export async function measureRatio(stack: Stack, count: number, gatePool = 0): Promise<RatioReport> {
   const tarmacMs: number[] = [];
   const tarmacCleanedMs: number[] = [];
   const shellMs: number[] = [];
   const steps: Record<string, number[]> = {};
   // One warm-up of each, not measured: the first container start and git calls pay for cold caches.
+  let pooledLandings = 0;
   for (let index = -1; index < count; index += 1) {
     const repo = twoBranchFixture(index + 100);
+    await poolSettled(stack, gatePool);
     const begin = Date.now();
     const created: { body: { id: string } } = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: repo.branches, target: 'main' });
     // Wait on the workflow result itself: polling the API would add up to a poll interval.
     await stack.client.workflow.getHandle(created.body.id).result();
     const elapsed = Date.now() - begin;
     const cleaned = (await cleanedAt(stack, created.body.id)) - begin;
+    const pooled = (JSON.parse(readFileSync(join(stack.dataDir, 'runs', created.body.id, cleanupRecord), 'utf8')) as { removedPaths?: string[] }).removedPaths?.some((path) => path.endsWith('/gate-pool-slot')) ?? false;
     const view: { body: { steps: Step[]; outcome?: { status: string } } } = await stack.api('GET', `/v1/landings/${created.body.id}`);
     if (view.body.outcome?.status !== 'landed') throw new Error(`bench landing did not land: ${JSON.stringify(view.body.outcome)}`);
     const shellRepo = twoBranchFixture(index + 200);
+    await poolSettled(stack, gatePool);
     const shellBegin = Date.now();
     execFileSync('bash', [join(__dirname, 'bare-landing.sh'), shellRepo.url, mkdtempSync(join(tmpdir(), 'tarmac-bare-')), 'main', ...shellRepo.branches]);
     const shellElapsed = Date.now() - shellBegin;
     if (index < 0) continue;
+    if (pooled) pooledLandings += 1;
     tarmacMs.push(elapsed);
     tarmacCleanedMs.push(cleaned);
     shellMs.push(shellElapsed);
@@ -86,5 +111,7 @@ export async function measureRatio(stack: Stack, count: number): Promise<RatioRe
     tarmacCleanedMs,
     tarmacCleanedMedianMs: median(tarmacCleanedMs),
     ratioWithCleanup: Number((median(tarmacCleanedMs) / Math.max(1, median(shellMs))).toFixed(2)),
+    gatePool,
+    pooledLandings,
   };
 }

@@ -97,8 +97,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     TARMAC_WORKER_METRICS_PORT: String(metricsPort),
     TARMAC_WORKER_METRICS_URL: `http://127.0.0.1:${metricsPort}/metrics`,
     TARMAC_SCRIPT_SCENARIOS: scenariosDir,
-    // No warm gate pool unless a test asks for one (workerEnv TARMAC_GATE_POOL): the tests count gate containers by run.
-    TARMAC_GATE_POOL: '0',
+    // No warm gate pool unless a test asks for one (workerEnv TARMAC_GATE_POOL), or the run does
+    // (TARMAC_TEST_GATE_POOL=1: every stack's worker with a pool); many tests count gate containers by run.
+    TARMAC_GATE_POOL: process.env.TARMAC_TEST_GATE_POOL?.trim() || '0',
     ...(options.recipesDir ? { TARMAC_RECIPES_DIR: options.recipesDir } : {}),
     // The worker announces readiness at info level ("worker started").
     TARMAC_LOG_LEVEL: 'info',
