@@ -11,7 +11,8 @@ import { defaultRecipesDir } from '../../core/node/recipes';
 import { hostQueue } from '../../core/queues';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { startCluster, type Cluster } from '../helpers/cluster';
-import { cleanedUp, waitFor } from '../helpers/stack';
+import { cleanedUp, removePoolContainers, waitFor } from '../helpers/stack';
+import { gatePoolId } from '../../activities/gate-pool';
 
 /** How long each landing's gate runs: long enough that every landing of host A is in its gate when A dies. */
 const gateSeconds = 25;
@@ -50,6 +51,8 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
       rmSync(dirname(landing.repo.path), { recursive: true, force: true });
     }
     await cluster?.stop();
+    // A killed host's gate pool is left (a clean stop removes its idle containers).
+    for (const host of cluster?.hosts.values() ?? []) await removePoolContainers(docker, gatePoolId(host.id, host.dataDir));
     rmSync(recipesDir, { recursive: true, force: true });
   });
 
@@ -131,10 +134,12 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
       );
     }
     await cluster.killHost(hostA);
-    // A's machine is gone, and its Docker engine with it (this machine's one engine stands in for A's).
+    // A's machine is gone, and its Docker engine with it (this machine's one engine stands in for A's):
+    // its runs' containers, and its gate pool's (waiting, or claimed by a run of A's).
     for (const landing of on(hostA)) {
       for (const info of await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${landing.id}`] }) })) await docker.getContainer(info.Id).remove({ force: true });
     }
+    await removePoolContainers(docker, gatePoolId(hostA, cluster.hosts.get(hostA)!.dataDir));
     for (const landing of on(hostB)) assertLanded(await finished(landing, 120_000), landing);
   });
 
@@ -179,6 +184,9 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
       const left = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${landing.id}`] }) });
       assert.deepEqual(left.map((container) => container.Id), [], `no container of ${landing.id} is left`);
     }
+    // B's gate pool holds only containers that wait: every one a landing claimed went with its run.
+    const pool = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.pool=${gatePoolId(hostB, b.dataDir)}`] }) });
+    assert.deepEqual(pool.map((container) => container.State).filter((state) => state !== 'running'), [], `${hostB}'s pool left no used container`);
     // The API lists them through Temporal's SQL visibility, by Tarmac's search attributes.
     const ids = landings.map((landing) => landing.id).sort();
     await waitFor(
