@@ -117,10 +117,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const workerLog = join(tmpdir(), `tarmac-test-worker-${basename(dataDir)}.log`);
   const extraWorkers: ChildProcess[] = [];
   /** Spawns a worker process and waits until it says it started; its output goes to a log kept after the test. */
+  /** Every gate pool a worker of this stack may have kept (host id and data dir): removed at stop. */
+  const pools = new Set<string>();
   const spawnWorker = async (overrides: Record<string, string> = {}): Promise<ChildProcess> => {
+    const workerEnv = { ...env, ...(options.workerEnv ?? {}), ...overrides };
+    pools.add(gatePoolId(workerEnv.TARMAC_HOST_ID ?? 'test-host', resolve(workerEnv.TARMAC_DATA_DIR ?? dataDir)));
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bin/tarmac.ts'), 'worker'], {
       cwd: root,
-      env: { ...env, ...(options.workerEnv ?? {}), ...overrides },
+      env: workerEnv,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -212,8 +216,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       await cleanupsSettled(dataDir, 10_000).catch(() => undefined);
       if (worker) await stopChild(worker, 20_000);
       for (const child of extraWorkers) await stopChild(child, 20_000);
-      // A worker killed (not stopped) leaves its gate pool's waiting containers: they are this data dir's.
-      await removePoolContainers(docker, gatePoolId(config.hostId, dataDir)).catch(() => undefined);
+      // A worker killed (not stopped) leaves its gate pool's waiting containers: they are this stack's.
+      for (const pool of pools) await removePoolContainers(docker, pool).catch(() => undefined);
       await connection.close();
       await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
