@@ -20,8 +20,8 @@
  *
  * What the pool does not take: another image, an entrypoint or limits of the suite's own (none
  * today), evidence runs; a container of an older build of the image, or one that is not running,
- * is removed at the claim. At start the host removes its unclaimed pool containers of an earlier
- * process (killed); at a clean stop it removes its idle ones.
+ * is removed at the claim. At start the host removes the pool containers of an earlier process
+ * (killed) that no run has claimed, or whose run's directory is gone; at a clean stop its idle ones.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -118,6 +118,13 @@ export function createGatePool(deps: GatePoolDeps) {
   };
   const writeState = () => writeFileAtomic(join(poolDir, 'state.json'), `${JSON.stringify({ size, idle: idle.length, filling })}\n`, { durable: false }).catch(() => undefined);
 
+  /** The slots runs of this data dir have claimed (their `gate-pool-slot` directories). */
+  const claimedSlots = async (): Promise<Set<string>> => {
+    const runs = join(dataDir, 'runs');
+    const found = await Promise.all((await readdir(runs).catch(() => [] as string[])).map((run) => readSlot(join(runs, run, 'gate-pool-slot'))));
+    return new Set(found.flatMap((slot) => (slot ? [slot.slot] : [])));
+  };
+
   /** Makes one waiting container in a fresh slot. */
   const makeOne = async (): Promise<void> => {
     const slot = `${Date.now().toString(36)}-${randomBytes(5).toString('hex')}`;
@@ -191,7 +198,12 @@ export function createGatePool(deps: GatePoolDeps) {
       // Found by the pool's label; unclaimed while its slot is still in the pool's directory (a claimed
       // slot was moved into its run's, made before its container and removed after it).
       const listed = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${poolId}`] }) });
-      for (const info of listed) if (existsSync(join(poolDir, info.Labels[poolLabelKeys.slot] ?? '.none'))) await removeContainer(info.Id).catch(() => undefined);
+      // A claimed one whose run's directory is gone (removed by retention after a host was lost) is no one's.
+      const claimed = await claimedSlots();
+      for (const info of listed) {
+        const slot = info.Labels[poolLabelKeys.slot] ?? '.none';
+        if (existsSync(join(poolDir, slot)) || !claimed.has(slot)) await removeContainer(info.Id).catch(() => undefined);
+      }
       for (const entry of await readdir(poolDir, { withFileTypes: true })) if (entry.isDirectory()) await rm(join(poolDir, entry.name), { recursive: true, force: true });
       void fill();
     },

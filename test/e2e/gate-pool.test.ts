@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type Docker from 'dockerode';
@@ -181,5 +181,31 @@ describe('the warm gate pool: started before any landing, the same sandbox and t
     await waitFor(() => poolContainers(stack), (list) => list.length === 0, 30_000, 'the stopped worker to remove its waiting container');
     await stack.startWorker();
     await poolReady(stack);
+  });
+
+  it('at start the host removes its pool containers no run has claimed, or whose run directory is gone; a claimed one stays its run\'s', async () => {
+    const poolId = gatePoolId(stack.config.hostId, stack.dataDir);
+    const make = async (slot: string) => {
+      const container = await stack.docker.createContainer({ Image: 'tarmac/runner:bookworm', Cmd: ['sleep', '300'], Labels: { 'tarmac.role': 'gate', [poolLabelKeys.pool]: poolId, [poolLabelKeys.slot]: slot }, HostConfig: { NetworkMode: 'none' } });
+      await container.start();
+      return container.id;
+    };
+    // One claimed by a run whose directory is still there (its slot file names it), one whose run
+    // directory retention removed (no slot file names it), and the killed worker's own waiting one.
+    const claimedId = await make('claimed-by-a-run');
+    const runSlot = join(stack.dataDir, 'runs', 'land.origin.main.0123456789ab', 'gate-pool-slot');
+    mkdirSync(runSlot, { recursive: true });
+    writeFileSync(join(runSlot, 'slot.json'), JSON.stringify({ slot: 'claimed-by-a-run', containerId: claimedId, imageId: 'sha256:x' }));
+    const orphanId = await make('of-a-removed-run');
+    const [waiting] = await poolReady(stack);
+    await stack.killWorker('SIGKILL');
+    await stack.startWorker();
+    const [fresh] = await poolReady(stack);
+    const left = new Set((await poolContainers(stack)).map((info) => info.Id));
+    assert.equal(left.has(claimedId), true, 'the claimed one stays: its run removes it');
+    assert.equal(left.has(orphanId), false, 'no run names it: removed');
+    assert.equal(left.has(waiting!.Id), false, "the killed worker's waiting one: removed");
+    assert.notEqual(fresh!.Id, waiting!.Id);
+    await stack.docker.getContainer(claimedId).remove({ force: true });
   });
 });
