@@ -217,19 +217,19 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   const network = checkNetwork(spec.labels[labelKeys.role], spec.networkMode);
   if (!network.ok) throw failure(FailureCode.invalidRequest, network.message);
   const maxLogBytes = spec.maxLogBytes ?? defaultMaxLogBytes;
-  // A pool container assigned to this step is the step's first run for attempt 1, as one made ahead is.
-  const made = spec.adopt ? { container: docker.getContainer(spec.adopt.containerId), existing: { Id: spec.adopt.containerId, Labels: { [labelKeys.ahead]: 'true' } } as unknown as Docker.ContainerInfo } : await ensureStepContainer(docker, spec);
+  // The step's container: a gate pool's it was assigned (by id), or its own (by its labels).
+  const made = spec.adopt ? { container: docker.getContainer(spec.adopt.containerId), found: true, ahead: true } : await ensureStepContainer(docker, spec).then(({ container, existing }) => ({ container, found: Boolean(existing), ahead: existing?.Labels?.[labelKeys.ahead] === 'true' }));
   const { container } = made;
-  // A container made ahead of the step is the first attempt's own run, whatever state it is in
-  // (a later attempt that finds it reattaches, as to any other).
-  let existing = made.existing?.Labels?.[labelKeys.ahead] === 'true' && context.info.attempt === 1 ? undefined : made.existing;
+  // A container made ahead of the step (or a pool's) is the first attempt's own run, whatever state
+  // it is in; a later attempt that finds it reattaches, as to any other.
+  let existing = made.found && !(made.ahead && context.info.attempt === 1);
   heartbeatWith(context, { containerId: container.id });
   spec.onContainer?.(container.id);
   let state = (await container.inspect()).State;
-  const foundFinished = Boolean(existing) && state.Status === 'exited';
+  const foundFinished = existing && state.Status === 'exited';
   if (state.Status === 'created') {
     // Never started (its files made by ensureStepContainer): whoever made it, this attempt is the first to run it.
-    existing = undefined;
+    existing = false;
     try {
       await container.start();
     } catch (error) {
@@ -241,7 +241,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     state = (await container.inspect()).State;
   }
   const startedAt = spec.adopt?.startedAtMs ?? Date.parse(state.StartedAt);
-  spec.onRunning?.({ containerId: container.id, reattached: Boolean(existing) });
+  spec.onRunning?.({ containerId: container.id, reattached: existing });
   const logs = streamLogs(container, spec.logFile, maxLogBytes, spec.onFirstOutput).catch(() => undefined);
 
   let timedOut = false;
@@ -274,7 +274,7 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     exitCode: timedOut ? null : final.ExitCode,
     oomKilled: final.OOMKilled,
     timedOut,
-    reattached: Boolean(existing),
+    reattached: existing,
     foundFinished,
     durationMs: Math.max(0, Date.parse(final.FinishedAt) - startedAt),
   };
