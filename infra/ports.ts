@@ -1,13 +1,5 @@
 import { createServer } from 'node:net';
 
-/**
- * Ports this process has handed out: a port is picked now and bound later by someone else (a child
- * process, a listener started after more picks), and the system may offer a port that was just
- * closed again — two picks of one stack (the worker's metrics and the API) once got the same port,
- * and the second to bind failed with EADDRINUSE. A port is handed out once per process.
- */
-const handedOut = new Set<number>();
-
 /** One pick: a TCP port on loopback that was free a moment ago. */
 async function pick(): Promise<number> {
   return await new Promise((resolve, reject) => {
@@ -22,13 +14,25 @@ async function pick(): Promise<number> {
   });
 }
 
-/** A TCP port on loopback that was free a moment ago, and that this process has not handed out before. */
-export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    const port = await pick();
-    if (handedOut.has(port)) continue;
-    handedOut.add(port);
-    return port;
-  }
-  throw new Error('no free loopback port that this process has not handed out already (100 picks)');
+/** Picks from `pick` that were never handed out before by this picker (100 tries a call). */
+export function uniquePicks(pick: () => Promise<number>): () => Promise<number> {
+  const handedOut = new Set<number>();
+  return async () => {
+    for (let attempt = 0; attempt < 100; attempt += 1) {
+      const port = await pick();
+      if (handedOut.has(port)) continue;
+      handedOut.add(port);
+      return port;
+    }
+    throw new Error('no free loopback port that this process has not handed out already (100 picks)');
+  };
 }
+
+/**
+ * A TCP port on loopback that was free a moment ago, and that this process has not handed out
+ * before: a port is picked now and bound later by someone else (a child process, a listener started
+ * after more picks), and the system may offer a port that was just closed again — two picks of one
+ * stack (the worker's metrics and the API) once got the same port, and the second to bind failed
+ * with EADDRINUSE. A port is handed out once per process.
+ */
+export const freePort: () => Promise<number> = uniquePicks(pick);
