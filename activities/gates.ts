@@ -13,6 +13,8 @@ import { containerUser, gitArgs, handToContainerUser } from './git';
 import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from './run-store';
 import { leanPipe } from './lean-spawn';
 import type { GatePool } from './gate-pool';
+import type { EnvironmentRef } from '../core/environment-types';
+import { environmentMount, environmentsDir, linkProducts } from './environments';
 
 export interface GateActivityDeps {
   dataDir: string;
@@ -45,6 +47,12 @@ export interface RunGateSuiteInput {
    * of the step's identity, so neither reattaches to the round's own container.
    */
   evidence?: 'same-tree' | 'base';
+  /**
+   * The repository's environment (activities/environments.ts): the suite runs on its base image,
+   * with its files read-only at /tarmac/env and linked into the tree where the tree has nothing.
+   * Its key is part of the suite's definition: a result is reused only in the same environment.
+   */
+  environment?: EnvironmentRef;
 }
 
 /**
@@ -63,29 +71,35 @@ export async function exportTree(repository: string, commitSha: string, dir: str
   if (tar.code !== 0) throw new Error(`tar -x -C ${dir} exited ${tar.code}: ${tar.stderr.toString('utf8').trim()}`);
 }
 
-/** A suite's environment apart from the tree's own SHA (which is the cache key's tree). */
-const suiteEnv = (suite: GateSuite) => ['HOME=/tmp', 'CI=1', `TARMAC_SUITE=${suite.id}`];
+/** A suite's environment apart from the tree's own SHA (which is the cache key's tree); with a repository environment, its entries and key. */
+const suiteEnv = (suite: GateSuite, environment?: EnvironmentRef) => [
+  ...(environment ? Object.entries(environment.env).map(([name, value]) => `${name}=${value}`) : []),
+  'HOME=/tmp',
+  'CI=1',
+  `TARMAC_SUITE=${suite.id}`,
+  ...(environment ? [`TARMAC_ENVIRONMENT=${environment.key}`] : []),
+];
 
 export function createGateActivities({ dataDir, hostId, docker, gatePool }: GateActivityDeps) {
   const user = containerUser();
   const cache = createGateCache({ dataDir });
 
   /** The suite's definition digest: what decides what runs (policies/gate-cache-key.ts). */
-  const suiteDigest = (suite: GateSuite, timeoutMs: number) =>
-    `sha256:${createHash('sha256').update(suiteDefinitionText({ suite, timeoutMs, env: suiteEnv(suite), sandbox: gateSandboxVersion })).digest('hex')}`;
+  const suiteDigest = (suite: GateSuite, timeoutMs: number, environment?: EnvironmentRef) =>
+    `sha256:${createHash('sha256').update(suiteDefinitionText({ suite, timeoutMs, env: suiteEnv(suite, environment), sandbox: gateSandboxVersion })).digest('hex')}`;
 
   /** The key of a suite on a tree with the image as Docker has it now; none when Docker does not know the image (the run reports that). */
-  const currentKey = async ({ treeSha, suite, image, timeoutMs }: RunGateSuiteInput): Promise<GateCacheKey | undefined> => {
+  const currentKey = async ({ treeSha, suite, image, timeoutMs, environment }: RunGateSuiteInput): Promise<GateCacheKey | undefined> => {
     const imageId = await docker
-      .getImage(image)
+      .getImage(environment?.image ?? image)
       .inspect()
       .then((info) => info.Id)
       .catch(() => undefined);
-    return imageId ? { treeSha, suiteId: suite.id, suiteDigest: suiteDigest(suite, timeoutMs), imageId } : undefined;
+    return imageId ? { treeSha, suiteId: suite.id, suiteDigest: suiteDigest(suite, timeoutMs, environment), imageId } : undefined;
   };
 
   /** The container of one suite on one tree, and the snapshot of that tree it mounts. */
-  const suiteContainer = ({ runId, repo, commitSha, treeSha, suite, image, timeoutMs, round, evidence }: RunGateSuiteInput): { spec: ContainerSpec; logFile: string; step: string } => {
+  const suiteContainer = ({ runId, repo, commitSha, treeSha, suite, image, timeoutMs, round, evidence, environment }: RunGateSuiteInput): { spec: ContainerSpec; logFile: string; step: string } => {
     const paths = runPaths(dataDir, runId);
     const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}${evidence ? `-${evidence}` : ''}`;
     const snapshot = join(paths.snapshots, step);
@@ -101,12 +115,12 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
         'tarmac.suite': suite.id,
         'tarmac.host': hostId,
       },
-      image,
+      image: environment?.image ?? image,
       cmd: suite.run,
       user: `${user.uid}:${user.gid}`,
       // TARMAC_GATE_ATTEMPT: which run of the suite on this tree in this round (2: the re-run that settles a red).
-      env: [...suiteEnv(suite), `TARMAC_TREE_SHA=${treeSha}`, `TARMAC_GATE_ATTEMPT=${evidence === 'same-tree' ? 2 : 1}`],
-      binds: [`${snapshot}:/workspace:rw`],
+      env: [...suiteEnv(suite, environment), `TARMAC_TREE_SHA=${treeSha}`, `TARMAC_GATE_ATTEMPT=${evidence === 'same-tree' ? 2 : 1}`],
+      binds: [`${snapshot}:/workspace:rw`, ...(environment ? [`${join(environmentsDir(dataDir), environment.key.replace(/^sha256:/, ''), 'root')}:${environmentMount}:ro`] : [])],
       workingDir: '/workspace',
       timeoutMs,
       logFile,
@@ -117,6 +131,7 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
         await recordInManifest(paths.manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [snapshot, ready] });
         // The workspace holds the run's own commits (rebased, fixed) and reads the rest from the mirror.
         await exportTree(paths.worktree, commitSha, snapshot);
+        if (environment) await linkProducts(snapshot, environment.products);
         await handToContainerUser(snapshot);
         await writeFile(ready, `${commitSha}\n`);
       },
@@ -197,7 +212,7 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
      * when the pool cannot run this suite (another image, an evidence run) or has none ready.
      */
     claimPooled: async (input: RunGateSuiteInput): Promise<boolean> => {
-      if (!gatePool || gatePool.size <= 0 || input.evidence || input.image !== gatePool.image) return false;
+      if (!gatePool || gatePool.size <= 0 || input.evidence || input.environment || input.image !== gatePool.image) return false;
       const { spec, step } = suiteContainer(input);
       if (spec.entrypoint || spec.memoryBytes !== undefined || spec.nanoCpus !== undefined || spec.pidsLimit !== undefined || spec.maxLogBytes !== undefined) return false;
       if (!(await gatePool.claim({ runId: input.runId, repo: input.repo }))) return false;

@@ -5,6 +5,8 @@ import { failure, FailureCode } from '../core/failures';
 import { leanRun } from './lean-spawn';
 import { gitProtocolOf, gitProtocolSettings, gitTransportEnv, gitTransportSettings, parseRepoLocation, redactCredentials } from '../core/repo-location';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
+import { devcontainerPath } from '../core/environment';
+import { environmentOf, type EnvironmentParse } from '../core/environment-source';
 import type { BranchHead } from '../core/types';
 import type { GateFileFacts } from '../policies/gate-file-change';
 import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-store';
@@ -189,6 +191,8 @@ export interface InspectTargetResult {
   hostId: string;
   targetSha: string;
   gate: GateFileParse;
+  /** The target's environment declaration (issue 24); absent in results of workers before environments. */
+  environment?: EnvironmentParse;
 }
 
 /** Classifies a failed fetch: a missing repository or ref is permanent; anything else is retried. */
@@ -258,7 +262,12 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
       const mirror = await ensureMirror(dataDir, repo);
       await fetchRefs(mirror, repo, [target, ...heads.map((head) => head.branch)]);
       // The target, the pinned heads and the target's gate file in one process.
-      const [targetCommit, gateObject, ...headCommits] = await catFileBatch(mirror, [`refs/remotes/origin/${target}^{commit}`, `refs/remotes/origin/${target}^{commit}:${gateFilePath}`, ...heads.map((head) => `${head.sha}^{commit}`)]);
+      const [targetCommit, gateObject, devcontainerObject, ...headCommits] = await catFileBatch(mirror, [
+        `refs/remotes/origin/${target}^{commit}`,
+        `refs/remotes/origin/${target}^{commit}:${gateFilePath}`,
+        `refs/remotes/origin/${target}^{commit}:${devcontainerPath}`,
+        ...heads.map((head) => `${head.sha}^{commit}`),
+      ]);
       if (!targetCommit) throw failure(FailureCode.refNotFound, `branch ${target} is not in ${repo}`);
       const targetSha = targetCommit.oid;
       heads.forEach((head, index) => {
@@ -270,7 +279,8 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
         text === undefined
           ? { ok: false, field: '(file)', message: `is missing from target ${target} at ${targetSha.slice(0, 12)}` }
           : parseGateFile(text);
-      return { hostId, targetSha, gate };
+      const devcontainer = devcontainerObject?.type === 'blob' ? devcontainerObject.content.toString('utf8') : undefined;
+      return { hostId, targetSha, gate, environment: environmentOf(gate, devcontainer) };
     },
 
     /**

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { SessionOutcome } from '../core/session-types';
 import type { LandingOutcome } from '../core/types';
 import { createGateActivities } from './gates';
+import { createEnvironmentActivities, type EnvironmentDeps } from './environments';
 import { createFixActivities } from './fix';
 import { createGroundingActivities } from './grounding';
 import { createGitActivities } from './git';
@@ -46,6 +47,12 @@ export interface ActivityDeps {
   scriptScenariosDir?: string;
   /** This host's warm gate pool (the worker makes it once, activities/gate-pool.ts); none: every gate suite starts its own container. */
   gatePool?: GatePool;
+  /**
+   * Repository environments (activities/environments.ts): the operator's egress allow-list
+   * (`TARMAC_EGRESS_ALLOW`, default none: a setup reaches nothing), entries every setup gets, the CA
+   * bundle setups trust and the size limits.
+   */
+  environments?: Omit<EnvironmentDeps, 'dataDir' | 'hostId' | 'docker'>;
   /** This host's run janitor (the worker makes one and resumes it); default one of these activities' own. */
   runJanitor?: RunJanitor;
   /** Where the run janitor logs (it works outside any activity); default the SDK runtime's logger. */
@@ -78,6 +85,7 @@ export function createHostRunJanitor(deps: ActivityDeps): RunJanitor {
 export function createActivities(deps: ActivityDeps) {
   const git = createGitActivities(deps);
   const gates = createGateActivities(deps);
+  const environments = createEnvironmentActivities({ dataDir: deps.dataDir, hostId: deps.hostId, docker: deps.docker, egressAllow: [], ...deps.environments });
   const sessions = createSessionActivities(deps);
   const landing = createLandingCapsules(deps);
   const reviewCache = createReviewCacheActivities(deps);
@@ -113,6 +121,7 @@ export function createActivities(deps: ActivityDeps) {
     'capsule.stackBatch': batch.stackBatch,
     'capsule.prepareSessionWorkspace': git.prepareSessionWorkspace,
     'gate.runSuite': gates.runGateSuite,
+    'environment.prepare': environments.prepareEnvironment,
     'session.validateDispatch': sessions.validateDispatch,
     'session.run': sessions.runSession,
     'review.resolvePanel': sessions.resolvePanel,

@@ -45,7 +45,8 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
       return value;
     };
     const inspected = await timed('capsule.inspectTarget', () => git.inspectTarget(input));
-    if (!inspected.gate.ok) return { inspected, parts };
+    // An invalid gate file or environment declaration: nothing is made.
+    if (!inspected.gate.ok || inspected.environment?.ok === false) return { inspected, parts };
     const { runId, repo, heads } = input;
     await timed('capsule.prepareRun', () => landing.prepareRun({ runId, repo, targetSha: inspected.targetSha }));
     const gate = inspected.gate.gate;
@@ -57,6 +58,8 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
     let sealed = 0;
     let pooled = false;
     const gateAhead = async (headSha: string) => {
+      // Suites of a repository environment run in it: nothing is made before the environment is ready.
+      if (inspected.environment?.ok && inspected.environment.declaration) return;
       const treeSha = (await automationGit(runPaths(dataDir, runId).worktree).revparse([`${headSha}^{tree}`])).trim();
       await Promise.all(
         gate.suites.map(async (suite, index) => {

@@ -1,3 +1,4 @@
+import type { EgressEntry } from './environment-types';
 import type { Budget, RecipeSnapshot } from './recipe-schemas';
 import type { PanelMeters, PanelReviewer } from './review-types';
 
@@ -67,6 +68,8 @@ export const LandingStatus = {
   landed: 'landed',
   gateFailed: 'gate-failed',
   invalidGateFile: 'invalid-gate-file',
+  invalidEnvironment: 'invalid-environment',
+  environmentFailed: 'environment-failed',
   needsRebase: 'needs-rebase',
   conflictUnresolved: 'conflict-unresolved',
   droppedCommits: 'dropped-commits',
@@ -190,7 +193,23 @@ export interface LandingOutcome {
   sessions?: { sessionId: string; role: string; status: string; harnessModel: string; attempts: number }[];
   /** Machine-readable details of the failure, when there is one (file, field, exit code…). */
   failure?: { type: string; message: string; field?: string; file?: string };
+  /** The repository's environments the gates ran in (issue 24), one per tree gated: key, ENV_CACHE, what the setup reached. */
+  environments?: EnvironmentUse[];
   meters: Meters;
+}
+
+/** A landing's use of its repository's environment on one tree. */
+export interface EnvironmentUse {
+  /** The commit whose inputs keyed it, and its tree when the gate ran on it (the base's settling run names the commit only). */
+  commitSha: string;
+  treeSha?: string;
+  key: string;
+  cache: 'hit' | 'miss';
+  buildMs: number;
+  /** Every connection the build's setup made through the egress gateway (a failed build's too). */
+  egress: EgressEntry[];
+  /** Set when the build failed: why, in one line. */
+  failed?: string;
 }
 
 /**

@@ -51,6 +51,19 @@ export function gateSuite(suiteTimeoutMs: number): ActivityOptions {
 }
 
 /**
+ * An environment's build (activities/environments.ts): its setup's own timeout plus room to
+ * unpack what it made. A killed worker's build is retried within the heartbeat timeout and starts
+ * over cleanly (the half-built directory is never used).
+ */
+export function environmentBuild(setupTimeoutMs: number): ActivityOptions {
+  return {
+    startToCloseTimeout: setupTimeoutMs + 15 * 60_000,
+    heartbeatTimeout,
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 10, nonRetryableErrorTypes: permanent },
+  };
+}
+
+/**
  * One agent session attempt in a container; like a gate suite it heartbeats the
  * container id and a retry reattaches instead of spawning a successor. An attempt
  * (or its retry after a dead worker) that no worker of the host picks up within

@@ -41,6 +41,8 @@ describe('the failure table: one row per code', () => {
     recipesInvalid: 'TARMAC_RECIPES_INVALID',
     unknownModel: 'TARMAC_UNKNOWN_MODEL',
     invalidRequest: 'TARMAC_INVALID_REQUEST',
+    invalidEnvironment: 'TARMAC_INVALID_ENVIRONMENT',
+    environmentFailed: 'TARMAC_ENVIRONMENT_FAILED',
     manifestInvalid: 'TARMAC_MANIFEST_INVALID',
     budgetExhausted: 'TARMAC_BUDGET_EXHAUSTED',
     wrongHost: 'TARMAC_WRONG_HOST',

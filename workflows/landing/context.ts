@@ -3,6 +3,7 @@ import type { BatchMemberResult } from '../../core/batch-types';
 import type { RebaseResult } from '../../activities/rebase';
 import type { GateFileFacts } from '../../policies/gate-file-change';
 import type { GateFile } from '../../core/gate-file';
+import type { EnvironmentDeclaration } from '../../core/environment';
 import type { ConversationRef } from '../../core/session-types';
 import type { LandingOutcome } from '../../core/types';
 import type { GateVerdict } from '../../policies/supersedes';
@@ -37,7 +38,8 @@ export interface Head {
 export type Repair =
   | { kind: 'red'; failing: string[]; problem: string }
   | { kind: 'findings'; findings: string; problem: string }
-  | { kind: 'verify'; problems: string; problem: string };
+  | { kind: 'verify'; problems: string; problem: string }
+  | { kind: 'environment'; failure: string; problem: string };
 
 /** What the phases learn and hand on. */
 export interface LandingState {
@@ -50,6 +52,8 @@ export interface LandingState {
   headFacts?: { base: string; headSha: string; facts: GateFileFacts };
   /** The target's gate file: read again when the target moves. */
   gate?: GateFile;
+  /** The target's environment declaration (the gate file's, else its devcontainer's; issue 24), read with the gate file. */
+  environment?: EnvironmentDeclaration;
   /** The target SHA the head is rebased onto (the expected value of the merge). */
   base: string;
   head?: Head;

@@ -39,8 +39,11 @@ export async function fixup(ctx: LandingContext, state: LandingState): Promise<N
   return go('questions');
 }
 
-/** What a fixer session is asked: the panel's blocking findings, or what verify refused on the head. */
+/** What a fixer session is asked: the panel's blocking findings, what verify refused on the head, or why the environment's setup failed. */
 function fixerPrompt(repair: Exclude<Repair, { kind: 'red' }>): string {
+  if (repair.kind === 'environment') {
+    return `The repository's environment could not be built for this branch: its setup (declared in the target's gate file or devcontainer) failed on the branch's own inputs (e.g. its lockfile).\n${repair.failure}\nMake the smallest change to the branch that lets the setup succeed (for example, a dependency version that exists) and commit it.`;
+  }
   return repair.kind === 'findings'
     ? `The review panel requested changes. Blocking findings:\n${repair.findings}\nFix them and commit the fix.`
     : `The final verification of this landing refused the merge: ${repair.problems}.\nMake the smallest change that mends it (for leftover conflict markers: resolve the conflict the markers enclose and remove them) and commit it.`;

@@ -4,6 +4,7 @@ import { parseDuration } from '../../core/duration';
 import { defaultRunnerImage, suiteTimeoutMs, type GateFile, type GateSuite } from '../../core/gate-file';
 import { hostQueue } from '../../core/queues';
 import type { GateEvidenceRun, GateSuiteResult } from '../../core/types';
+import type { EnvironmentRef } from '../../core/environment-types';
 import { decide, flakePolicy, settle, wantsEvidence } from '../../policies/flake';
 import type { GateVerdict } from '../../policies/supersedes';
 import { gateSuite } from '../activity-options';
@@ -21,6 +22,10 @@ export interface SettleWith {
   baseSha: string;
   host: Activities;
   local: Activities;
+  /** The repository's environment of the round's tree (issue 24): the run again uses it. */
+  environment?: EnvironmentRef;
+  /** The environment of the base's tree, made when a run on the base needs it (its inputs may differ). */
+  environmentOnBase?: () => Promise<EnvironmentRef | undefined>;
 }
 
 /**
@@ -55,6 +60,7 @@ export async function settleRed(ctx: LandingStepContext, pinned: string, gate: G
   }
   if (unsettled.length === 0 || !wantsEvidence(policy)) return;
   const base = await tracker.step('capsule.treeOf', 'capsule', () => using.host['capsule.treeOf']({ runId, sha: using.baseSha }), (value) => `base ${using.baseSha.slice(0, 12)}: tree ${value.treeSha.slice(0, 12)}`);
+  const baseEnvironment = using.environmentOnBase ? await using.environmentOnBase() : undefined;
   for (const record of unsettled) {
     const suite = gate.suites.find((entry) => entry.id === record.suiteId);
     if (!suite) continue;
@@ -63,8 +69,8 @@ export async function settleRed(ctx: LandingStepContext, pinned: string, gate: G
       // it): it stands as the run again, and no container is burnt on a tree known red.
       record.cache === 'hit'
         ? Promise.resolve<GateEvidenceRun>({ on: 'same-tree', commitSha, treeSha, status: record.status, exitCode: record.exitCode, logRef: record.logRef, durationMs: record.durationMs, cache: 'hit' })
-        : evidenceRun(ctx, pinned, gate, suite, round, { on: 'same-tree', commitSha, treeSha }),
-      evidenceRun(ctx, pinned, gate, suite, round, { on: 'base', commitSha: using.baseSha, treeSha: base.treeSha }),
+        : evidenceRun(ctx, pinned, gate, suite, round, { on: 'same-tree', commitSha, treeSha }, using.environment),
+      evidenceRun(ctx, pinned, gate, suite, round, { on: 'base', commitSha: using.baseSha, treeSha: base.treeSha }, baseEnvironment),
     ]);
     record.settled = settle(again.status, onBase.status);
     record.evidence = [again, onBase];
@@ -82,7 +88,7 @@ export async function settleRed(ctx: LandingStepContext, pinned: string, gate: G
 }
 
 /** One evidence run of a suite: its own step and container (never the round's), recorded in the journal. */
-async function evidenceRun(ctx: LandingStepContext, pinned: string, gate: GateFile, suite: GateSuite, round: number, run: Pick<GateEvidenceRun, 'on' | 'commitSha' | 'treeSha'>): Promise<GateEvidenceRun> {
+async function evidenceRun(ctx: LandingStepContext, pinned: string, gate: GateFile, suite: GateSuite, round: number, run: Pick<GateEvidenceRun, 'on' | 'commitSha' | 'treeSha'>, environment?: EnvironmentRef): Promise<GateEvidenceRun> {
   const { runId, request, tracker } = ctx;
   const timeoutMs = suiteTimeoutMs(suite);
   const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(pinned), ...(ctx.hostLostAfterMs ? { scheduleToStartTimeout: ctx.hostLostAfterMs } : {}) });
@@ -100,6 +106,7 @@ async function evidenceRun(ctx: LandingStepContext, pinned: string, gate: GateFi
         timeoutMs,
         round,
         evidence: run.on,
+        ...(environment ? { environment } : {}),
         // The identical tree again must run: the cache holds the red this round just sealed.
         ...(run.on === 'same-tree' ? { reuse: false } : {}),
       }).then((value) => ((tracker.meters.containersRun -= value.cache === 'hit' ? 1 : 0), value)),

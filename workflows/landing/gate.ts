@@ -1,6 +1,8 @@
+import type { EnvironmentFailure } from '../../core/environment-types';
 import { FailureCode } from '../../core/failures';
 import { fixupRoundsAllowed } from '../../policies/fixup-rounds';
 import { end, finalAfterMove, go, placed, type LandingContext, type LandingState, type Next } from './context';
+import { environmentFailureText, readyEnvironment } from './environment';
 import { redSummary, runGate } from './steps';
 
 /** How many fixup rounds the landing allows: the gate file's, else the recipe's default (policies/fixup-rounds.ts). */
@@ -16,9 +18,19 @@ export async function gate(ctx: LandingContext, state: LandingState): Promise<Ne
   const { tracker, request } = ctx;
   const { host, gate: gateFile, head } = placed(state);
   tracker.enter('gate');
+  // The repository's environment of this tree first (none declared: none, and nothing is asked).
+  const ready = await readyEnvironment(ctx, state.hostId, state.environment, gateFile, head.headSha, head.treeSha, state.base);
+  if ('failed' in ready) return environmentFailed(ctx, state, ready.failed);
+  const { environment } = ready;
   state.round += 1;
   // A red suite is settled by evidence: again on this tree, and on the base the head is rebased onto (flake.ts).
-  const verdict = await runGate(ctx, state.hostId, gateFile, state.round, head.headSha, head.treeSha, { baseSha: state.base, host, local: ctx.local });
+  const environmentOnBase = async () => {
+    if (!state.environment) return undefined;
+    const base = await readyEnvironment(ctx, state.hostId, state.environment, gateFile, state.base, undefined, state.base);
+    return 'environment' in base ? base.environment : undefined;
+  };
+  const settle = { baseSha: state.base, host, local: ctx.local, ...(environment ? { environment, environmentOnBase } : {}) };
+  const verdict = await runGate(ctx, state.hostId, gateFile, state.round, head.headSha, head.treeSha, settle, environment);
   state.verdict = verdict;
   if (verdict.green) return go(gateFile.review ? 'review' : 'verify');
   const red = redSummary(ctx, gateFile, head.treeSha, state.round);
@@ -33,4 +45,20 @@ export async function gate(ctx: LandingContext, state: LandingState): Promise<Ne
   // A red gate is a failing command: a fix loop reproduces it (playbooks first, then an agent).
   state.repair = { kind: 'red', failing: verdict.failing, problem: red.summary };
   return go('fixup');
+}
+
+/**
+ * A setup that failed: when the branch changed the environment's inputs (a lockfile naming a
+ * version that does not exist), its own change broke it, and a fixup round gets the setup's
+ * failure as its input, like a red gate; otherwise (the target's own environment does not build,
+ * no rounds left, the target moved) the landing ends `environment-failed`, no gate or agent run.
+ */
+function environmentFailed(ctx: LandingContext, state: LandingState, failure: EnvironmentFailure): Next {
+  const { summary, message } = environmentFailureText(failure);
+  if (failure.branchChangedInputs && !finalAfterMove(state) && state.fixups < maxFixupRounds(ctx, state)) {
+    state.repair = { kind: 'environment', problem: summary, failure: message };
+    return go('fixup');
+  }
+  const after = state.fixups > 0 ? `; still failing after ${state.fixups} fixup round(s)` : '';
+  return end(ctx.tracker.fail(FailureCode.environmentFailed, `${summary}${after}; nothing was merged`, { message }));
 }

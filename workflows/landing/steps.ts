@@ -10,6 +10,8 @@ import type { LandingOutcome, LandingRequest, Question } from '../../core/types'
 import { gateSuite } from '../activity-options';
 import { metrics } from '../metrics';
 import type { LandingTracker } from './tracker';
+import type { EnvironmentRef } from '../../core/environment-types';
+import type { EnvironmentParse } from '../../core/environment-source';
 import { settledText, settleRed, type SettleWith } from './flake';
 import { budgetExhausted, budgetLeft, extendBudget } from '../../policies/budget';
 import { classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval, type GateFileFacts } from '../../policies/gate-file-change';
@@ -168,11 +170,18 @@ export function invalidGateFile(ctx: LandingStepContext, parse: Extract<GateFile
   return tracker.fail(FailureCode.invalidGateFile, `${where} ${message}${context}`, { message: `${where} ${message}`, file: gateFilePath, field });
 }
 
+/** The outcome for a target whose environment declaration is invalid: the file, the field and why; nothing was built. */
+export function invalidEnvironment(ctx: LandingStepContext, parse: Extract<EnvironmentParse, { ok: false }>): LandingOutcome {
+  const { file, field, message } = parse;
+  const where = field === '(root)' || field === '(file)' ? file : `${file}: ${field}`;
+  return ctx.tracker.fail(FailureCode.invalidEnvironment, `${where} ${message}; nothing was built or merged`, { message: `${where} ${message}`, file, field });
+}
+
 /**
  * Runs every suite on one tree; results join the gate record with their round. With `settle`, red
  * suites are then settled by evidence (flake.ts): a re-run on the same tree and a run on the base.
  */
-export async function runGate(ctx: LandingStepContext, pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string, settle?: SettleWith) {
+export async function runGate(ctx: LandingStepContext, pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string, settle?: SettleWith, environment?: EnvironmentRef) {
   const { runId, request, tracker } = ctx;
   for (const suite of gate.suites) {
     const timeoutMs = suiteTimeoutMs(suite);
@@ -181,7 +190,7 @@ export async function runGate(ctx: LandingStepContext, pinned: string, gate: Gat
       `gate.runSuite:${suite.id}#${round}`,
       'container',
       async () => {
-        const value = await runner['gate.runSuite']({ runId, repo: request.repo, commitSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round });
+        const value = await runner['gate.runSuite']({ runId, repo: request.repo, commitSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round, ...(environment ? { environment } : {}) });
         // A result reused from the gate cache ran no container: not one of the meters' containers.
         if (value.cache === 'hit') tracker.meters.containersRun -= 1;
         return value;

@@ -51,6 +51,8 @@ export interface TrackerCarry {
   sessions: LandingTracker['sessions'];
   fixLoops: LandingTracker['fixLoops'];
   reviews: LandingTracker['reviews'];
+  /** Absent in records carried by runs before environments. */
+  environments?: LandingTracker['environments'];
   budget?: LandingTracker['budget'];
   pausedFor?: string;
   questions: QuestionDesk['questions'];
@@ -77,6 +79,7 @@ export class LandingTracker {
   readonly sessions: NonNullable<LandingOutcome['sessions']> = [];
   readonly fixLoops: NonNullable<LandingOutcome['fixLoops']> = [];
   readonly reviews: NonNullable<LandingOutcome['reviews']> = [];
+  readonly environments: NonNullable<LandingOutcome['environments']> = [];
   outcome?: LandingOutcome;
   /** The landing's budget (from the request) and, while paused for it, the limit that was crossed. */
   budget?: NonNullable<LandingStatusView['budget']>;
@@ -100,8 +103,8 @@ export class LandingTracker {
    * numbering goes on — not the journal's events, which the earlier run keeps answering for.
    */
   carry(runId: string): TrackerCarry {
-    const { phase, steps, meters, gates, facts, sessions, fixLoops, reviews, budget, pausedFor, startedAt, phaseStartedAt } = this;
-    return { phase, steps, meters, gates, facts, sessions, fixLoops, reviews, ...(budget ? { budget } : {}), ...(pausedFor ? { pausedFor } : {}), questions: this.desk.questions, startedAt, ...(phaseStartedAt !== undefined ? { phaseStartedAt } : {}), journal: this.journal.handoff(runId) };
+    const { phase, steps, meters, gates, facts, sessions, fixLoops, reviews, environments, budget, pausedFor, startedAt, phaseStartedAt } = this;
+    return { phase, steps, meters, gates, facts, sessions, fixLoops, reviews, ...(environments.length ? { environments } : {}), ...(budget ? { budget } : {}), ...(pausedFor ? { pausedFor } : {}), questions: this.desk.questions, startedAt, ...(phaseStartedAt !== undefined ? { phaseStartedAt } : {}), journal: this.journal.handoff(runId) };
   }
 
   /** Takes on the record of the run before (continue-as-new); called before the handlers are installed. */
@@ -114,6 +117,7 @@ export class LandingTracker {
     this.sessions.push(...carried.sessions);
     this.fixLoops.push(...carried.fixLoops);
     this.reviews.push(...carried.reviews);
+    this.environments.push(...(carried.environments ?? []));
     this.budget = carried.budget;
     this.pausedFor = carried.pausedFor;
     this.startedAt = carried.startedAt;
@@ -207,6 +211,7 @@ export class LandingTracker {
       ...(this.sessions.length ? { sessions: [...this.sessions] } : {}),
       ...(this.fixLoops.length ? { fixLoops: [...this.fixLoops] } : {}),
       ...(this.reviews.length ? { reviews: [...this.reviews] } : {}),
+      ...(this.environments.length ? { environments: [...this.environments] } : {}),
       ...(failure ? { failure } : {}),
       meters: { ...this.meters },
     };

@@ -5,7 +5,7 @@ import { placementQueue } from '../../core/queues';
 import { capsule } from '../activity-options';
 import { pinnedTo } from '../pinned';
 import { end, failureOf, go, type LandingContext, type LandingState, type Next } from './context';
-import { invalidGateFile } from './steps';
+import { invalidEnvironment, invalidGateFile } from './steps';
 
 /**
  * validate: the target's head and gate file, and the host the run is pinned to from here on. The
@@ -30,8 +30,10 @@ export async function validate(ctx: LandingContext, state: LandingState): Promis
   // Everything after this touches the host's mirror, workspace or Docker daemon: pin to that host.
   state.hostId = inspected.hostId;
   state.host = pinnedTo(inspected.hostId, ctx.hostLostAfterMs);
+  if (inspected.environment && !inspected.environment.ok) return end(invalidEnvironment(ctx, inspected.environment));
   if (!inspected.gate.ok) return end(invalidGateFile(ctx, inspected.gate));
   state.gate = inspected.gate.gate;
+  state.environment = inspected.environment?.declaration;
   state.base = inspected.targetSha;
   return go('prepare');
 }
