@@ -4,6 +4,7 @@ import type { RebaseResult } from '../../activities/rebase';
 import type { GateFileFacts } from '../../policies/gate-file-change';
 import type { GateFile } from '../../core/gate-file';
 import type { EnvironmentDeclaration } from '../../core/environment';
+import type { EnvironmentRef } from '../../core/environment-types';
 import type { ConversationRef } from '../../core/session-types';
 import type { LandingOutcome } from '../../core/types';
 import type { GateVerdict } from '../../policies/supersedes';
@@ -54,6 +55,8 @@ export interface LandingState {
   gate?: GateFile;
   /** The target's environment declaration (the gate file's, else its devcontainer's; issue 24), read with the gate file. */
   environment?: EnvironmentDeclaration;
+  /** The environment the last gate round ran in (its tree's): fixup rounds run their agents' commands and repros in it. */
+  ready?: EnvironmentRef;
   /** The target SHA the head is rebased onto (the expected value of the merge). */
   base: string;
   head?: Head;

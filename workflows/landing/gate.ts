@@ -22,6 +22,7 @@ export async function gate(ctx: LandingContext, state: LandingState): Promise<Ne
   const ready = await readyEnvironment(ctx, state.hostId, state.environment, gateFile, head.headSha, head.treeSha, state.base);
   if ('failed' in ready) return environmentFailed(ctx, state, ready.failed);
   const { environment } = ready;
+  state.ready = environment;
   state.round += 1;
   // A red suite is settled by evidence: again on this tree, and on the base the head is rebased onto (flake.ts).
   const environmentOnBase = async () => {
