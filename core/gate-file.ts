@@ -1,6 +1,7 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Value, ValueErrorType, type ValueError } from '@sinclair/typebox/value';
 import { durationPattern, parseDuration } from './duration';
+import { EnvironmentSchema, environmentProblem, imagePattern } from './environment-fields';
 
 /** Where a target repository declares its gates, relative to the repository root. */
 export const gateFilePath = '.config/tarmac/land-gate.json';
@@ -28,7 +29,7 @@ const SuiteSchema = Type.Object(
 export const GateFileSchema = Type.Object(
   {
     version: Type.Literal(1),
-    image: Type.Optional(Type.String({ minLength: 1, pattern: '^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$' })),
+    image: Type.Optional(Type.String({ minLength: 1, pattern: imagePattern })),
     suites: Type.Array(SuiteSchema, { minItems: 1 }),
     review: Type.Optional(
       Type.Object(
@@ -45,6 +46,8 @@ export const GateFileSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /** What the gates and agents run in: see core/environment.ts. */
+    environment: Type.Optional(EnvironmentSchema),
   },
   { additionalProperties: false },
 );
@@ -64,21 +67,33 @@ export function fieldName(pointer: string): string {
   return field || '(root)';
 }
 
-function describe(error: ValueError): { field: string; message: string } {
+function describe(error: ValueError, prefix?: string): { field: string; message: string } {
+  const inner = fieldName(error.path);
+  const field = prefix === undefined ? inner : inner === '(root)' ? prefix : inner.startsWith('[') ? `${prefix}${inner}` : `${prefix}.${inner}`;
   const schema = error.schema as { description?: string };
   switch (error.type) {
     case ValueErrorType.ObjectAdditionalProperties: {
       // TypeBox points at the unexpected key itself; list the valid ones so the user can fix it.
       const allowed = Object.keys((error.schema as { properties?: object }).properties ?? {});
-      return { field: fieldName(error.path), message: `is not a known field (valid fields: ${allowed.join(', ')})` };
+      return { field, message: `is not a known field (valid fields: ${allowed.join(', ')})` };
     }
     case ValueErrorType.ObjectRequiredProperty:
-      return { field: fieldName(error.path), message: 'is required' };
+      return { field, message: 'is required' };
     default: {
       const hint = schema.description ? ` (${schema.description})` : '';
-      return { field: fieldName(error.path), message: `${error.message.toLowerCase()}${hint}` };
+      // Only the first letter: a pattern or a value quoted in the message keeps its case.
+      return { field, message: `${error.message.charAt(0).toLowerCase()}${error.message.slice(1)}${hint}` };
     }
   }
+}
+
+/**
+ * The first way `data` breaks `schema`, named the way users read fields; undefined when it fits.
+ * With a prefix the field is named from there (`customizations.tarmac` + `/inputs/0`).
+ */
+export function schemaProblem(schema: TSchema, data: unknown, prefix?: string): { field: string; message: string } | undefined {
+  const first = Value.Errors(schema, data).First();
+  return first ? describe(first, prefix) : undefined;
 }
 
 /** Parses and validates a gate file's text; the error names the field and how to fix it. */
@@ -89,13 +104,15 @@ export function parseGateFile(text: string): GateFileParse {
   } catch (error) {
     return { ok: false, field: '(root)', message: `is not valid JSON: ${(error as Error).message}` };
   }
-  const first = Value.Errors(GateFileSchema, data).First();
-  if (first) return { ok: false, ...describe(first) };
+  const problem = schemaProblem(GateFileSchema, data);
+  if (problem) return { ok: false, ...problem };
   const gate = data as GateFile;
   const seen = new Set<string>();
   for (const [index, suite] of gate.suites.entries()) {
     if (seen.has(suite.id)) return { ok: false, field: `suites[${index}].id`, message: `duplicates suite id "${suite.id}"` };
     seen.add(suite.id);
   }
+  const environment = gate.environment && environmentProblem(gate.environment);
+  if (environment) return { ok: false, ...environment };
   return { ok: true, gate };
 }
