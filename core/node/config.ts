@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
+import { parseEgressAllow } from '../egress-hosts';
 import { parseRepoLocation, redactCredentials } from '../repo-location';
 import { defaultRecipesDir } from './recipes';
 
@@ -104,6 +105,12 @@ export interface Config {
   spawnHelper: boolean;
   /** `TARMAC_RETENTION_EVERY`, default `1h`: how often this host's retention sweep runs. */
   retentionEveryMs: number;
+  /**
+   * `TARMAC_EGRESS_ALLOW`: the hosts an environment's setup may reach through the egress gateway,
+   * comma or space separated; `*.example.com` allows the names below example.com (core/egress-hosts.ts).
+   * A repository's declaration narrows this list, never widens it. Default none: setups reach nothing.
+   */
+  egressAllow: readonly string[];
 }
 
 /** `7d`, `36h`, `90m`, `30s`, `500ms` (or `off` where allowed) in milliseconds; undefined when malformed. */
@@ -214,6 +221,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const spawnHelperText = text('TARMAC_SPAWN_HELPER', 'on');
   if (spawnHelperText !== 'on' && spawnHelperText !== 'off') problems.push(`TARMAC_SPAWN_HELPER: "${spawnHelperText}" must be on or off`);
 
+  const egressAllowParse = parseEgressAllow(env.TARMAC_EGRESS_ALLOW ?? '');
+  if (!egressAllowParse.ok) problems.push(`TARMAC_EGRESS_ALLOW: ${egressAllowParse.message}`);
+
   const upstream = (name: string, fallback: string): string => {
     const value = text(name, fallback);
     let url: URL | undefined;
@@ -262,6 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...(retentionMs !== undefined ? { retentionMs } : {}),
     retentionEveryMs: retentionEveryMs ?? 3_600_000,
     spawnHelper: spawnHelperText !== 'off',
+    egressAllow: egressAllowParse.ok ? egressAllowParse.hosts : [],
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return redactSecrets(config);

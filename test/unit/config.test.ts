@@ -115,6 +115,23 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads TARMAC_EGRESS_ALLOW (default none: setups reach nothing) and refuses a bad entry, naming the variable and the entry', () => {
+    assert.deepEqual([...loadConfig({}).egressAllow], []);
+    assert.deepEqual([...loadConfig({ TARMAC_EGRESS_ALLOW: ' Mirror.Example.com, *.example.org\nfiles.example.net ' }).egressAllow], ['mirror.example.com', '*.example.org', 'files.example.net']);
+    for (const [bad, why] of [
+      ['mirror.example.com,10.0.0.1', '"10.0.0.1" is an IP address'],
+      ['mirror.example.com:8443', '"mirror.example.com:8443" names a port'],
+      ['https://mirror.example.com', '"https://mirror.example.com" is a URL'],
+      ['mirror..example.com', '"mirror..example.com" has an empty label'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig({ TARMAC_EGRESS_ALLOW: bad }),
+        (error: unknown) => error instanceof ConfigError && error.problems.length === 1 && error.problems[0]!.startsWith(`TARMAC_EGRESS_ALLOW: ${why}`),
+        bad,
+      );
+    }
+  });
+
   it('never serialises the API tokens', () => {
     const secret = 'super-secret-token-value-123';
     const config = loadConfig({ TARMAC_API_TOKENS: `${secret},another-secret-token-456` });
