@@ -4,9 +4,9 @@ import { lstat, mkdir, open, readdir, readFile, rename, rm, stat, symlink, utime
 import { basename, dirname, join } from 'node:path';
 import { log } from '@temporalio/activity';
 import type Docker from 'dockerode';
-import { environmentKeyText, type EnvironmentDeclaration } from '../core/environment';
+import { declarationDigestText, environmentKeyText, type EnvironmentDeclaration } from '../core/environment';
+import { baseImageFor } from './environment-base';
 import { defaultRunnerImage } from '../core/gate-file';
-import { failure, FailureCode } from '../core/failures';
 import type { EnvironmentFailure, EnvironmentRef } from '../core/environment-types';
 import { narrowAllow } from '../policies/egress';
 import { labelKeys, runStepContainer } from './containers';
@@ -228,15 +228,6 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
   /** Builds in flight in this process, by key: a second landing that needs the key waits for the first. */
   const building = new Map<string, Promise<PrepareEnvironmentResult>>();
 
-  const imageId = async (image: string): Promise<string> => {
-    const info = await docker
-      .getImage(image)
-      .inspect()
-      .catch(() => undefined);
-    if (!info) throw failure(FailureCode.imageMissing, `image ${image} of the environment is not on this Docker host; build it with scripts/setup.sh or docker build`);
-    return info.Id;
-  };
-
   /** Marks the environment as used by the run (the collection keeps it) and as used now (LRU). */
   const markUsed = async (runId: string, key: string) => {
     const marks = inUseDir(dataDir, runId);
@@ -452,8 +443,16 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
      */
     prepareEnvironment: async (input: PrepareEnvironmentInput): Promise<PrepareEnvironmentResult> => {
       const { runId, commitSha, declaration } = input;
-      const baseImage = declaration.image ?? input.fallbackImage ?? defaultRunnerImage;
-      const baseImageId = await imageId(baseImage);
+      const worktree = runPaths(dataDir, runId).worktree;
+      const baseLog = join(runPaths(dataDir, runId).logs, `environment-base-${commitSha.slice(0, 12)}.log`);
+      const base = await baseImageFor(docker, worktree, commitSha, declaration, input.fallbackImage, baseLog);
+      if (!base.ok) {
+        const key = `sha256:${createHash('sha256').update(declarationDigestText(declaration)).digest('hex')}`;
+        const baseInputs = await readInputs(worktree, input.baseSha, declaration.inputs).catch(() => undefined);
+        const headInputs = await readInputs(worktree, commitSha, declaration.inputs).catch(() => undefined);
+        return { ok: false, failure: { key, why: base.why, exitCode: null, logRef: dataRef(dataDir, baseLog), logTail: base.log, refused: [], egress: [], branchChangedInputs: JSON.stringify(baseInputs) !== JSON.stringify(headInputs) } };
+      }
+      const { image: baseImage, imageId: baseImageId } = base;
       const inputs = await readInputs(runPaths(dataDir, runId).worktree, commitSha, declaration.inputs);
       const key = `sha256:${createHash('sha256').update(environmentKeyText({ declaration, baseImageId, inputs })).digest('hex')}`;
       const found = await readEnvironment(dataDir, key);
@@ -469,7 +468,9 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
       const result = await pending;
       if (result.ok) {
         await markUsed(runId, key);
-        await collect().catch((error: unknown) => log.warn('environments not collected', { error: String(error) }));
+        await collect().catch((error: unknown) => {
+          log.warn('environments not collected', { error: String(error) });
+        });
       }
       return result;
     },

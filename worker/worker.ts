@@ -65,7 +65,9 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   const docker = new Docker({ socketPath: config.dockerSocket });
   await docker.ping();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const deps = { dataDir: config.dataDir, hostId: config.hostId, servesHost: config.workerQueues.includes('host'), docker, taskQueue: config.taskQueue, recipesDir: config.recipesDir, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}) };
+  const deps = { dataDir: config.dataDir, hostId: config.hostId, servesHost: config.workerQueues.includes('host'), docker, taskQueue: config.taskQueue, recipesDir: config.recipesDir, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}),
+    environments: { egressAllow: [...config.egressAllow], setupEnv: config.environments.setupEnv, ...(config.environments.egressCa ? { caBundle: config.environments.egressCa } : {}), maxBytes: config.environments.envMaxBytes, cacheMaxBytes: config.environments.envCacheMaxBytes },
+  };
   const hostLog = { info: (message: string, meta?: Record<string, unknown>) => logger.info(meta ?? {}, message), warn: (message: string, meta?: Record<string, unknown>) => logger.warn(meta ?? {}, message) };
   // The host's warm gate pool (activities/gate-pool.ts): gate containers started before any landing needs one.
   const gatePool = config.workerQueues.includes('host') && config.gatePool > 0 ? createGatePool({ dataDir: config.dataDir, hostId: config.hostId, docker, size: config.gatePool, image: defaultRunnerImage, log: hostLog }) : undefined;

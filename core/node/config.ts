@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { parseEgressAllow } from '../egress-hosts';
+import { readEnvironmentConfig, type EnvironmentConfig } from './environment-config';
 import { parseRepoLocation, redactCredentials } from '../repo-location';
 import { defaultRecipesDir } from './recipes';
 
@@ -111,6 +112,8 @@ export interface Config {
    * A repository's declaration narrows this list, never widens it. Default none: setups reach nothing.
    */
   egressAllow: readonly string[];
+  /** Repository environments: setups' own variables, their CA bundle, size limits (core/node/environment-config.ts). */
+  environments: EnvironmentConfig;
 }
 
 /** `7d`, `36h`, `90m`, `30s`, `500ms` (or `off` where allowed) in milliseconds; undefined when malformed. */
@@ -223,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
   const egressAllowParse = parseEgressAllow(env.TARMAC_EGRESS_ALLOW ?? '');
   if (!egressAllowParse.ok) problems.push(`TARMAC_EGRESS_ALLOW: ${egressAllowParse.message}`);
+  const environments = readEnvironmentConfig(env, problems);
 
   const upstream = (name: string, fallback: string): string => {
     const value = text(name, fallback);
@@ -273,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retentionEveryMs: retentionEveryMs ?? 3_600_000,
     spawnHelper: spawnHelperText !== 'off',
     egressAllow: egressAllowParse.ok ? egressAllowParse.hosts : [],
+    environments,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return redactSecrets(config);
@@ -280,7 +285,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /** Keeps secrets out of logs and serialised state: JSON and inspect show `[redacted]`. */
 function redactSecrets(config: Config): Config {
-  const visible = () => ({ ...config, apiTokens: config.apiTokens.map(() => '[redacted]') });
+  // A setup's variables may carry a registry's token: names shown, values not.
+  const setupEnv = Object.fromEntries(Object.keys(config.environments.setupEnv).map((name) => [name, '[redacted]']));
+  const visible = () => ({ ...config, apiTokens: config.apiTokens.map(() => '[redacted]'), environments: { ...config.environments, setupEnv } });
   Object.defineProperty(config, 'toJSON', { value: visible, enumerable: false });
   Object.defineProperty(config, Symbol.for('nodejs.util.inspect.custom'), { value: visible, enumerable: false });
   return config;

@@ -86,12 +86,12 @@ describe('environments: built once from the inputs with audited egress, reused b
   const logger = new DefaultLogger('WARN');
   async function prepare(input: PrepareEnvironmentInput): Promise<{ result: PrepareEnvironmentResult; created: number }> {
     const since = Math.floor(Date.now() / 1000) - 1;
-    const result = (await new MockActivityEnvironment({}, { logger }).run(environments.prepareEnvironment, input)) as PrepareEnvironmentResult;
+    const result = await new MockActivityEnvironment({}, { logger }).run<[PrepareEnvironmentInput], PrepareEnvironmentResult, typeof environments.prepareEnvironment>(environments.prepareEnvironment, input);
     return { result, created: await containersCreated(docker, since, [`tarmac.run=${input.runId}`]) };
   }
   async function gate(input: PrepareEnvironmentInput, environment: EnvironmentRef, run: string[], id = 'test'): Promise<GateSuiteResult> {
     const suiteInput: RunGateSuiteInput = { runId: input.runId, repo: input.repo, commitSha: input.commitSha, treeSha: git(repo.path, 'rev-parse', `${input.commitSha}^{tree}`), suite: { id, run }, image: 'tarmac/runner:bookworm', timeoutMs: 60_000, round: 1, reuse: false, environment };
-    return (await new MockActivityEnvironment({}, { logger }).run(gates.runGateSuite, suiteInput)) as GateSuiteResult;
+    return await new MockActivityEnvironment({}, { logger }).run<[RunGateSuiteInput], GateSuiteResult, typeof gates.runGateSuite>(gates.runGateSuite, suiteInput);
   }
   const ok = (result: PrepareEnvironmentResult): EnvironmentRef => {
     if (!result.ok) assert.fail(`the environment failed: ${result.failure.why}\n${result.failure.logTail}`);

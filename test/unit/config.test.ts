@@ -132,6 +132,30 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads the environment settings (TARMAC_SETUP_ENV, TARMAC_EGRESS_CA, TARMAC_ENV_MAX_BYTES, TARMAC_ENV_CACHE_MAX), naming each bad one', () => {
+    const defaults = loadConfig({}).environments;
+    assert.deepEqual([defaults.setupEnv, defaults.envMaxBytes, defaults.envCacheMaxBytes], [{}, 4 * 1024 ** 3, 20 * 1024 ** 3]);
+    const set = loadConfig({ TARMAC_SETUP_ENV: 'npm_config_registry=https://mirror.example.com/npm/\nPIP_INDEX_URL=https://mirror.example.com/pypi/simple', TARMAC_ENV_MAX_BYTES: '512m', TARMAC_ENV_CACHE_MAX: '2G' }).environments;
+    assert.deepEqual(set.setupEnv, { npm_config_registry: 'https://mirror.example.com/npm/', PIP_INDEX_URL: 'https://mirror.example.com/pypi/simple' });
+    assert.deepEqual([set.envMaxBytes, set.envCacheMaxBytes], [512 * 1024 ** 2, 2 * 1024 ** 3]);
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ TARMAC_SETUP_ENV: 'novalue' }, 'TARMAC_SETUP_ENV: "novalue" must be NAME=value'],
+      [{ TARMAC_SETUP_ENV: 'HTTPS_PROXY=http://elsewhere' }, 'TARMAC_SETUP_ENV: HTTPS_PROXY is set by Tarmac itself'],
+      [{ TARMAC_SETUP_ENV: 'TARMAC_X=1' }, 'TARMAC_SETUP_ENV: TARMAC_X is set by Tarmac itself'],
+      [{ TARMAC_EGRESS_CA: '/nonexistent/ca.pem' }, 'TARMAC_EGRESS_CA: /nonexistent/ca.pem does not exist'],
+      [{ TARMAC_ENV_MAX_BYTES: 'lots' }, 'TARMAC_ENV_MAX_BYTES: "lots" must be a size'],
+      [{ TARMAC_ENV_CACHE_MAX: '10k' }, 'TARMAC_ENV_CACHE_MAX: "10k" must be a size of at least 1m'],
+    ];
+    for (const [env, message] of cases) {
+      assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.problems.length === 1 && error.problems[0]!.startsWith(message), message);
+    }
+    // A setup variable may carry a registry's token: its value is never serialised.
+    const secret = loadConfig({ TARMAC_SETUP_ENV: 'NPM_TOKEN=registry-token-value-123' });
+    assert.equal(secret.environments.setupEnv.NPM_TOKEN, 'registry-token-value-123');
+    assert.doesNotMatch(JSON.stringify(secret), /registry-token-value/);
+    assert.doesNotMatch(inspect(secret, { depth: 5 }), /registry-token-value/);
+  });
+
   it('never serialises the API tokens', () => {
     const secret = 'super-secret-token-value-123';
     const config = loadConfig({ TARMAC_API_TOKENS: `${secret},another-secret-token-456` });
