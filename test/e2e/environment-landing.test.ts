@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
-import { npmRegistry } from '../helpers/registries';
-import { containersCreated, landingFinished, startStack, type Stack } from '../helpers/stack';
+import { npmRegistry, pypiHosts } from '../helpers/registries';
+import { containersCreated, landingFinished, startStack, stepRunning, type Stack } from '../helpers/stack';
 
 const registry = npmRegistry();
+const pypi = pypiHosts();
 const pkg = (deps: Record<string, string>) =>
   `${JSON.stringify({ name: 'env-landing', version: '1.0.0', private: true, scripts: { test: `node -e "for (const d of ${JSON.stringify(Object.keys(deps)).replaceAll('"', "'")}) console.log(d, 'loads:', typeof require(d))"` }, dependencies: deps }, null, 2)}\n`;
 /** A lockfile made by the machine's own npm for these dependencies, as a user's would be. */
@@ -40,7 +41,7 @@ describe('environment landings: a Node repository with real dependencies lands, 
   const lockMissing = lockOne.replaceAll('1.3.0', '99.0.0');
 
   before(async () => {
-    stack = await startStack({ workerEnv: { TARMAC_EGRESS_ALLOW: registry.host } });
+    stack = await startStack({ workerEnv: { TARMAC_EGRESS_ALLOW: [registry.host, pypi.index, pypi.files].join(',') } });
     // The fixer of the broken lockfile puts the dependency back at a version that exists.
     stack.scriptScenario('restore-lockfile', { edits: [{ file: 'package.json', replace: pkg(one) }, { file: 'package-lock.json', replace: lockOne }] });
     repo = createFixtureRepo({
@@ -151,5 +152,54 @@ describe('environment landings: a Node repository with real dependencies lands, 
     assert.equal(refused.outcome.status, 'invalid-environment', refused.outcome.summary);
     assert.equal(refused.outcome.failure.file, '.devcontainer/devcontainer.json');
     assert.equal(refused.outcome.failure.field, 'dockerComposeFile');
+  });
+
+  it('chaos: the worker SIGKILLed during an environment build; the build starts over, the landing lands, no gate ran in a half-built environment', async () => {
+    const slow = { ...environment, setup: ['sleep 3', ...environment.setup] };
+    const chaos = createFixtureRepo({
+      base: { 'package.json': pkg(one), 'package-lock.json': lockOne, 'CHAOS.md': 'x\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment: slow }) },
+      branches: [{ name: 'docs', commits: [{ message: 'docs', files: { 'README.md': 'x\n' } }] }],
+    });
+    const created = await stack.api('POST', '/v1/landings', { repo: chaos.url, branches: ['docs'], target: 'main' });
+    const id = created.body.id as string;
+    await stepRunning(stack, id, 'environment.prepare', 'the environment build running');
+    const environments = join(stack.dataDir, 'cache', 'environments');
+    const building = readdirSync(environments).filter((name) => name.includes('.build-'));
+    assert.equal(building.length, 1, `one build in progress: ${readdirSync(environments).join(', ')}`);
+    await stack.killWorker('SIGKILL');
+    await stack.startWorker();
+    const view = await landingFinished(stack, id);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    assert.equal(view.gates.length, 1);
+    assert.match(gateLog(view), /left-pad loads: function/);
+    const left = readdirSync(environments);
+    assert.ok(!left.includes(building[0]!), 'the killed build\'s directory is gone, never used');
+    assert.deepEqual(left.filter((name) => name.includes('.build-') || name.endsWith('.lock')), [], 'no half build and no lock left');
+    const [used] = view.outcome.environments;
+    assert.ok(left.includes(used.key.slice(7)), 'the environment the gate ran in is the complete one');
+    assert.equal(JSON.parse(readFileSync(join(environments, used.key.slice(7), 'environment.json'), 'utf8')).builtBy.runId, id);
+  });
+
+  it('a Python repository (requirements.txt, pip in a venv) lands on the Python base; a pinned version that does not exist ends environment-failed', async () => {
+    const pythonEnvironment = { image: 'tarmac/python:bookworm', setup: ['python3 -m venv .venv', '.venv/bin/pip install --no-cache-dir --disable-pip-version-check -r requirements.txt'], inputs: ['requirements.txt'] };
+    const gate = gateFile([{ id: 'test', run: ['.venv/bin/python', '-c', "import six; print('six', six.__version__, 'from', six.__file__)"] }], { environment: pythonEnvironment, fixup: { maxRounds: 0 } });
+    const python = createFixtureRepo({
+      base: { 'requirements.txt': 'six==1.16.0\n', '.config/tarmac/land-gate.json': gate },
+      branches: [
+        { name: 'docs', commits: [{ message: 'docs', files: { 'README.md': 'x\n' } }] },
+        { name: 'missing-version', commits: [{ message: 'a version that does not exist', files: { 'requirements.txt': 'six==99.0.0\n' } }] },
+      ],
+    });
+    const landed = await stack.api('POST', '/v1/landings', { repo: python.url, branches: ['docs'], target: 'main' });
+    const view = await landingFinished(stack, landed.body.id as string);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    assert.match(gateLog(view), /six 1\.16\.0 from \/workspace\/\.venv\/lib\/python3[0-9.]*\/site-packages\/six\.py/);
+    const hosts = new Set(view.outcome.environments[0].egress.map((entry: { host: string }) => entry.host));
+    assert.ok(hosts.has(pypi.index), `the index was reached: ${[...hosts].join(', ')}`);
+    const broken = await stack.api('POST', '/v1/landings', { repo: python.url, branches: ['missing-version'], target: 'main' });
+    const failed = await landingFinished(stack, broken.body.id as string);
+    assert.equal(failed.outcome.status, 'environment-failed', failed.outcome.summary);
+    assert.match(failed.outcome.summary, /setup\[1\] `\.venv\/bin\/pip install/);
+    assert.match(failed.outcome.failure.message, /No matching distribution found for six==99\.0\.0/);
   });
 });
