@@ -12,7 +12,8 @@
 #   3. a Docker engine (a running one, else docker.io from apt and dockerd in the background);
 #      [tests] a compose tool (Debian's docker-compose) for the compose file's test
 #   4. the agent CLIs (scripts/fetch-agent-clis.sh: pinned npm platform packages into the cache)
-#   5. images: tarmac/runner, tarmac/agent-script and (from the cached CLIs) tarmac/agent-claude-code and
+#   5. images: tarmac/runner, tarmac/python (the base of Python repositories' environments),
+#      tarmac/agent-script and (from the cached CLIs) tarmac/agent-claude-code and
 #      tarmac/agent-codex; [tests] tarmac/self-gate (Tarmac's own gate: Node and this checkout's
 #      node_modules on the runner); each rebuilt only when its inputs change
 #   6. [tests] Debian's chromium for the browser tests (apt, only when /usr/bin/chromium is missing)
@@ -27,8 +28,10 @@
 #      server (apt, when no initdb is found) and its `postgres` user, and the Temporal server and its
 #      schema tool built from the Go module proxy (a few minutes, once) with the schema files, cached
 #      in ~/.cache/tarmac/temporal-server-<version>/
-# Environment: TARMAC_BASE_IMAGE (use this base instead of the offline debootstrap one),
-# TARMAC_SKIP_IMAGES=1, TARMAC_CACHE_DIR (default ~/.cache/tarmac).
+# Environment: TARMAC_BASE_IMAGE (use this base instead of the offline debootstrap one; the python image
+# then builds on python:3.11-slim-bookworm or TARMAC_PYTHON_BASE_IMAGE), TARMAC_DEBIAN_MIRROR (the
+# debootstrap mirror; default: the apt configuration's), TARMAC_SKIP_IMAGES=1, TARMAC_CACHE_DIR
+# (default ~/.cache/tarmac).
 set -euo pipefail
 cluster=0
 tests=0
@@ -130,7 +133,7 @@ bash "$root/scripts/fetch-agent-clis.sh" || say "warning: could not fetch the ag
 if [ "${TARMAC_SKIP_IMAGES:-0}" != 1 ]; then
   # Tarmac's own gate (self-gate) is for the tests: it carries this checkout's dev tools.
   if [ "$tests" = 1 ]; then bash "$root/scripts/build-images.sh"
-  else bash "$root/scripts/build-images.sh" runner agent-script agent-claude-code agent-codex
+  else bash "$root/scripts/build-images.sh" runner python agent-script agent-claude-code agent-codex
   fi
 fi
 

@@ -62,7 +62,7 @@ describe('scripts/setup.sh: running needs, then what only the tests need', () =>
     for (const devOnly of ['playwright-core', 'typescript', 'eslint', '@temporalio/testing']) assert.ok(!installed(devOnly), `${devOnly} is not installed (only the tests need it)`);
     assert.ok(existsSync(join(project, 'node_modules/.tarmac-omit-dev')), 'the install is marked run-only');
     assert.doesNotMatch(commands, /\/usr\/bin\/chromium|schemathesis --version|docker-compose|pip |apt-get/, 'no test-only tool is checked, let alone installed');
-    assert.deepEqual(calls, ['fetch-agent-clis', 'build-images runner agent-script agent-claude-code agent-codex', 'build-workflows', 'build-dashboard'], 'every image but self-gate; no time-skipping test server');
+    assert.deepEqual(calls, ['fetch-agent-clis', 'build-images runner python agent-script agent-claude-code agent-codex', 'build-workflows', 'build-dashboard'], 'every image but self-gate; no time-skipping test server');
   });
 
   it('with --tests: completes the install with the devDependencies, checks (and would install) chromium, schemathesis and the compose tool, builds every image, fetches the test server', () => {
