@@ -7,7 +7,7 @@ import type Docker from 'dockerode';
 import { declarationDigestText, environmentKeyText, type EnvironmentDeclaration } from '../core/environment';
 import { baseImageFor } from './environment-base';
 import { defaultRunnerImage } from '../core/gate-file';
-import type { EnvironmentFailure, EnvironmentRef } from '../core/environment-types';
+import type { EgressEntry, EnvironmentFailure, EnvironmentRef } from '../core/environment-types';
 import { narrowAllow } from '../policies/egress';
 import { labelKeys, runStepContainer } from './containers';
 import { startEgressGateway, type EgressConnection } from './egress-gateway';
@@ -151,6 +151,9 @@ export async function linkProducts(snapshot: string, products: string[]): Promis
 
 const keyHex = (key: string) => key.replace(/^sha256:/, '');
 
+/** A connection as the run's outcome records it (the full record stays in the run's logs and the environment's record). */
+export const egressEntry = ({ host, port, allowed, bytesUp, bytesDown, reason, error }: EgressConnection): EgressEntry => ({ host, port, allowed, bytesUp, bytesDown, ...(reason ? { reason } : {}), ...(error ? { error } : {}) });
+
 /** An environment's record, when its directory is complete and says what its name says. */
 export async function readEnvironment(dataDir: string, key: string): Promise<EnvironmentRecord | undefined> {
   const dir = join(environmentsDir(dataDir), keyHex(key));
@@ -244,7 +247,7 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
     env: record.declaration.env,
     cache,
     buildMs: record.buildMs,
-    egress: record.egress.map(({ host, port, allowed, bytesUp, bytesDown, reason }) => ({ host, port, allowed, bytesUp, bytesDown, ...(reason ? { reason } : {}) })),
+    egress: record.egress.map(egressEntry),
   });
 
   /** Takes the key's build lock on the host; a lock left by a dead process (a killed worker) is taken over. */
@@ -307,7 +310,8 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
       const egressDir = join(work, 'egress');
       await mkdir(egressDir, { recursive: true });
       const allow = narrowAllow(deps.egressAllow, declaration.egress);
-      const gateway = await startEgressGateway({ dir: egressDir, allow: allow.hosts, recordPath: join(work, 'egress.jsonl') });
+      // Every connection in the run's own logs as it ends (and in the environment's record once built).
+      const gateway = await startEgressGateway({ dir: egressDir, allow: allow.hosts, recordPath: join(logs, `environment-${hex.slice(0, 12)}-egress.jsonl`) });
       const startedAt = Date.now();
       let setup;
       try {
@@ -346,10 +350,10 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
         await gateway.close().catch(() => undefined);
       }
       const egress = gateway.record();
-      const refused = [...new Set(egress.filter((entry) => !entry.allowed).map((entry) => `${entry.host}:${entry.port}`))];
+      const refused = [...new Set(egress.filter((entry) => !entry.allowed && entry.host).map((entry) => `${entry.host}:${entry.port}`))];
       const baseInputs = await readInputs(runPaths(dataDir, runId).worktree, baseSha, declaration.inputs).catch(() => undefined);
       const branchChangedInputs = JSON.stringify(baseInputs) !== JSON.stringify(inputs);
-      const failed = (why: string): PrepareEnvironmentResult => ({ ok: false, failure: { key, why, branchChangedInputs, exitCode: setup.exitCode, logRef: dataRef(dataDir, logFile), logTail: '', refused, egress: egress.map(({ host, port, allowed, bytesUp, bytesDown, reason }) => ({ host, port, allowed, bytesUp, bytesDown, ...(reason ? { reason } : {}) })), ...(allow.refusedDeclared.length ? { refusedDeclared: allow.refusedDeclared } : {}) } });
+      const failed = (why: string): PrepareEnvironmentResult => ({ ok: false, failure: { key, why, branchChangedInputs, exitCode: setup.exitCode, logRef: dataRef(dataDir, logFile), logTail: '', refused, egress: egress.map(egressEntry), ...(allow.refusedDeclared.length ? { refusedDeclared: allow.refusedDeclared } : {}) } });
       if (setup.exitCode !== 0) {
         const tail = await logTail(logFile);
         const which = failingCommand(tail, declaration);

@@ -12,6 +12,8 @@ export interface EgressEntry {
   bytesDown: number;
   /** Why it was refused. */
   reason?: string;
+  /** Why an allowed connection failed (the name did not resolve, the host was unreachable). */
+  error?: string;
 }
 
 /** A ready environment, as gates and command containers use it. */

@@ -1,7 +1,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { EnvironmentDeclaration } from '../../core/environment';
-import type { EnvironmentFailure, EnvironmentRef } from '../../core/environment-types';
+import type { EgressEntry, EnvironmentFailure, EnvironmentRef } from '../../core/environment-types';
 import { defaultRunnerImage, type GateFile } from '../../core/gate-file';
 import { hostQueue } from '../../core/queues';
 import { environmentBuild } from '../activity-options';
@@ -23,7 +23,7 @@ export async function readyEnvironment(ctx: LandingStepContext, pinned: string, 
     `environment.prepare:${(treeSha ?? commitSha).slice(0, 12)}`,
     'container',
     () => builder['environment.prepare']({ runId, repo: request.repo, commitSha, baseSha, declaration, fallbackImage: gate.image ?? defaultRunnerImage }),
-    (value) => (value.ok ? `ENV_CACHE=${value.environment.cache} ${value.environment.key.slice(7, 19)}; ${value.environment.products.length} path(s)` : `failed: ${value.failure.why}`),
+    (value) => (value.ok ? `ENV_CACHE=${value.environment.cache} ${value.environment.key.slice(7, 19)}; ${value.environment.products.length} path(s)${egressText(value.environment.egress)}` : `failed: ${value.failure.why}${egressText(value.failure.egress)}`),
     (value) => (value.ok ? 'done' : 'failed'),
   );
   if (result.ok) {
@@ -47,4 +47,12 @@ export function environmentFailureText(failure: EnvironmentFailure): { summary: 
     summary: `environment ${failure.key.slice(7, 19)}: ${failure.why}${refused}${declared}; log: ${failure.logRef}`,
     message: `${failure.why}${refused}${declared}\n${tail}`,
   };
+}
+
+/** The hosts a setup reached (or was refused), for the step's line in the live stream. */
+function egressText(egress: EgressEntry[]): string {
+  if (egress.length === 0) return '';
+  const hosts = new Map<string, string>();
+  for (const entry of egress) hosts.set(`${entry.host}:${entry.port}`, entry.allowed ? (entry.error ? `failed: ${entry.error}` : 'allowed') : 'refused');
+  return `; egress: ${[...hosts].map(([host, how]) => `${host} ${how}`).join(', ')}`;
 }
