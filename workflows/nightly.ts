@@ -9,7 +9,9 @@ import type { NightlyOutcome, NightlyRequest } from '../core/nightly-types';
 import { hostQueue, placementQueue } from '../core/queues';
 import type { RecipeSnapshot } from '../core/recipe-schemas';
 import type { GateSuiteResult, LandingOutcome, LandingRequest } from '../core/types';
-import { capsule, gateSuite } from './activity-options';
+import { capsule, environmentBuild, gateSuite } from './activity-options';
+import type { EnvironmentRef } from '../core/environment-types';
+import { environmentFailureText } from './landing/environment';
 import { afterFix, afterLanding, repairPlan, repairRequest } from '../policies/nightly';
 import { gateVerdict } from '../policies/supersedes';
 import { landingRecord, searchAttributes } from '../core/search-attributes';
@@ -96,6 +98,10 @@ async function gateTarget(record: NightlyRecord, placed: { host?: Activities }):
     const where = inspected.gate.field === '(file)' ? gateFilePath : `${gateFilePath}: ${inspected.gate.field}`;
     return record.fail(FailureCode.invalidGateFile, `${where} ${inspected.gate.message}`, { message: `${where} ${inspected.gate.message}` });
   }
+  if (inspected.environment && !inspected.environment.ok) {
+    const { file, field, message } = inspected.environment;
+    return record.fail(FailureCode.invalidEnvironment, `${file}: ${field} ${message}`, { message: `${file}: ${field} ${message}` });
+  }
   const gate = inspected.gate.gate;
   const pinned = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(inspected.hostId) });
   placed.host = pinned;
@@ -107,12 +113,24 @@ async function gateTarget(record: NightlyRecord, placed: { host?: Activities }):
   view.treeSha = treeSha;
 
   record.enter('gate');
+  // The repository's environment of the target's tree (issue 24): reused by key, else built.
+  const declaration = inspected.environment?.ok ? inspected.environment.declaration : undefined;
+  let environment: EnvironmentRef | undefined;
+  if (declaration) {
+    const builder = proxyActivities<Activities>({ ...environmentBuild(declaration.timeoutMs), taskQueue: hostQueue(inspected.hostId) });
+    const ready = await builder['environment.prepare']({ runId, repo: request.repo, commitSha: inspected.targetSha, baseSha: inspected.targetSha, declaration, fallbackImage: gate.image ?? defaultRunnerImage });
+    if (!ready.ok) {
+      const { summary, message } = environmentFailureText(ready.failure);
+      return record.fail(FailureCode.environmentFailed, summary, { message });
+    }
+    environment = ready.environment;
+  }
   for (const suite of gate.suites) {
     const timeoutMs = parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
     const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(inspected.hostId) });
     meters.containersRun += 1;
     // A nightly observes the target as it is tonight (time, the world outside the tree): never a reused result.
-    const result: GateSuiteResult = await runner['gate.runSuite']({ runId, repo: request.repo, commitSha: inspected.targetSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: 1, reuse: false });
+    const result: GateSuiteResult = await runner['gate.runSuite']({ runId, repo: request.repo, commitSha: inspected.targetSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: 1, reuse: false, ...(environment ? { environment } : {}) });
     view.gates.push({ ...result, round: 1 });
   }
   const verdict = gateVerdict(view.gates.map((entry) => ({ ...entry, round: 1 })), gate.suites.map((suite) => suite.id), treeSha);
