@@ -8,7 +8,6 @@ import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-fi
 import { devcontainerPath } from '../core/environment';
 import { environmentOf, type EnvironmentParse } from '../core/environment-source';
 import type { BranchHead } from '../core/types';
-import type { GateFileFacts } from '../policies/gate-file-change';
 import { mirrorPath, readManifest, recordInManifest, runPaths } from './run-store';
 
 /**
@@ -166,12 +165,6 @@ export async function objectAt(git: AutomationGit, sha: string, path: string): P
   const entry = out.split('\0').find((line) => line.endsWith(`\t${path}`));
   const [, type, oid] = entry?.split('\t')[0]?.split(' ') ?? [];
   return type && oid ? { type, oid } : null;
-}
-
-/** The gate file's state on exactly `headSha` against `targetSha`: changed paths and the objects at its path. */
-export async function gateFileFactsIn(git: AutomationGit, targetSha: string, headSha: string): Promise<GateFileFacts> {
-  const [paths, target, head] = await Promise.all([changedPaths(git, targetSha, headSha), objectAt(git, targetSha, gateFilePath), objectAt(git, headSha, gateFilePath)]);
-  return { changedPaths: paths, targetBlob: target?.oid ?? null, headBlob: head?.oid ?? null };
 }
 
 export interface GitActivityDeps {

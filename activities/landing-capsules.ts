@@ -5,7 +5,8 @@ import type { GateSuiteResult } from '../core/types';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
 import { conflictMarkersIn, verifyVerdict } from '../policies/verify';
 import { gateFileProblem, type GateFileApproval, type GateFileFacts } from '../policies/gate-file-change';
-import { automationGit, catFileBatch, changedPaths, ensureMirror, ensureWorkspace, fetchRefs, gateFileFactsIn, gitExitCode, objectAt, originGit } from './git';
+import { automationGit, catFileBatch, changedPaths, ensureMirror, ensureWorkspace, fetchRefs, gitExitCode, objectAt, originGit } from './git';
+import { gateFileFactsIn } from './gate-file-facts';
 import { recordInManifest, runPaths } from './run-store';
 
 export interface WorkspaceHead {
@@ -60,7 +61,7 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
       git.raw(['rev-list', '--count', `${targetSha}..${headSha}`]),
       catFileBatch(worktree, [`${headSha}^{tree}`, `${targetSha}^{tree}`]),
       gitExitCode(worktree, ['merge-base', '--is-ancestor', targetSha, headSha]),
-      gateFileFactsIn(git, targetSha, headSha),
+      gateFileFactsIn(worktree, targetSha, headSha),
       // Only the files whose changes add or remove a conflict marker line (-G), zero context, no diff drivers.
       git.raw(['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', '-U0', '-G^(<{7}|>{7}|[|]{7})( |$)|^={7}$', targetSha, headSha]),
     ]);
@@ -113,7 +114,7 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
 
     /** The gate file's state on exactly `headSha` against `targetSha`: changed paths and the objects at its path. */
     gateFileFacts: async ({ runId, targetSha, headSha }: { runId: string; targetSha: string; headSha: string }): Promise<GateFileFacts> =>
-      await gateFileFactsIn(workspaceGit(runId), targetSha, headSha),
+      await gateFileFactsIn(runPaths(dataDir, runId).worktree, targetSha, headSha),
 
     /**
      * Reads and validates the gate file of `sha` (a target that moved, fetched into this

@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BranchHead } from '../core/types';
 import type { GateFileFacts } from '../policies/gate-file-change';
-import { automationGit, gateFileFactsIn, gitArgs, gitExitCode } from './git';
+import { automationGit, gitArgs, gitExitCode } from './git';
+import { gateFileFactsIn } from './gate-file-facts';
 import { runPaths, writeFileAtomic } from './run-store';
 import { leanPipe } from './lean-spawn';
 
@@ -222,7 +223,7 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
       // Done: the patch check and the facts the next phases need, in the same capsule (one round
       // trip), read side by side.
       const headSha = state.applied[state.applied.length - 1]?.newHead ?? (await git.revparse(['HEAD'])).trim();
-      const [{ commitsSince, headTree, ...patches }, gateFile] = await Promise.all([checkPatchesIn(workspace, { runId, targetSha, heads }), gateFileFactsIn(git, targetSha, headSha), rebased?.(headSha)]);
+      const [{ commitsSince, headTree, ...patches }, gateFile] = await Promise.all([checkPatchesIn(workspace, { runId, targetSha, heads }), gateFileFactsIn(workspace, targetSha, headSha), rebased?.(headSha)]);
       return {
         status: 'done',
         headSha,

@@ -10,7 +10,8 @@ import { landingFinished, runningContainer, startStack, waitFor, type Stack } fr
  * The gate file decides what every later landing must pass. A landing (its branch, its
  * fixer, or a rebase onto a moved target) that changes it must not merge without an
  * explicit approval of exactly that version, and a target that moves while a landing
- * waits is gated by what the target declares now.
+ * waits is gated by what the target declares now. The files that declare the environment
+ * (a devcontainer, the Dockerfile a declaration names) are asked about the same way.
  */
 describe('security: the gate file does not change without an explicit approval', () => {
   let stack: Stack;
@@ -98,6 +99,29 @@ describe('security: the gate file does not change without an explicit approval',
     const view = await finished(id);
     assert.equal(view.outcome.status, 'needs-decision', view.outcome.summary);
     assert.match(view.outcome.summary, /empty answer/);
+    assert.equal(branchHead(repo.path, 'main'), before, 'nothing was merged');
+  });
+
+  it("a branch that edits only the Dockerfile the target's environment names is asked about before anything is built; an empty answer stops it", async () => {
+    // The environment is never built here: the question comes first, and the empty answer ends the landing.
+    const environment = { dockerfile: 'env/Dockerfile', setup: [], inputs: ['env/Dockerfile'] };
+    const repo = createFixtureRepo({
+      base: { 'check.sh': 'true\n', [gateFilePath]: gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { environment }), 'env/Dockerfile': 'FROM tarmac/runner:bookworm\n' },
+      branches: [{ name: 'feature/env', commits: [{ message: 'fetch more in the environment', files: { 'env/Dockerfile': 'FROM tarmac/runner:bookworm\nRUN echo reaches out\n' } }] }],
+    });
+    const before = branchHead(repo.path, 'main');
+    const id = await land(repo, 'feature/env');
+    const asked = await question(id);
+    assert.equal(asked.phase, 'questions');
+    assert.match(asked.pendingQuestions[0].question, /^After the rebase, this landing edits env\/Dockerfile \(head [0-9a-f]{12}\), a file that declares the repository's environment\./);
+    assert.doesNotMatch(asked.pendingQuestions[0].question, /land-gate\.json/, 'the gate file did not change: the question does not name it');
+    await answer(id, '');
+    const view = await finished(id);
+    assert.equal(view.outcome.status, 'needs-decision', view.outcome.summary);
+    assert.equal(view.outcome.summary, 'stopped: the change of env/Dockerfile was not approved (empty answer); nothing was merged');
+    assert.equal(view.outcome.failure.file, 'env/Dockerfile');
+    assert.equal(view.gates.length, 0, 'no gate ran');
+    assert.equal(view.outcome.environments, undefined, 'no environment was built or used');
     assert.equal(branchHead(repo.path, 'main'), before, 'nothing was merged');
   });
 

@@ -14,7 +14,7 @@ import type { EnvironmentRef } from '../../core/environment-types';
 import type { EnvironmentParse } from '../../core/environment-source';
 import { settledText, settleRed, type SettleWith } from './flake';
 import { budgetExhausted, budgetLeft, extendBudget } from '../../policies/budget';
-import { classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval, type GateFileFacts } from '../../policies/gate-file-change';
+import { changedSubject, classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval, type GateFileFacts } from '../../policies/gate-file-change';
 import { landingRepairRequest } from '../../policies/intent';
 import { repairPlan } from '../../policies/repair-plan';
 import { gateVerdict } from '../../policies/supersedes';
@@ -136,10 +136,10 @@ export async function answerAgent(ctx: LandingStepContext, asked: SessionOutcome
 }
 
 /**
- * Before a head's gate counts: does `headSha` change the gate file relative to
- * `targetSha` (edit, add, delete, rename away or onto it)? The version an operator
- * approved passes; any other change is asked about, and only an answer from the fixed
- * vocabulary approves it — for that exact version. `known`: the facts, when the step that made
+ * Before a head's gate counts: does `headSha` change the gate file or the environment's
+ * declaration files relative to `targetSha` (edit, add, delete, rename away or onto it)? The
+ * version an operator approved passes; any other change is asked about, and only an answer from
+ * the fixed vocabulary approves it — for that exact version. `known`: the facts, when the step that made
  * the head read them on the same SHAs. Returns the outcome when it stops.
  */
 export async function checkGateFile(ctx: LandingStepContext, host: Activities, targetSha: string, headSha: string, when: string, known?: GateFileFacts): Promise<LandingOutcome | undefined> {
@@ -151,15 +151,15 @@ export async function checkGateFile(ctx: LandingStepContext, host: Activities, t
   ctx.gateFiles.asked += 1;
   // The first id is the one earlier versions used; later questions get their own.
   const id = ctx.gateFiles.asked === 1 ? 'gate-file-edit' : `gate-file-edit-${ctx.gateFiles.asked}`;
-  const asked = await ask(ctx, { id, question: gateFileQuestion(decision.change, headSha, when), from: 'the landing', why: `${when}, the head changes the gate file` });
+  const asked = await ask(ctx, { id, question: gateFileQuestion(decision.change, headSha, when, decision.files), from: 'the landing', why: `${when}, the head changes ${changedSubject(decision.files)}` });
   if ('stopped' in asked) return asked.stopped;
   const { answer } = asked;
   if (classifyApproval(answer) === 'approved') {
     ctx.gateFiles.approved = { blob: decision.blob };
     return undefined;
   }
-  const refusal = gateFileRefusal(answer);
-  return tracker.fail(FailureCode.needsDecision, refusal.summary, { message: refusal.message, file: gateFilePath });
+  const refusal = gateFileRefusal(answer, decision.files);
+  return tracker.fail(FailureCode.needsDecision, refusal.summary, { message: refusal.message, file: refusal.file });
 }
 
 /** The outcome for a target whose gate file is missing or invalid (`context`: when it was read, appended). */
