@@ -13,7 +13,7 @@ import { labelKeys, runStepContainer } from './containers';
 import { startEgressGateway, type EgressConnection } from './egress-gateway';
 import { egressMount, egressPort, egressToolsMount, runSetupContainer, setupMount, writeSetupFiles } from './environment-setup';
 import { automationGit, containerUser, gitArgs, handToContainerUser } from './git';
-import { leanPipe } from './lean-spawn';
+import { leanPipe, leanRun } from './lean-spawn';
 import { dataRef, runPaths, writeFileAtomic } from './run-store';
 
 /**
@@ -179,7 +179,9 @@ export async function listEnvironments(dataDir: string): Promise<Array<Environme
       .map(async (name) => {
         const record = await readEnvironment(dataDir, `sha256:${name}`);
         if (!record) return undefined;
-        const used = await stat(join(root, name, recordName));
+        // Collected between the two reads (the worker's LRU, while the API lists): not listed.
+        const used = await stat(join(root, name, recordName)).catch(() => undefined);
+        if (!used) return undefined;
         return { ...record, lastUsedAt: used.mtime.toISOString(), usedBy: inUse.get(record.key) ?? [] };
       }),
   );
@@ -203,7 +205,7 @@ async function runsUsing(dataDir: string): Promise<Map<string, string[]>> {
 
 /** Disk use of a directory in bytes (du: it does not follow links). */
 async function diskBytes(path: string): Promise<number> {
-  const [du] = await leanPipe({ command: 'du', args: ['-s', '-B1', path] }, { command: 'cat', args: [] });
+  const du = await leanRun({ command: 'du', args: ['-s', '-B1', path] });
   return Number(du.stdout.toString('utf8').split('\t')[0]) || 0;
 }
 
@@ -464,12 +466,12 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
         await markUsed(runId, key);
         return { ok: true, environment: refOf(found, 'hit') };
       }
-      let pending = building.get(key);
-      if (!pending) {
-        pending = build(input, key, baseImage, baseImageId, inputs).finally(() => building.delete(key));
-        building.set(key, pending);
-      }
-      const result = await pending;
+      // A landing that needs a key another is building waits for that build: one build, and for the waiter a hit.
+      const waiting = building.get(key);
+      const pending = waiting ?? build(input, key, baseImage, baseImageId, inputs).finally(() => building.delete(key));
+      if (!waiting) building.set(key, pending);
+      const built = await pending;
+      const result: PrepareEnvironmentResult = waiting && built.ok ? { ok: true, environment: { ...built.environment, cache: 'hit' } } : built;
       if (result.ok) {
         await markUsed(runId, key);
         await collect().catch((error: unknown) => {
