@@ -3,6 +3,8 @@ import { log } from '@temporalio/activity';
 import { failure, FailureCode } from '../core/failures';
 import type { GateSuiteResult } from '../core/types';
 import { gateFilePath, parseGateFile, type GateFileParse } from '../core/gate-file';
+import { devcontainerPath } from '../core/environment';
+import { environmentOf, type EnvironmentParse } from '../core/environment-source';
 import { conflictMarkersIn, verifyVerdict } from '../policies/verify';
 import { gateFileProblem, type GateFileApproval, type GateFileFacts } from '../policies/gate-file-change';
 import { automationGit, catFileBatch, changedPaths, ensureMirror, ensureWorkspace, fetchRefs, gitExitCode, objectAt, originGit } from './git';
@@ -120,11 +122,15 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      * Reads and validates the gate file of `sha` (a target that moved, fetched into this
      * host's mirror by `currentTarget`); `blob` is the object at its path, null when missing.
      */
-    readGateFile: async ({ repo, sha }: { repo: string; sha: string }): Promise<{ gate: GateFileParse; blob: string | null }> => {
+    readGateFile: async ({ repo, sha }: { repo: string; sha: string }): Promise<{ gate: GateFileParse; blob: string | null; environment?: EnvironmentParse }> => {
       const git = automationGit(await ensureMirror(dataDir, repo));
       const object = await objectAt(git, sha, gateFilePath);
-      if (object?.type !== 'blob') return { gate: { ok: false, field: '(file)', message: `is missing from the target at ${sha.slice(0, 12)}` }, blob: object?.oid ?? null };
-      return { gate: parseGateFile(await git.raw(['cat-file', 'blob', object.oid])), blob: object.oid };
+      if (object?.type !== 'blob') return { gate: { ok: false, field: '(file)', message: `is missing from the target at ${sha.slice(0, 12)}` }, blob: object?.oid ?? null, environment: { ok: true } };
+      const gate = parseGateFile(await git.raw(['cat-file', 'blob', object.oid]));
+      // The environment as the target declares it at `sha` (the gate file's, else its devcontainer's).
+      const devcontainer = await objectAt(git, sha, devcontainerPath);
+      const devcontainerText = devcontainer?.type === 'blob' ? await git.raw(['cat-file', 'blob', devcontainer.oid]) : undefined;
+      return { gate, blob: object.oid, environment: environmentOf(gate, devcontainerText) };
     },
 
     /**

@@ -65,6 +65,8 @@ export interface BatchRound {
   treeSha: string;
   green: boolean;
   gates: GateSuiteResult[];
+  /** The repository's environment of the prefix's tree did not build (issue 24): the round is red, no suite ran. */
+  environmentFailed?: { why: string; logRef: string };
 }
 
 export interface BatchOutcome {

@@ -7,7 +7,9 @@ import { defaultRunnerImage, suiteTimeoutMs, type GateFile } from '../core/gate-
 import { batchMemberGoneSignal, batchResultSignal, batchStatusQuery, type BatchStatusView } from '../core/messages';
 import { hostQueue } from '../core/queues';
 import { bisectStep } from '../policies/batch';
-import { gateSuite } from './activity-options';
+import { environmentBuild, gateSuite } from './activity-options';
+import type { EnvironmentDeclaration } from '../core/environment';
+import type { EnvironmentRef } from '../core/environment-types';
 import { metrics } from './metrics';
 import { pinnedTo } from './pinned';
 
@@ -79,7 +81,13 @@ async function stackGateMerge(request: BatchRequest, host: Activities, outcome: 
     outcome.summary = `the gate file of ${target} at ${onto.slice(0, 12)} is invalid (${read.gate.field}: ${read.gate.message}); each landing goes on alone`;
     return;
   }
+  if (read.environment && !read.environment.ok) {
+    outcome.summary = `the environment declaration of ${target} at ${onto.slice(0, 12)} is invalid (${read.environment.file}: ${read.environment.field}: ${read.environment.message}); each landing goes on alone`;
+    return;
+  }
   const gate = read.gate.gate;
+  // Absent in answers of workers before environments: none, as then.
+  const declaration = read.environment?.ok ? read.environment.declaration : undefined;
   await host['capsule.prepareRun']({ runId: batchId, repo, targetSha: onto });
   let pending: BatchMember[] = request.members;
   while (pending.length > 0) {
@@ -90,7 +98,7 @@ async function stackGateMerge(request: BatchRequest, host: Activities, outcome: 
     for (const entry of left) await report(entry.landingId, { kind: 'retry', batchId, reason: entry.reason });
     if (stacked.length === 0) return;
     progress.state = 'gating';
-    const decided = await whileAllThere(gone, stacked, () => bisect(request, gate, stacked, outcome));
+    const decided = await whileAllThere(gone, stacked, () => bisect(request, gate, stacked, outcome, onto, declaration));
     if (decided === memberGone) continue;
     if (decided.green > 0) {
       const prefix = stacked.slice(0, decided.green);
@@ -103,14 +111,14 @@ async function stackGateMerge(request: BatchRequest, host: Activities, outcome: 
     if (decided.culprit === undefined) return;
     const culprit = stacked[decided.culprit]!;
     const red = outcome.rounds.find((round) => round.prefix === decided.culprit! + 1 && round.headSha === culprit.headSha)!;
-    const failing = red.gates.filter((result) => result.status !== 'passed' && !result.excused).map((result) => result.suiteId);
+    const failing = [...red.gates.filter((result) => result.status !== 'passed' && !result.excused).map((result) => result.suiteId), ...(red.environmentFailed ? ['environment'] : [])];
     await report(culprit.landingId, {
       kind: 'culprit',
       batchId,
       failing,
       treeSha: red.treeSha,
       round: red.round,
-      summary: `in batch ${batchId} the stack up to this landing was red (round ${red.round}, tree ${red.treeSha.slice(0, 12)}: ${failing.join(', ')} failed; log: ${red.gates.filter((result) => result.status !== 'passed').map((result) => result.logRef).join(', ')}) while the stack before it was ${decided.culprit === 0 ? 'the target itself' : 'green'}`,
+      summary: `in batch ${batchId} the stack up to this landing was red (round ${red.round}, tree ${red.treeSha.slice(0, 12)}: ${failing.join(', ')} failed${red.environmentFailed ? ` (${red.environmentFailed.why})` : ''}; log: ${[...red.gates.filter((result) => result.status !== 'passed').map((result) => result.logRef), ...(red.environmentFailed ? [red.environmentFailed.logRef] : [])].join(', ')}) while the stack before it was ${decided.culprit === 0 ? 'the target itself' : 'green'}`,
     });
     const after = new Set(stacked.slice(decided.culprit + 1).map((member) => member.landingId));
     pending = request.members.filter((member) => after.has(member.landingId));
@@ -135,13 +143,13 @@ async function whileAllThere<T>(gone: Set<string>, stacked: StackedMember[], wor
 }
 
 /** Gates prefixes of the stack until the bisection decides: the green prefix and the culprit, if any. */
-async function bisect(request: BatchRequest, gate: GateFile, stacked: StackedMember[], outcome: BatchOutcome): Promise<{ green: number; culprit?: number }> {
+async function bisect(request: BatchRequest, gate: GateFile, stacked: StackedMember[], outcome: BatchOutcome, onto: string, declaration?: EnvironmentDeclaration): Promise<{ green: number; culprit?: number }> {
   const results: Record<number, 'green' | 'red'> = {};
   for (;;) {
     const step = bisectStep(stacked.length, results);
     if (step.kind === 'decided') return step;
     const head = stacked[step.prefix - 1]!;
-    const round = await gateRound(request, gate, outcome, head, step.prefix);
+    const round = await gateRound(request, gate, outcome, head, step.prefix, onto, declaration);
     results[step.prefix] = round.green ? 'green' : 'red';
   }
 }
@@ -153,13 +161,25 @@ async function bisect(request: BatchRequest, gate: GateFile, stacked: StackedMem
  * prefix — a flaky suite does not send the bisection after an innocent landing. A red the gate cache
  * answered stands (the cache holds that tree's latest run).
  */
-async function gateRound(request: BatchRequest, gate: GateFile, outcome: BatchOutcome, head: StackedMember, prefix: number): Promise<BatchRound> {
+async function gateRound(request: BatchRequest, gate: GateFile, outcome: BatchOutcome, head: StackedMember, prefix: number, onto: string, declaration?: EnvironmentDeclaration): Promise<BatchRound> {
   const number = outcome.rounds.length + 1;
   const gates: BatchRound['gates'] = [];
+  // The prefix's tree runs in its own environment (its inputs may be a member's): a setup that fails makes the round red.
+  let environment: EnvironmentRef | undefined;
+  if (declaration) {
+    const builder = proxyActivities<Activities>({ ...environmentBuild(declaration.timeoutMs), taskQueue: hostQueue(request.hostId), ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}) });
+    const ready = await builder['environment.prepare']({ runId: outcome.batchId, repo: request.repo, commitSha: head.headSha, baseSha: onto, declaration, fallbackImage: gate.image ?? defaultRunnerImage });
+    if (!ready.ok) {
+      const round: BatchRound = { round: number, prefix, headSha: head.headSha, treeSha: head.treeSha, green: false, gates, environmentFailed: { why: ready.failure.why, logRef: ready.failure.logRef } };
+      outcome.rounds.push(round);
+      return round;
+    }
+    environment = ready.environment;
+  }
   for (const suite of gate.suites) {
     const timeoutMs = suiteTimeoutMs(suite);
     const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(request.hostId), ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}) });
-    const input = { runId: outcome.batchId, repo: request.repo, commitSha: head.headSha, treeSha: head.treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: number };
+    const input = { runId: outcome.batchId, repo: request.repo, commitSha: head.headSha, treeSha: head.treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: number, ...(environment ? { environment } : {}) };
     const result = await runner['gate.runSuite'](input);
     if (result.status === 'passed' || result.cache === 'hit') {
       gates.push({ ...result, round: number });

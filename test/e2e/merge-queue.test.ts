@@ -77,6 +77,23 @@ describe('merge queue: speculative batches with bisection', () => {
     assertTestedFastForwards(repo, values, greenTrees, 2);
   });
 
+  it("a batch gates each stacked tree in that tree's own environment (its inputs are the members'), and lands them", async () => {
+    // The setup lists the features it sees (its input); the gate checks the list is its tree's.
+    const environment = { setup: ['ls features 2>/dev/null > /tmp/l; mv /tmp/l env-features.txt'], inputs: ['features'] };
+    const repo = queueRepo(['e1', 'e2'], { environment });
+    const pacer = await holdTarget(repo);
+    const ids = [await land(repo, 'feature/e1'), await land(repo, 'feature/e2')];
+    await allWaiting(pacer, ids);
+    await releaseTarget(stack, pacer);
+    const views = await Promise.all(ids.map((id) => landingFinished(stack, id, 300_000)));
+    for (const view of views) assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    const batchId = views[0].outcome.batch?.id as string;
+    assert.ok(batchId && views[1].outcome.batch?.id === batchId, 'both landed in one batch');
+    const batch = (await stack.client.workflow.getHandle(batchId).result()) as BatchOutcome;
+    assert.ok(batch.rounds.every((round) => round.green && round.environmentFailed === undefined), batch.summary);
+    assert.deepEqual(execFileSync('git', ['-C', repo.path, 'ls-tree', '--name-only', 'main', 'features/'], { encoding: 'utf8' }).trim().split('\n'), ['features/e1', 'features/e2']);
+  });
+
   it('one bad landing in a batch of 4: bisection names it within ⌈log2 4⌉ + 1 rounds, the other three land, it gets its fixup round and lands after', async () => {
     const repo = queueRepo(['a1', 'a2', 'a3', 'b']);
     const pacer = await holdTarget(repo);

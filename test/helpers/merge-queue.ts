@@ -17,8 +17,10 @@ import { waitFor, type Stack } from './stack';
  */
 let fixtures = 0;
 
-export function queueRepo(features: string[], { batchSize = 4 }: { batchSize?: number } = {}): FixtureRepo {
+export function queueRepo(features: string[], { batchSize = 4, environment }: { batchSize?: number; environment?: Record<string, unknown> } = {}): FixtureRepo {
   const check = [
+    // With an environment whose setup lists the features it was built from: it must be this tree's.
+    ...(environment ? ['ls features 2>/dev/null > /tmp/now; cmp -s /tmp/now env-features.txt || { echo "the environment is not of this tree"; exit 8; }'] : []),
     'if [ -f p ] && [ ! -f tick ]; then sleep 10; fi',
     'if [ -f p ] && [ -f tick ] && ! ls features/* >/dev/null 2>&1; then echo "pacer holds the target"; sleep 300; fi',
     'if [ -f features/b ] && [ ! -f FIXED ] && [ "$(ls features | wc -l)" -gt 1 ]; then echo "b cannot share the features dir"; exit 5; fi',
@@ -31,7 +33,7 @@ export function queueRepo(features: string[], { batchSize = 4 }: { batchSize?: n
   ].join('\n');
   const repo = createFixtureRepo({
     // A README of its own: no tree here equals one of another fixture (gate results are reused by tree).
-    base: { 'check.sh': check, 'README': `merge queue fixture ${process.pid}.${Date.now()}.${(fixtures += 1)}\n`, '.config/tarmac/land-gate.json': gateFile([{ id: 'check', run: ['sh', 'check.sh'], timeout: '6m' }], { queue: { batchSize }, fixup: { maxRounds: 1 } }) },
+    base: { 'check.sh': check, 'README': `merge queue fixture ${process.pid}.${Date.now()}.${(fixtures += 1)}\n`, '.config/tarmac/land-gate.json': gateFile([{ id: 'check', run: ['sh', 'check.sh'], timeout: '6m' }], { queue: { batchSize }, fixup: { maxRounds: 1 }, ...(environment ? { environment } : {}) }) },
     branches: [
       { name: 'feature/p', commits: [{ message: 'pacer', files: { p: 'p\n' } }] },
       ...features.map((name) => ({ name: `feature/${name}`, commits: [{ message: `feature ${name}`, files: { [`features/${name}`]: `${name}\n` } }] })),

@@ -2,7 +2,7 @@ import { getExternalWorkflowHandle } from '@temporalio/workflow';
 import { FailureCode } from '../../core/failures';
 import { releaseSignal } from '../../core/messages';
 import { end, failureOf, go, placed, type LandingContext, type LandingState, type Next } from './context';
-import { invalidGateFile } from './steps';
+import { invalidEnvironment, invalidGateFile } from './steps';
 import { batchTicket } from './verify';
 import { excusedText } from './flake';
 
@@ -71,8 +71,11 @@ export async function retarget(ctx: LandingContext, state: LandingState): Promis
   const reread = await tracker.step('capsule.readGateFile', 'capsule', () => host['capsule.readGateFile']({ repo: request.repo, sha: current }), (value) =>
     value.gate.ok ? `${value.gate.gate.suites.length} suite(s) at ${current.slice(0, 12)}` : `invalid at ${current.slice(0, 12)}`,
   );
+  if (reread.environment && !reread.environment.ok) return end(invalidEnvironment(ctx, reread.environment));
   if (!reread.gate.ok) return end(invalidGateFile(ctx, reread.gate, ` (read after ${request.target} moved to ${current.slice(0, 12)}); nothing was merged`));
   state.gate = reread.gate.gate;
+  // The environment as the moved target declares it (absent in answers of workers before environments: as it was).
+  if (reread.environment) state.environment = reread.environment.declaration;
   state.moved = { to: current };
   return go('rebase');
 }
