@@ -26,6 +26,7 @@ import { scheduleRoutes } from './routes/schedules';
 import { retentionRoutes } from './routes/retention';
 import { quarantineRoutes } from './routes/quarantines';
 import { queueRoutes } from './routes/queues';
+import { environmentRoutes } from './routes/environments';
 
 export interface AppDeps {
   client: Client;
@@ -108,6 +109,7 @@ export async function buildApp({ client, config, logger, docker, dashboardDir }:
       await v1.register(retentionRoutes, { client });
       await v1.register(quarantineRoutes, { client });
       await v1.register(queueRoutes, { client });
+      await v1.register(environmentRoutes, { dataDir: config.dataDir });
     },
     { prefix: '/v1' },
   );

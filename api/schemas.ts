@@ -103,6 +103,27 @@ const GateResultSchema = Type.Object({
   ),
 });
 
+/** One connection an environment's setup made (or tried) through the egress gateway. */
+const EgressEntrySchema = Type.Object({
+  host: Type.String(),
+  port: Type.Integer({ description: '0 when the request named no port' }),
+  allowed: Type.Boolean({ description: "false: refused by the gateway (off the allow-list, an IP literal, a private range, another port)" }),
+  bytesUp: Type.Number(),
+  bytesDown: Type.Number(),
+  reason: Type.Optional(Type.String({ description: 'why it was refused' })),
+});
+
+/** A landing's use of its repository's environment on one tree (core/types.ts EnvironmentUse). */
+const EnvironmentUseSchema = Type.Object({
+  commitSha: Type.String({ description: 'the commit whose inputs keyed it' }),
+  treeSha: Type.Optional(Type.String({ description: 'the tree gated in it (absent for the base of a settling run)' })),
+  key: Type.String({ description: 'sha256:<hex> of the declaration, the base image ID and the inputs (GET /v1/environments)' }),
+  cache: Type.Union([Type.Literal('hit'), Type.Literal('miss')], { description: "ENV_CACHE: hit = this host had it, miss = this landing's step built it" }),
+  buildMs: Type.Number({ description: 'how long its build took (the build itself, also for a hit)' }),
+  egress: Type.Array(EgressEntrySchema, { description: "every connection the build's setup made through the egress gateway" }),
+  failed: Type.Optional(Type.String({ description: 'set when the build failed: why, in one line' })),
+});
+
 const StepSchema = Type.Object({
   name: Type.String(),
   status: Type.String(),
@@ -140,7 +161,12 @@ export const LandingViewSchema = Type.Object({
   statusUnavailable: Type.Optional(
     Type.String({ description: 'set when the landing runs but no worker answered its status query (all down, or its host lost): steps and meters are empty, the phase is the last one visibility recorded' }),
   ),
-  outcome: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  outcome: Type.Optional(
+    Type.Object(
+      { environments: Type.Optional(Type.Array(EnvironmentUseSchema, { description: "the repository's environments the gates ran in, one per tree gated (issue 24)" })) },
+      { additionalProperties: true, description: "the landing's outcome (core/types.ts LandingOutcome): status, summary, gates, reviews, …" },
+    ),
+  ),
 });
 
 const literals = (values: readonly string[]) => Type.Union(values.map((value) => Type.Literal(value)));
@@ -173,4 +199,38 @@ export const LandingListSchema = Type.Object({
       queuedMs: Type.Optional(Type.Integer({ description: 'time it waited in its target queue so far (every turn added up); absent before it queued' })),
     }),
   ),
+});
+
+export const EnvironmentListQuery = Type.Object(
+  { repo: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'Repository as given to POST /v1/landings (path or git URL)' })) },
+  { additionalProperties: false },
+);
+
+/** One environment of the API's host (activities/environments.ts EnvironmentRecord, read from its data dir). */
+export const EnvironmentSchema = Type.Object({
+  key: Type.String({ description: 'sha256:<hex> of the declaration, the base image ID and the content of the inputs' }),
+  repo: Type.String(),
+  baseImage: Type.String({ description: 'the image its setup ran on and its gates run on' }),
+  sizeBytes: Type.Number({ description: "disk use of the setup's files" }),
+  builtAt: Type.String(),
+  lastUsedAt: Type.String({ description: 'when a landing last built or reused it (the collection removes the least recently used first)' }),
+  buildMs: Type.Number(),
+  usedBy: Type.Array(Type.String(), { description: 'runs whose directory on this host still holds it: the collection keeps it for them' }),
+  builtBy: Type.Object({ runId: Type.String() }),
+  inputs: Type.Array(
+    Type.Object({ path: Type.String(), oid: Type.Optional(Type.String({ description: "the blob or tree in the tree that keyed it" })), absent: Type.Optional(Type.Literal(true, { description: 'the tree had nothing at this path' })) }),
+    { description: 'the declared inputs as read from the tree that keyed it' },
+  ),
+  products: Type.Array(Type.String(), { description: 'paths the setup produced (linked into a gated tree where it has nothing)' }),
+  egress: Type.Array(EgressEntrySchema, { description: 'every connection its setup made through the egress gateway' }),
+  declaration: Type.Object({
+    source: Type.Union([Type.Literal('gate-file'), Type.Literal('devcontainer')]),
+    file: Type.String(),
+    image: Type.Optional(Type.String()),
+    dockerfile: Type.Optional(Type.Object({ path: Type.String(), context: Type.String() })),
+    setup: Type.Array(Type.String()),
+    inputs: Type.Array(Type.String()),
+    egress: Type.Optional(Type.Array(Type.String())),
+    envNames: Type.Array(Type.String(), { description: "names of the declaration's environment entries (never their values)" }),
+  }),
 });
