@@ -56,6 +56,23 @@ export interface FixCreate {
 /** A suite quarantined on a target (GET /v1/quarantines). */
 export type QuarantineView = Quarantine & { repo: string; target: string };
 
+/** An environment cached on the API's host (GET /v1/environments). */
+export interface EnvironmentView {
+  key: string;
+  repo: string;
+  baseImage: string;
+  sizeBytes: number;
+  builtAt: string;
+  lastUsedAt: string;
+  buildMs: number;
+  usedBy: string[];
+  builtBy: { runId: string };
+  inputs: { path: string; oid?: string; absent?: true }[];
+  products: string[];
+  egress: { host: string; port: number; allowed: boolean; bytesUp: number; bytesDown: number; reason?: string }[];
+  declaration: { source: string; file: string; image?: string; setup: string[]; inputs: string[]; egress?: string[]; envNames: string[] };
+}
+
 export interface RunCreated {
   id: string;
   duplicate: boolean;
@@ -304,6 +321,11 @@ export class TarmacClient {
     for (const [name, value] of Object.entries(filter)) if (value !== undefined) query.set(name, value);
     const text = query.toString();
     return (await this.request<{ quarantines: QuarantineView[] }>('GET', `/v1/quarantines${text ? `?${text}` : ''}`)).body.quarantines;
+  }
+
+  async environments(filter: { repo?: string }): Promise<EnvironmentView[]> {
+    const text = filter.repo === undefined ? '' : `?${new URLSearchParams({ repo: filter.repo }).toString()}`;
+    return (await this.request<{ environments: EnvironmentView[] }>('GET', `/v1/environments${text}`)).body.environments;
   }
 
   async liftQuarantine(suiteId: string, repo: string, target: string): Promise<{ lifted: boolean; repo: string; target: string; suiteId: string }> {

@@ -9,6 +9,7 @@ import { commandUsage, isDocumentedCommand, usage } from './usage';
 import { answerCommand } from './commands/answer';
 import { budgetCommand } from './commands/budget';
 import { cancelCommand } from './commands/cancel';
+import { environmentsCommand } from './commands/environments';
 import { fixCommand } from './commands/fix';
 import { landCommand } from './commands/land';
 import { listCommand } from './commands/list';
@@ -36,6 +37,7 @@ const commands = {
   schedule: scheduleCommand,
   queue: queueCommand,
   quarantines: quarantinesCommand,
+  environments: environmentsCommand,
 } as const satisfies Record<string, (args: string[], context: CliContext) => Promise<ExitCode>>;
 
 export type ClientCommand = keyof typeof commands;

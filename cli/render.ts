@@ -252,7 +252,7 @@ export function columns(rows: string[][]): string[] {
 }
 
 /** `2026-12-01T19:00:03Z`: an API time to the second. */
-const second = (iso: string | undefined) => (iso ? iso.replace(/\.\d+Z$/, 'Z') : '');
+export const second = (iso: string | undefined) => (iso ? iso.replace(/\.\d+Z$/, 'Z') : '');
 
 /** `tarmac list`: one run a row. */
 export function runListLines(runs: RunSummary[]): string[] {

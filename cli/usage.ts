@@ -190,6 +190,21 @@ const docs = {
       'blocks landings again.',
     ],
   },
+  environments: {
+    synopsis: ['environments [--repo <repo>] [--json]'],
+    summary: "the repositories' environments cached on the API's host, most recently used first",
+    details: [
+      'An environment is what a repository declares its gates and agents run in (a base image plus what its',
+      'setup produced), built once per key: the declaration, the base image and its inputs (lockfiles) in the',
+      'tree under test (GET /v1/environments). Each row: the key as step details name it (ENV_CACHE=hit <key>),',
+      'the repository, its size on disk, when a landing last used it, and the runs whose directories hold it',
+      '(the collection keeps those; the rest go least recently used first past TARMAC_ENV_CACHE_MAX).',
+      '',
+      'options:',
+      '  --repo <repo>            environments of this repository (a path is made absolute)',
+      "  --json                   print the API's answer as JSON (inputs, products, egress, the declaration)",
+    ],
+  },
   queue: {
     synopsis: ['queue [<repo> <target>] [--json]'],
     summary: "a target's merge queue: who holds the target, the batch in flight, the waiting line with lanes and ETAs",
@@ -249,7 +264,7 @@ run Tarmac:
 ${section(['dev', 'worker', 'api'])}
 
 use it:
-${section(['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines', 'queue', 'help'])}
+${section(['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines', 'queue', 'environments', 'help'])}
 
 ${configuration}
 

@@ -121,6 +121,8 @@ describe('command lines: usage errors exit 2 before any request, naming what is 
     { args: ['quarantines', ['lift']], message: /quarantines lift: missing <suite>/ },
     { args: ['quarantines', ['lift', 'test', '--target', 'main']], message: /quarantines lift: --repo is required/ },
     { args: ['quarantines', ['lift', 'test', '--repo', '/srv/repo.git']], message: /quarantines lift: --target is required/ },
+    { args: ['environments', ['extra']], message: /environments: unexpected argument "extra"/ },
+    { args: ['environments', ['--target', 'main']], message: /environments: Unknown option '--target'/ },
   ];
   for (const { args, message } of cases) {
     it(`tarmac ${args[0]} ${args[1].join(' ')}`, async () => {
@@ -142,7 +144,7 @@ describe('command lines: usage errors exit 2 before any request, naming what is 
 });
 
 describe('help: every command has its own, and the overview lists them all', () => {
-  const clientCommands = ['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines'] as const;
+  const clientCommands = ['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines', 'environments'] as const;
   for (const command of clientCommands) {
     it(`tarmac ${command} --help: its usage on stdout, exit 0, no request (there is no token)`, async () => {
       assert.ok(isClientCommand(command));

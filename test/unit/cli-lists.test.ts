@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { budgetCommandOf } from '../../cli/commands/budget';
+import { environmentLines } from '../../cli/commands/environments';
 import { priorityArgument } from '../../cli/commands/land';
 import { executionStatus } from '../../cli/commands/list';
 import { columns, runListLines, verdictLines } from '../../cli/render';
@@ -106,4 +107,36 @@ describe('tarmac land --priority: a lane of the target queue', () => {
       else assert.equal(priorityArgument(input), expected);
     });
   }
+});
+
+describe('tarmac environments: one environment a row', () => {
+  it('the short key as step details name it, the repository, the size, the last use to the second, the runs holding it', () => {
+    const environment = (digit: string, repo: string, sizeBytes: number, lastUsedAt: string, usedBy: string[]) => ({
+      key: `sha256:${digit.repeat(64)}`,
+      repo,
+      baseImage: 'tarmac/runner:local',
+      sizeBytes,
+      builtAt: '2026-01-01T00:00:00.000Z',
+      lastUsedAt,
+      buildMs: 1000,
+      usedBy,
+      builtBy: { runId: 'land.a' },
+      inputs: [],
+      products: ['node_modules'],
+      egress: [],
+      declaration: { source: 'gate-file', file: '.config/tarmac/land-gate.json', setup: ['npm ci'], inputs: ['package-lock.json'], envNames: [] },
+    });
+    assert.deepEqual(
+      environmentLines([
+        environment('a', '/srv/app.git', 340 * 1024 ** 2, '2026-01-05T10:00:03.123Z', ['land.app.2', 'land.app.3']),
+        environment('b', 'file:///srv/other.git', 1536, '2026-01-04T00:00:00.000Z', []),
+      ]),
+      [
+        'KEY           REPO                   SIZE     LAST USED             RUNS USING IT',
+        'aaaaaaaaaaaa  /srv/app.git           340 MiB  2026-01-05T10:00:03Z  land.app.2, land.app.3',
+        'bbbbbbbbbbbb  file:///srv/other.git  1.5 KiB  2026-01-04T00:00:00Z  -',
+      ],
+    );
+    assert.deepEqual(environmentLines([]), ["no environment is cached on the API's host"]);
+  });
 });
