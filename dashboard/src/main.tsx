@@ -1,5 +1,5 @@
 /**
- * The operator's dashboard: a login, the list of runs, a run's page, and the target queues. Served by the API at
+ * The operator's dashboard: a login, the list of runs, a run's page, the target queues and the host's environments. Served by the API at
  * /dashboard/ (same origin); every data call carries this tab's bearer token.
  */
 import { render } from 'preact';
@@ -7,14 +7,16 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, token, whenUnauthorized } from './api';
 import { RunList } from './runs';
 import { QueueList } from './queues';
+import { EnvironmentList } from './environments';
 import { RunPage } from './run';
 
-/** The page a hash names: `#/runs/<id>` is a run, `#/queues` the target queues, anything else the list (its filters in the hash's query). */
-function route(hash: string): { page: 'list'; query: string } | { page: 'run'; id: string } | { page: 'queues' } {
+/** The page a hash names: `#/runs/<id>` is a run, `#/queues` the target queues, `#/environments` the host's environments, anything else the list (its filters in the hash's query). */
+function route(hash: string): { page: 'list'; query: string } | { page: 'run'; id: string } | { page: 'queues' } | { page: 'environments' } {
   const path = hash.replace(/^#/, '');
   const run = /^\/runs\/([A-Za-z0-9._:-]+)$/.exec(path);
   if (run) return { page: 'run', id: run[1]! };
   if (path === '/queues') return { page: 'queues' };
+  if (path === '/environments') return { page: 'environments' };
   const queryAt = path.indexOf('?');
   return { page: 'list', query: queryAt === -1 ? '' : path.slice(queryAt + 1) };
 }
@@ -93,6 +95,9 @@ function App() {
           <a href="#/queues" aria-current={current.page === 'queues' ? 'page' : undefined}>
             Queues
           </a>
+          <a href="#/environments" aria-current={current.page === 'environments' ? 'page' : undefined}>
+            Environments
+          </a>
         </nav>
         <button
           type="button"
@@ -106,7 +111,15 @@ function App() {
         </button>
       </header>
       <main id="main" tabIndex={-1}>
-        {current.page === 'run' ? <RunPage key={current.id} id={current.id} /> : current.page === 'queues' ? <QueueList /> : <RunList query={current.query} />}
+        {current.page === 'run' ? (
+          <RunPage key={current.id} id={current.id} />
+        ) : current.page === 'queues' ? (
+          <QueueList />
+        ) : current.page === 'environments' ? (
+          <EnvironmentList />
+        ) : (
+          <RunList query={current.query} />
+        )}
       </main>
     </>
   );

@@ -1,5 +1,5 @@
 /**
- * A run's page: what it is doing (phase timeline, step graph, gate rounds, panels, sessions,
+ * A run's page: what it is doing (phase timeline, step graph, gate rounds, environments, panels, sessions,
  * fix loops, meters against the budget), what it waits on (questions, a paused budget), what
  * it prints (the live log) and what an operator can do (answer, cancel, extend or stop the budget).
  * Live through the run's event stream; the status is read again after each journal event.
@@ -13,6 +13,7 @@ import { api, ApiFailure, token } from './api';
 import type { BatchOutcome } from '../../core/batch-types';
 import { batchLineage, batchMembers, gateRounds, metersAgainstBudget, phaseTimeline, sessionRows, stepGraph, supersededBy, type LandingView, type Marker } from './model';
 import { followEvents, type StreamState } from './stream';
+import { EnvironmentUses } from './environments';
 
 interface RunView {
   id: string;
@@ -368,6 +369,8 @@ export function RunPage({ id }: { id: string }) {
             ))}
             {landing.gates.length === 0 ? <p class="muted">No gate has run yet.</p> : null}
           </Section>
+
+          <EnvironmentUses uses={outcome?.environments} />
 
           <BatchLineageSection id={id} outcome={outcome} />
 

@@ -281,6 +281,40 @@ describe('the dashboard in a real browser against the real stack', () => {
     await screenshot('batch');
   });
 
+  it("a landing in its declared environment: the run page shows the key, ENV_CACHE and the setup's egress; the Environments page lists it (keyboard)", async () => {
+    // An environment whose setup needs no network: the base image plus what the setup made (tools/).
+    const environment = { setup: ['mkdir -p tools && cat deps.txt > tools/ready'], inputs: ['deps.txt'] };
+    const repo = createFixtureRepo({
+      base: { 'deps.txt': 'one\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'grep -qx one tools/ready'] }], { environment }) },
+      branches: [{ name: 'feature/env', commits: [{ message: 'env feature', files: { 'env.txt': 'e\n' } }] }],
+    });
+    repos.push(repo);
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/env'], target: 'main' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    await openRun(id);
+    assert.equal(await outcomeOf(id), 'landed');
+    const used = (await landingFinished(stack, id)).outcome.environments as { key: string; cache: string }[];
+    assert.equal(used.length, 1, JSON.stringify(used));
+    const shortKey = used[0]!.key.slice('sha256:'.length, 'sha256:'.length + 12);
+    const panelRow = page.locator(`[data-section="environments"] tr[data-environment="${shortKey}"]`);
+    await panelRow.waitFor();
+    assert.equal(await panelRow.getAttribute('data-cache'), 'miss');
+    assert.match(await panelRow.innerText(), /built in [\d.]+ s/);
+    assert.match(await panelRow.innerText(), /none/, 'a setup that reached no host says so');
+    await screenshot('environment-use');
+
+    // The Environments page, reached from the navigation with the keyboard.
+    await page.getByRole('link', { name: 'Environments' }).focus();
+    await page.keyboard.press('Enter');
+    const row = page.locator(`[data-testid="environments"] tr[data-environment="${shortKey}"]`);
+    await row.waitFor();
+    assert.ok((await row.innerText()).includes(created.body.repo as string), 'its repository, as the landing recorded it');
+    assert.match((await row.locator('[data-field="size"]').innerText()).trim(), /^\d+(\.\d)? (B|KiB|MiB)$/);
+    assert.equal(await row.getByRole('link', { name: id }).first().getAttribute('href'), `#/runs/${id}`, 'the run that built it');
+    await screenshot('environments');
+  });
+
   it('the same tree again: the review panel answers from the cache, shown on the run page', async () => {
     // The fixup landing's final tree (its fix included): the panel has reviewed it already.
     const repo = createFixtureRepo({

@@ -10,6 +10,7 @@ import { loadConfig } from '../../core/node/config';
 import type { RunEvent } from '../../core/events';
 import type { SessionStatusView } from '../../core/session-types';
 import { batchLineage, batchMembers, gateRounds, humanDuration, metersAgainstBudget, phaseTimeline, queuePanel, sessionRows, stepGraph, type LandingView, type QueueView } from '../../dashboard/src/model';
+import { egressHosts, environmentRows, environmentUseRows } from '../../dashboard/src/environment-model';
 import { SseParser } from '../../dashboard/src/sse';
 import { buildDashboard } from '../../scripts/build-dashboard';
 import { TemporalStandIn } from '../helpers/temporal-stand-in';
@@ -308,6 +309,59 @@ describe('the merge queue on the dashboard: a landing\'s batch lineage, a batch\
   });
 });
 
+describe("environments on the dashboard: the host's list and a landing's panel", () => {
+  const egress = [
+    { host: 'registry.example.test', port: 443, allowed: true, bytesUp: 1000, bytesDown: 2048 * 1024 },
+    { host: 'evil.example.test', port: 443, allowed: false, bytesUp: 0, bytesDown: 0, reason: 'not on the allow-list' },
+    { host: 'registry.example.test', port: 443, allowed: true, bytesUp: 24, bytesDown: 1024 * 1024 },
+    { host: 'evil.example.test', port: 80, allowed: false, bytesUp: 0, bytesDown: 0, reason: 'port 80 is not allowed' },
+  ];
+
+  it('egress hosts: one line per host, port and verdict, connections and bytes added up, refused first', () => {
+    assert.deepEqual(egressHosts(egress), [
+      { host: 'evil.example.test:443', allowed: false, connections: 1, traffic: '0 B', reason: 'not on the allow-list' },
+      { host: 'evil.example.test:80', allowed: false, connections: 1, traffic: '0 B', reason: 'port 80 is not allowed' },
+      { host: 'registry.example.test:443', allowed: true, connections: 2, traffic: '3.0 MiB' },
+    ]);
+    assert.deepEqual(egressHosts([]), []);
+  });
+
+  it("a landing's environments: the tree, the short key, ENV_CACHE, the build (or why it failed), the hosts", () => {
+    const rows = environmentUseRows([
+      { commitSha: tree('c'), treeSha: tree('d'), key: `sha256:${'1'.repeat(64)}`, cache: 'miss', buildMs: 42_000, egress },
+      { commitSha: tree('e'), treeSha: tree('f'), key: `sha256:${'1'.repeat(64)}`, cache: 'hit', buildMs: 42_000, egress: [] },
+      { commitSha: tree('a'), key: `sha256:${'2'.repeat(64)}`, cache: 'miss', buildMs: 900, egress: [], failed: 'setup[0] `npm ci` exited 1' },
+    ]);
+    assert.deepEqual(
+      rows.map(({ tree: treeShown, shortKey, cache, detail, failed, egress: hosts }) => ({ tree: treeShown, shortKey, cache, detail, failed, hosts: hosts.length })),
+      [
+        { tree: 'dddddddddd', shortKey: '111111111111', cache: 'miss', detail: 'built in 42 s', failed: false, hosts: 3 },
+        { tree: 'ffffffffff', shortKey: '111111111111', cache: 'hit', detail: 'reused (built in 42 s)', failed: false, hosts: 0 },
+        { tree: 'aaaaaaaaaa', shortKey: '222222222222', cache: 'miss', detail: 'failed: setup[0] `npm ci` exited 1', failed: true, hosts: 0 },
+      ],
+    );
+    assert.deepEqual(environmentUseRows(undefined), [], 'an outcome without environments shows no panel');
+  });
+
+  it("the host's environments: size and build time as a person reads them, the runs holding each", () => {
+    const [row] = environmentRows([
+      { key: `sha256:${'3'.repeat(64)}`, repo: '/srv/app.git', baseImage: 'tarmac/runner:local', sizeBytes: 340 * 1024 ** 2, lastUsedAt: at(5), buildMs: 185_000, usedBy: ['land.b', 'land.a'], builtBy: { runId: 'land.a' }, egress },
+    ]);
+    assert.deepEqual({ ...row, egress: row!.egress.map((host) => host.host) }, {
+      key: `sha256:${'3'.repeat(64)}`,
+      shortKey: '333333333333',
+      repo: '/srv/app.git',
+      baseImage: 'tarmac/runner:local',
+      size: '340 MiB',
+      lastUsedAt: at(5),
+      build: '3 min 05 s',
+      builtBy: 'land.a',
+      usedBy: ['land.b', 'land.a'],
+      egress: ['evil.example.test:443', 'evil.example.test:80', 'registry.example.test:443'],
+    });
+  });
+});
+
 describe('the API serves a build of the dashboard (no Temporal, no Docker)', () => {
   const token = 'unit-token-0123456789abcdef';
   const temporal = new TemporalStandIn();
@@ -377,5 +431,6 @@ describe('the API serves a build of the dashboard (no Temporal, no Docker)', () 
     const paths = Object.keys((await app.inject({ method: 'GET', url: '/docs/json' })).json().paths);
     assert.deepEqual(paths.filter((path) => path.startsWith('/dashboard')), [], 'the static routes are not in the OpenAPI document');
     assert.ok(paths.includes('/v1/runs'), 'the list the dashboard reads is documented');
+    assert.ok(paths.includes('/v1/environments'), 'and the environments it lists');
   });
 });
