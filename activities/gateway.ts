@@ -23,9 +23,11 @@ import { writeFileAtomic } from './run-store';
  * call, so a worker restart does not reset it.
  *
  * The workspace is the agent's and changes under the gateway's feet, so the file tools
- * never follow a link and never reach `.git` (confined-fs.ts); `search` and
- * `run_command` run inside the session container; whatever comes back is capped while
- * it is read. The socket is reachable by the container's user only (private-socket.ts).
+ * never follow a link and never reach `.git` (confined-fs.ts); `search` runs inside the
+ * session container, and `run_command` too — or, when the session works in a repository
+ * environment, inside its command container (command-container.ts) on the same workspace;
+ * whatever comes back is capped while it is read. The socket is reachable by the
+ * container's user only (private-socket.ts).
  */
 export interface GatewayOptions {
   /** Directory holding the socket, the persisted state and the telemetry (mounted into the container). */
@@ -35,6 +37,11 @@ export interface GatewayOptions {
   docker: Docker;
   /** The session container, once it exists: commands run inside it. */
   containerId: () => string | undefined;
+  /**
+   * The container `run_command` runs in instead, when the session works in a repository
+   * environment: its id, once it runs (command-container.ts). Default none: the session container.
+   */
+  commandContainer?: () => Promise<string>;
   user: string;
   rules: GroundingRules;
   /** Timeout of one run_command (default 120 s). */
@@ -89,7 +96,7 @@ const tools = [
   { name: 'write_file', description: 'Write a whole file (read it first if it exists).', inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'] } },
   {
     name: 'run_command',
-    description: 'Run a shell command in the session container, in /workspace.',
+    description: "Run a shell command in /workspace (with the repository's toolchain and dependencies when it declares an environment).",
     inputSchema: { type: 'object', properties: { command: { type: 'string' }, timeoutMs: { type: 'number' } }, required: ['command'] },
   },
 ] as const;
@@ -127,11 +134,10 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
   }
 
   /**
-   * Runs argv in the session container; stdout and stderr are read frame by frame into
-   * capped buffers, so a flood costs the worker a fixed amount of memory.
+   * Runs argv in the session container (or `id`'s); stdout and stderr are read frame by frame
+   * into capped buffers, so a flood costs the worker a fixed amount of memory.
    */
-  async function execInContainer(cmd: string[], timeoutMs: number, caps: { head: number; tail: number }): Promise<{ exitCode: number; stdout: CappedOutput; stderr: CappedOutput; output: CappedOutput }> {
-    const id = options.containerId();
+  async function execInContainer(cmd: string[], timeoutMs: number, caps: { head: number; tail: number }, id = options.containerId()): Promise<{ exitCode: number; stdout: CappedOutput; stderr: CappedOutput; output: CappedOutput }> {
     if (!id) throw new Error('the session container is not running');
     const exec = await options.docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, WorkingDir: '/workspace', User: options.user });
     const stream = await exec.start({ hijack: true, stdin: false });
@@ -221,7 +227,8 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
         }
         const asked = Number(args.timeoutMs ?? options.commandTimeoutMs ?? 120_000);
         const timeoutMs = Math.min(Number.isFinite(asked) && asked > 0 ? asked : 120_000, 600_000);
-        const result = await execInContainer(['sh', '-c', command], timeoutMs, { head: gatewayLimits.outputHeadBytes, tail: gatewayLimits.outputTailBytes });
+        const target = options.commandContainer ? await options.commandContainer() : options.containerId();
+        const result = await execInContainer(['sh', '-c', command], timeoutMs, { head: gatewayLimits.outputHeadBytes, tail: gatewayLimits.outputTailBytes }, target);
         state = { ...state, ...applyToolEvent(state, { kind: 'command-result', command, exitCode: result.exitCode }) };
         const output = result.output.text();
         const fingerprint = createHash('sha256').update(output).digest('hex').slice(0, 16);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { containerPaths } from '../core/harnesses/types';
 import { readFileNoFollow } from './confined-fs';
+import { linkEnvironment } from './command-container';
 import { labelKeys, runStepContainer } from './containers';
 import { automationGit, gitExitCode, handToContainerUser } from './git';
 import { leanRun } from './lean-spawn';
@@ -44,15 +45,17 @@ async function run(command: string, args: string[]): Promise<void> {
  * copies links as links) of the worker-owned repository in whatever state it is — a
  * resolver's copy carries the stopped rebase — handed to the agents' uid. Whether it is
  * made is recorded in the attempt directory, which the agent cannot write, so a retried
- * activity never has to look inside the copy to decide.
+ * activity never has to look inside the copy to decide. With a repository environment's
+ * `products`, they are linked into the copy (and excluded from git) before it is handed over.
  */
-export async function prepareAttemptCopy(runWorkspace: string, attemptDir: string): Promise<AttemptWorkspace> {
+export async function prepareAttemptCopy(runWorkspace: string, attemptDir: string, products: string[] = []): Promise<AttemptWorkspace> {
   const paths = attemptWorkspace(attemptDir);
   const marker = join(attemptDir, 'workspace.ready');
   if (existsSync(marker)) return paths;
   await rm(paths.copy, { recursive: true, force: true });
   await mkdir(attemptDir, { recursive: true });
   await run('cp', ['-a', '--', runWorkspace, paths.copy]);
+  if (products.length > 0) await linkEnvironment(paths.copy, products);
   await handToContainerUser(paths.copy);
   await writeFile(marker, `${new Date().toISOString()}\n`);
   return paths;

@@ -19,6 +19,8 @@ import type { ResolvedPanel } from '../core/review-types';
 import type { ConversationRef, SessionAttemptReport, SessionRole, SessionTask } from '../core/session-types';
 import { ConfinedPathError, readFileNoFollow } from './confined-fs';
 import { containerStdout, labelKeys, runStepContainer } from './containers';
+import { commandContainer, type CommandContainer } from './command-container';
+import type { EnvironmentRef } from '../core/environment-types';
 import { runEventSignal } from '../core/messages';
 import { loadScriptScenario } from './script-scenarios';
 import { startGateway } from './gateway';
@@ -94,6 +96,8 @@ export interface RunSessionInput {
   continues?: ConversationRef;
   /** The run's recipe snapshot: the tool gateway's grounding rules and tool-call limit, the model gateway's prices. */
   recipes?: RecipeSnapshot;
+  /** The repository environment `run_command` runs in (SessionRequest.environment); none: the session container. */
+  environment?: EnvironmentRef;
 }
 
 /** A conversation's UUID, the same on every retry of the attempt (Claude Code's --session-id). */
@@ -256,7 +260,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         await handToContainerUser(outDir);
       }
       // The agent works in a copy of the run workspace of its own; the workspace stays the worker's.
-      const workspace = await prepareAttemptCopy(paths.worktree, dir);
+      const workspace = await prepareAttemptCopy(paths.worktree, dir, input.environment?.products);
       // The CLI's own state, per attempt; a follow-up on the same harness starts from a copy of the
       // conversation it continues (the earlier one stays as it was), and resumes it.
       const resumes = input.continues && adapter.resumable && splitHarnessModel(input.continues.harnessModel)?.harness === harnessName ? input.continues : undefined;
@@ -265,6 +269,23 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         ? { id: conversationUuid(runId, resumes.sessionId, resumes.attempt), resume: true }
         : { id: conversationUuid(runId, sessionId, attempt), resume: false };
       const user = containerUser();
+      // The copy reads the mirror's objects through alternates; agents can read them, not write them.
+      const objectDirs = [join(mirror, 'objects')];
+      const sessionEnv = [
+        'HOME=/tmp',
+        'GIT_AUTHOR_NAME=tarmac-agent',
+        'GIT_AUTHOR_EMAIL=agent@tarmac.invalid',
+        'GIT_COMMITTER_NAME=tarmac-agent',
+        'GIT_COMMITTER_EMAIL=agent@tarmac.invalid',
+      ];
+      const memoryBytes = limits.memoryMb * 1024 * 1024;
+      const nanoCpus = Math.round(limits.cpus * 1e9);
+      // In a repository environment, run_command runs in a command container of it, on this copy (command-container.ts).
+      const commands: CommandContainer | undefined = input.environment
+        ? commandContainer({ docker, dataDir, runId, sessionStep: step, labels: { 'tarmac.session': sessionId, 'tarmac.attempt': String(attempt) }, environment: input.environment, workspace: workspace.copy, readOnly: role === 'reviewer', objectDirs, user: `${user.uid}:${user.gid}`, env: sessionEnv, memoryBytes, nanoCpus, pidsLimit: limits.pids, logFile: join(paths.logs, `${step}-command.log`) })
+        : undefined;
+      // Running before the agent starts: its first command does not wait for it, and an environment that cannot run fails the attempt now.
+      await commands?.ensure();
       // The session's tool gateway: started before the container, so its socket is there when the agent starts.
       let containerId: string | undefined;
       const gatewayDir = join(paths.runDir, 'sessions', sessionId, 'gateway');
@@ -273,6 +294,7 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         workspace: workspace.copy,
         docker,
         containerId: () => containerId,
+        ...(commands ? { commandContainer: commands.ensure } : {}),
         user: `${user.uid}:${user.gid}`,
         rules: recipes.playbooks.grounding,
         maxToolCalls: recipes.playbooks.limits.maxToolIterations,
@@ -299,8 +321,6 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         }
       }
       const report = eventReporter(input.reportTo, { sessionId, role, attempt, harnessModel });
-      // The copy reads the mirror's objects through alternates; agents can read them, not write them.
-      const objectDirs = [join(mirror, 'objects')];
       const result = await runStepContainer(docker, {
         onContainer: (id) => {
           containerId = id;
@@ -320,15 +340,11 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         cmd: adapter.command(model, conversationRef),
         user: `${user.uid}:${user.gid}`,
         env: [
-          'HOME=/tmp',
+          ...sessionEnv,
           `TARMAC_ATTEMPT=${attempt}`,
           `TARMAC_MODEL=${model}`,
           `TARMAC_ROLE=${role}`,
           `TARMAC_SESSION=${sessionId}`,
-          'GIT_AUTHOR_NAME=tarmac-agent',
-          'GIT_AUTHOR_EMAIL=agent@tarmac.invalid',
-          'GIT_COMMITTER_NAME=tarmac-agent',
-          'GIT_COMMITTER_EMAIL=agent@tarmac.invalid',
           // Keys never enter the container: only where the model gateway is and a placeholder key.
           ...(modelGateway ? [`TARMAC_MODEL_PORT=${modelPort}`, ...(adapter.modelEnv?.(`http://127.0.0.1:${modelPort}`) ?? [])] : []),
         ],
@@ -345,11 +361,13 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         workingDir: containerPaths.workspace,
         timeoutMs: parseDuration(limits.timeout) ?? 30 * 60_000,
         logFile: join(paths.logs, `${step}.log`),
-        memoryBytes: limits.memoryMb * 1024 * 1024,
-        nanoCpus: Math.round(limits.cpus * 1e9),
+        memoryBytes,
+        nanoCpus,
         pidsLimit: limits.pids,
         networkMode: limits.network,
       }).finally(() => Promise.all([gateway.close(), modelGateway?.close()]));
+      // The agent has ended: its command container goes. (A worker that stopped mid-session leaves it for the retry.)
+      await commands?.remove();
       const tools = gateway.state();
       const modelUsage = modelGateway?.usage();
 

@@ -1,4 +1,5 @@
 /** Types of fix loops. Pure data. */
+import type { EnvironmentRef } from './environment-types';
 import type { Budget, RecipeSnapshot } from './recipe-schemas';
 
 /** What a fix request asks for (policies/intent.ts routes it). */
@@ -46,6 +47,12 @@ export interface FixRequest {
    * started before runs carried snapshots: its activities read the live recipes.
    */
   recipes?: RecipeSnapshot;
+  /**
+   * The repository environment to work in (a landing passes its last gate round's, on the host of
+   * `workspace`): the repro runs in it as the gate suite did, and the agents' `run_command` too.
+   * None: the repro runs in `reproImage`, commands in the agent's container.
+   */
+  environment?: EnvironmentRef;
 }
 
 export interface FixOutcome {

@@ -1,4 +1,5 @@
 /** Types of agent sessions, shared by workflows, activities and the API. Pure data. */
+import type { EnvironmentRef } from './environment-types';
 import type { Budget, RecipeSnapshot, SessionLimits } from './recipe-schemas';
 import type { SessionResult } from './session-result';
 
@@ -49,6 +50,13 @@ export interface SessionRequest {
    * before runs carried snapshots (the activities then read the live recipes).
    */
   recipes?: RecipeSnapshot;
+  /**
+   * The repository environment the session works in (a landing's last gate round's): its
+   * `run_command` runs in a command container of that environment on the session's workspace copy,
+   * so the agent runs the project's real build and tests; the CLI stays in its own image. It is on
+   * the host of the run's workspace. None: commands run in the session container.
+   */
+  environment?: EnvironmentRef;
 }
 
 /** A session attempt's conversation, as a follow-up names it. */

@@ -58,7 +58,7 @@ export async function tryPlaybooks(record: FixRecord, failure: ReproRun): Promis
   return applied;
 }
 
-/** Runs the repro command on the workspace head, in the runner image, as a gate suite would. */
+/** Runs the repro command on the workspace head, in the runner image (or the request's environment), as a gate suite would. */
 export async function repro(record: FixRecord): Promise<ReproRun> {
   const { request, state, journal, reproCommand } = record;
   record.reproRounds += 1;
@@ -80,6 +80,8 @@ export async function repro(record: FixRecord): Promise<ReproRun> {
     round,
     // A repro is a fresh observation for the agent and the loop's sightings, never a reused one.
     reuse: false,
+    // In the landing's environment, the repro is the gate suite as it ran.
+    ...(request.environment ? { environment: request.environment } : {}),
   });
   state.reproExitCode = result.exitCode;
   journal.record({ kind: 'step', name: step, status: result.exitCode === 0 ? 'done' : 'failed', detail: `\`${reproCommand}\` exited ${result.exitCode ?? 'none (timed out)'}; log ${result.logRef}` });
@@ -123,6 +125,7 @@ export async function agent(record: FixRecord, prompt: string, name: string, con
         ...record.sessionBudget(),
         ...(continues ? { continues } : {}),
         ...(request.recipes ? { recipes: request.recipes } : {}),
+        ...(request.environment ? { environment: request.environment } : {}),
       } satisfies SessionRequest,
     ],
   })) as SessionOutcome;

@@ -17,10 +17,11 @@ export async function fixup(ctx: LandingContext, state: LandingState): Promise<N
   tracker.enter('fixup');
   state.fixups += 1;
   const round = state.fixups;
+  // The agents run their commands (and the fix loop its repro) in the environment the last gate round ran in.
   const repaired: SessionOutcome | FixOutcome =
     repair.kind === 'red'
-      ? await fixRedGate(ctx, gateFile, repair.failing, round, state.hostId, head.headSha)
-      : await session(ctx, 'fixer', `fixer-${round}`, head.headSha, state.hostId, { prompt: fixerPrompt(repair) }, state.lastAgent);
+      ? await fixRedGate(ctx, gateFile, repair.failing, round, state.hostId, head.headSha, state.ready)
+      : await session(ctx, 'fixer', `fixer-${round}`, head.headSha, state.hostId, { prompt: fixerPrompt(repair) }, state.lastAgent, state.ready);
   state.lastAgent = deliveredAgent(repaired) ?? state.lastAgent;
   const unavailable = 'outcome' in repaired ? (repaired.outcome === 'agent-unavailable' ? repaired.summary : undefined) : repaired.status === 'agent-unavailable' ? repaired.summary : undefined;
   if (unavailable !== undefined) {

@@ -72,8 +72,8 @@ export async function budgetForChild(ctx: LandingStepContext): Promise<SessionRe
   }
 }
 
-/** Runs an agent session as a child workflow on this run's workspace. */
-export async function session(ctx: LandingStepContext, role: 'resolver' | 'fixer', sessionId: string, baseSha: string, hostId: string, task: SessionRequest['task'], continues?: ConversationRef): Promise<SessionOutcome> {
+/** Runs an agent session as a child workflow on this run's workspace (its commands in `environment`, when there is one). */
+export async function session(ctx: LandingStepContext, role: 'resolver' | 'fixer', sessionId: string, baseSha: string, hostId: string, task: SessionRequest['task'], continues?: ConversationRef, environment?: EnvironmentRef): Promise<SessionOutcome> {
   const { runId, taskQueue, request, tracker } = ctx;
   const harnessModel = (role === 'resolver' ? request.agents?.resolver : request.agents?.fixer) ?? '';
   const budget = await budgetForChild(ctx);
@@ -96,6 +96,7 @@ export async function session(ctx: LandingStepContext, role: 'resolver' | 'fixer
           ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
           ...(continues ? { continues } : {}),
           ...(request.recipes ? { recipes: request.recipes } : {}),
+          ...(environment ? { environment } : {}),
         } satisfies SessionRequest,
       ],
     }) as Promise<SessionOutcome>,
@@ -251,8 +252,8 @@ export async function reviewTree(ctx: LandingStepContext, host: Activities, pinn
   return verdict;
 }
 
-/** A fixup round for a red gate: a child fixLoop in this run's workspace, its repro the failing suites. */
-export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failing: string[], fixup: number, hostId: string, baseSha: string): Promise<FixOutcome> {
+/** A fixup round for a red gate: a child fixLoop in this run's workspace, its repro the failing suites (in the gate's environment, when there is one). */
+export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failing: string[], fixup: number, hostId: string, baseSha: string, environment?: EnvironmentRef): Promise<FixOutcome> {
   const { runId, taskQueue, request, tracker } = ctx;
   const plan = repairPlan(gate.suites, failing);
   const reproCommand = plan.kind === 'repair' ? plan.reproCommand : 'true';
@@ -284,6 +285,7 @@ export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failin
             reportTo: runId,
             ...(budget ? { budget } : {}),
             ...(request.recipes ? { recipes: request.recipes } : {}),
+            ...(environment ? { environment } : {}),
             agents: {
               ...(agents?.fixer ? { implementer: agents.fixer } : {}),
               ...(agents?.ladder ? { ladder: agents.ladder } : {}),

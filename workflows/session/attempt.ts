@@ -77,6 +77,7 @@ export async function runAttempt(record: SessionRecord, plan: DispatchPlan, requ
     ...(request.reportTo ? { reportTo: request.reportTo } : {}),
     ...(request.continues ? { continues: request.continues } : {}),
     ...(request.recipes ? { recipes: request.recipes } : {}),
+    ...(request.environment ? { environment: request.environment } : {}),
     // What the attempt's model gateway lets through: what is left of the run budget.
     modelBudget: (({ tokens, costUsd }) => ({ tokens, costUsd }))(budgetLeft(meters, record.budget!)),
   }).catch((error: unknown) => {
