@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { log } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import { declarationDigestText, environmentKeyText, type EnvironmentDeclaration } from '../core/environment';
-import { baseImageFor } from './environment-base';
+import { baseImageFor, imageIdOf } from './environment-base';
 import { defaultRunnerImage } from '../core/gate-file';
 import type { EgressEntry, EnvironmentFailure, EnvironmentRef } from '../core/environment-types';
 import { narrowAllow } from '../policies/egress';
@@ -479,6 +479,23 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
         });
       }
       return result;
+    },
+    /**
+     * The environment of a tree when the host already has it (a hit), else undefined: nothing is
+     * built. The landing's placement asks this beside its rebase, so a hit costs the gate no trip.
+     * A Dockerfile's base is not built here either (undefined when it is not built yet).
+     */
+    lookupEnvironment: async (input: Omit<PrepareEnvironmentInput, 'baseSha'>): Promise<EnvironmentRef | undefined> => {
+      const { runId, commitSha, declaration } = input;
+      if (declaration.dockerfile) return undefined;
+      const baseImage = declaration.image ?? input.fallbackImage ?? defaultRunnerImage;
+      const [baseImageId, inputs] = await Promise.all([imageIdOf(docker, baseImage), readInputs(runPaths(dataDir, runId).worktree, commitSha, declaration.inputs)]);
+      if (!baseImageId) return undefined;
+      const key = `sha256:${createHash('sha256').update(environmentKeyText({ declaration, baseImageId, inputs })).digest('hex')}`;
+      const found = await readEnvironment(dataDir, key);
+      if (!found) return undefined;
+      await markUsed(runId, key);
+      return refOf(found, 'hit');
     },
     collectEnvironments: collect,
   };

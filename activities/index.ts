@@ -99,7 +99,7 @@ export function createActivities(deps: ActivityDeps) {
   const batch = createBatchActivities(deps);
   const janitor = deps.runJanitor ?? createHostRunJanitor(deps);
   const activities = {
-    'capsule.placeLanding': createPlacement({ dataDir: deps.dataDir, hostId: deps.hostId, servesHost: deps.servesHost ?? true, git, landing, rebase, gates }),
+    'capsule.placeLanding': createPlacement({ dataDir: deps.dataDir, hostId: deps.hostId, servesHost: deps.servesHost ?? true, git, landing, rebase, gates, environments }),
     'capsule.inspectTarget': git.inspectTarget,
     'capsule.prepareRun': landing.prepareRun,
     'capsule.rebaseBranches': rebase.rebaseBranches,

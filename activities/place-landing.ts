@@ -6,6 +6,9 @@ import type { StepTiming } from '../core/types';
 import { gateFileDecision } from '../policies/gate-file-change';
 import { startStepContainerAhead } from './containers';
 import type { GateActivities } from './gates';
+import type { EnvironmentActivities } from './environments';
+import type { EnvironmentRef } from '../core/environment-types';
+import { environmentDetail } from '../policies/environment-text';
 import { automationGit, type GitActivities, type InspectTargetInput, type InspectTargetResult } from './git';
 import { runPaths } from './run-store';
 import type { LandingCapsules } from './landing-capsules';
@@ -17,6 +20,8 @@ export interface PlaceLandingResult {
   rebased?: RebaseResult;
   /** Each part's own start and end: the landing records them as its steps. */
   parts: StepTiming[];
+  /** The repository's environment of the rebased head, when the host has it (looked up beside the rebase; nothing is built here). */
+  environment?: { commitSha: string; environment: EnvironmentRef };
 }
 
 /** After this first rebase the landing's next step is its first gate round: no conflict, no dropped patch, no gate-file question. */
@@ -31,8 +36,8 @@ function gateRunsNext(rebased: RebaseResult): boolean {
  * are gone. A retry runs them again: each is idempotent on its host (the workspace and the
  * rebase state are kept and resumed).
  */
-export function createPlacement(deps: { dataDir: string; hostId: string; servesHost: boolean; git: GitActivities; landing: LandingCapsules; rebase: RebaseActivities; gates: GateActivities }) {
-  const { dataDir, hostId, servesHost, git, landing, rebase, gates } = deps;
+export function createPlacement(deps: { dataDir: string; hostId: string; servesHost: boolean; git: GitActivities; landing: LandingCapsules; rebase: RebaseActivities; gates: GateActivities; environments: EnvironmentActivities }) {
+  const { dataDir, hostId, servesHost, git, landing, rebase, gates, environments } = deps;
   return async function placeLanding(input: InspectTargetInput): Promise<PlaceLandingResult> {
     // A worker that does not poll its host's queue must not become a run's host: nothing would run
     // the steps pinned to it. The landing then places itself through the placement queue.
@@ -57,13 +62,26 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
     const ahead: Docker.Container[] = [];
     let sealed = 0;
     let pooled = false;
+    const declaration = inspected.environment?.ok ? inspected.environment.declaration : undefined;
+    let placed: PlaceLandingResult['environment'];
     const gateAhead = async (headSha: string) => {
-      // Suites of a repository environment run in it: nothing is made before the environment is ready.
-      if (inspected.environment?.ok && inspected.environment.declaration) return;
       const treeSha = (await automationGit(runPaths(dataDir, runId).worktree).revparse([`${headSha}^{tree}`])).trim();
+      // Suites of a repository environment run in it: their containers are made ahead only when the
+      // host has the head's environment (a hit); a build is the gate phase's, with its own step.
+      let environment: EnvironmentRef | undefined;
+      if (declaration) {
+        const startedAt = new Date().toISOString();
+        environment = await environments.lookupEnvironment({ runId, repo, commitSha: headSha, declaration, fallbackImage: gate.image ?? defaultRunnerImage }).catch((error: unknown) => {
+          log.info('the environment was not looked up; the gate phase prepares it', { error: String(error) });
+          return undefined;
+        });
+        if (!environment) return;
+        placed = { commitSha: headSha, environment };
+        parts.push({ name: `environment.prepare:${treeSha.slice(0, 12)}`, startedAt, endedAt: new Date().toISOString(), detail: environmentDetail(environment) });
+      }
       await Promise.all(
         gate.suites.map(async (suite, index) => {
-          const input = { runId, repo, commitSha: headSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs: suiteTimeoutMs(suite), round: 1 };
+          const input = { runId, repo, commitSha: headSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs: suiteTimeoutMs(suite), round: 1, ...(environment ? { environment } : {}) };
           if ('hit' in (await gates.sealedResult(input).catch(() => ({ miss: 'lookup failed' })))) {
             sealed += 1;
             return;
@@ -105,6 +123,6 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
     }
     // Verify's reads of these two SHAs, begun now: they are done when the gate is.
     if (rebased.status === 'done') landing.readVerifyFactsAhead({ runId, targetSha: inspected.targetSha, headSha: rebased.headSha });
-    return { inspected, rebased, parts };
+    return { inspected, rebased, parts, ...(placed ? { environment: placed } : {}) };
   };
 }

@@ -1,8 +1,8 @@
 /**
  * The bench's command line:
- * `[count] [ratio|throughput|history|queue …] [--only a,b] [--landings n] [--batch-size n] [--repeats n]`.
+ * `[count] [ratio|throughput|history|queue|environment …] [--only a,b] [--landings n] [--batch-size n] [--repeats n]`.
  */
-export const sections = ['ratio', 'throughput', 'history', 'queue'] as const;
+export const sections = ['ratio', 'throughput', 'history', 'queue', 'environment'] as const;
 export type Section = (typeof sections)[number];
 
 /** Landings at once when `--landings` is not given: the throughput's and the queue's own. */

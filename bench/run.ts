@@ -12,8 +12,10 @@
  *   a review panel, against ≤ 1,000 events and no payload over 64 KiB.
  * - queue (bench/queue.ts): `--landings` (default 8) one-commit landings at once to one target,
  *   batch size 1 against `--batch-size` (default 4), `--repeats` times (default 2).
+ * - environment (bench/environment.ts): a landing with a repository environment the host has
+ *   against the same landing on the runner image, `count` times; and cold builds (a new key each).
  *
- * With no section named, all four run, in that order, on one stack: the ratio first, so what
+ * With no section named, all five run, in that order, on one stack: the ratio first, so what
  * it measures is the same as when it ran alone. Through npm, flags need `--`
  * (`npm run bench -- --landings 10`); section names do not (`npm run bench throughput`).
  */
@@ -26,6 +28,8 @@ import { measureHistory, type HistoryReport } from './history';
 import { measureRatio, type RatioReport } from './ratio';
 import { measureQueue, type QueueReport } from './queue';
 import { measureThroughput, type ThroughputReport } from './throughput';
+import { measureEnvironment, type EnvironmentReport } from './environment';
+import { npmRegistry } from '../test/helpers/registries';
 
 interface Report extends Partial<RatioReport> {
   date: string;
@@ -34,6 +38,7 @@ interface Report extends Partial<RatioReport> {
   throughput?: ThroughputReport;
   history?: HistoryReport;
   queue?: QueueReport;
+  environment?: EnvironmentReport;
   /** Sections that failed (e.g. a landing that did not land), with why. */
   errors?: Partial<Record<Section, string>>;
 }
@@ -52,7 +57,8 @@ async function main(options: Options): Promise<number> {
   const stackStarted = Date.now();
   // The worker's warm gate pool as a deployment has it (default 1; TARMAC_GATE_POOL=0 npm run bench measures without it).
   const gatePool = process.env.TARMAC_GATE_POOL?.trim() || '1';
-  const stack = await startStack({ workerEnv: { TARMAC_GATE_POOL: gatePool } });
+  // The environment section's setups reach the registry the machine's npm names (as an operator would allow it).
+  const stack = await startStack({ workerEnv: { TARMAC_GATE_POOL: gatePool, TARMAC_EGRESS_ALLOW: npmRegistry().host } });
   const report: Report = {
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
@@ -67,6 +73,7 @@ async function main(options: Options): Promise<number> {
       const queue = { landings: options.landings ?? defaultLandings.queue, batchSize: options.batchSize, repeats: options.repeats };
       report.queue = await section(report, 'queue', () => measureQueue(stack, queue));
     }
+    if (options.only.has('environment')) report.environment = await section(report, 'environment', () => measureEnvironment(stack, options.count));
   } finally {
     await stack.stop();
   }

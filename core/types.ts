@@ -145,6 +145,8 @@ export interface StepTiming {
   name: string;
   startedAt: string;
   endedAt: string;
+  /** What the part found (e.g. `ENV_CACHE=hit …`), shown as the step's detail. */
+  detail?: string;
 }
 
 export interface StepRecord {

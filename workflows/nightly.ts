@@ -11,7 +11,7 @@ import type { RecipeSnapshot } from '../core/recipe-schemas';
 import type { GateSuiteResult, LandingOutcome, LandingRequest } from '../core/types';
 import { capsule, environmentBuild, gateSuite } from './activity-options';
 import type { EnvironmentRef } from '../core/environment-types';
-import { environmentFailureText } from './landing/environment';
+import { environmentFailureText } from '../policies/environment-text';
 import { afterFix, afterLanding, repairPlan, repairRequest } from '../policies/nightly';
 import { gateVerdict } from '../policies/supersedes';
 import { landingRecord, searchAttributes } from '../core/search-attributes';

@@ -55,6 +55,8 @@ export interface LandingState {
   gate?: GateFile;
   /** The target's environment declaration (the gate file's, else its devcontainer's; issue 24), read with the gate file. */
   environment?: EnvironmentDeclaration;
+  /** The environment the placement found (a hit) for the head its rebase made: the first gate round of that head takes it. */
+  placedEnvironment?: { commitSha: string; environment: EnvironmentRef };
   /** The environment the last gate round ran in (its tree's): fixup rounds run their agents' commands and repros in it. */
   ready?: EnvironmentRef;
   /** The target SHA the head is rebased onto (the expected value of the merge). */

@@ -1,7 +1,8 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import type { EnvironmentDeclaration } from '../../core/environment';
-import type { EgressEntry, EnvironmentFailure, EnvironmentRef } from '../../core/environment-types';
+import type { EnvironmentFailure, EnvironmentRef } from '../../core/environment-types';
+import { egressText, environmentDetail } from '../../policies/environment-text';
 import { defaultRunnerImage, type GateFile } from '../../core/gate-file';
 import { hostQueue } from '../../core/queues';
 import { environmentBuild } from '../activity-options';
@@ -23,7 +24,7 @@ export async function readyEnvironment(ctx: LandingStepContext, pinned: string, 
     `environment.prepare:${(treeSha ?? commitSha).slice(0, 12)}`,
     'container',
     () => builder['environment.prepare']({ runId, repo: request.repo, commitSha, baseSha, declaration, fallbackImage: gate.image ?? defaultRunnerImage }),
-    (value) => (value.ok ? `ENV_CACHE=${value.environment.cache} ${value.environment.key.slice(7, 19)}; ${value.environment.products.length} path(s)${egressText(value.environment.egress)}` : `failed: ${value.failure.why}${egressText(value.failure.egress)}`),
+    (value) => (value.ok ? environmentDetail(value.environment) : `failed: ${value.failure.why}${egressText(value.failure.egress)}`),
     (value) => (value.ok ? 'done' : 'failed'),
   );
   if (result.ok) {
@@ -38,21 +39,14 @@ export async function readyEnvironment(ctx: LandingStepContext, pinned: string, 
   return { failed: result.failure };
 }
 
-/** The one-line summary and the message of a failed environment, quoting the setup's own error. */
-export function environmentFailureText(failure: EnvironmentFailure): { summary: string; message: string } {
-  const refused = failure.refused.length ? `; egress refused: ${failure.refused.join(', ')}` : '';
-  const declared = failure.refusedDeclared?.length ? `; the declaration's egress hosts not allowed by the operator (TARMAC_EGRESS_ALLOW): ${failure.refusedDeclared.join(', ')}` : '';
-  const tail = failure.logTail.split('\n').slice(-8).join('\n');
-  return {
-    summary: `environment ${failure.key.slice(7, 19)}: ${failure.why}${refused}${declared}; log: ${failure.logRef}`,
-    message: `${failure.why}${refused}${declared}\n${tail}`,
-  };
-}
-
-/** The hosts a setup reached (or was refused), for the step's line in the live stream. */
-function egressText(egress: EgressEntry[]): string {
-  if (egress.length === 0) return '';
-  const hosts = new Map<string, string>();
-  for (const entry of egress) hosts.set(`${entry.host}:${entry.port}`, entry.allowed ? (entry.error ? `failed: ${entry.error}` : 'allowed') : 'refused');
-  return `; egress: ${[...hosts].map(([host, how]) => `${host} ${how}`).join(', ')}`;
+/**
+ * The environment the landing's placement found for the head it rebased (a hit, looked up beside the
+ * rebase): taken for the first gate round of that very head instead of a trip of its own. The
+ * placement's step list already shows it.
+ */
+export function placedEnvironment(ctx: LandingStepContext, placed: { commitSha: string; environment: EnvironmentRef } | undefined, commitSha: string, treeSha: string): EnvironmentRef | undefined {
+  if (!placed || placed.commitSha !== commitSha) return undefined;
+  const { key, cache, buildMs, egress } = placed.environment;
+  ctx.tracker.environments.push({ commitSha, treeSha, key, cache, buildMs, egress });
+  return placed.environment;
 }

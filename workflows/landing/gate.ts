@@ -2,7 +2,8 @@ import type { EnvironmentFailure } from '../../core/environment-types';
 import { FailureCode } from '../../core/failures';
 import { fixupRoundsAllowed } from '../../policies/fixup-rounds';
 import { end, finalAfterMove, go, placed, type LandingContext, type LandingState, type Next } from './context';
-import { environmentFailureText, readyEnvironment } from './environment';
+import { environmentFailureText } from '../../policies/environment-text';
+import { placedEnvironment, readyEnvironment } from './environment';
 import { redSummary, runGate } from './steps';
 
 /** How many fixup rounds the landing allows: the gate file's, else the recipe's default (policies/fixup-rounds.ts). */
@@ -19,7 +20,10 @@ export async function gate(ctx: LandingContext, state: LandingState): Promise<Ne
   const { host, gate: gateFile, head } = placed(state);
   tracker.enter('gate');
   // The repository's environment of this tree first (none declared: none, and nothing is asked).
-  const ready = await readyEnvironment(ctx, state.hostId, state.environment, gateFile, head.headSha, head.treeSha, state.base);
+  // Found by the placement beside its rebase for this very head (a hit): no trip; else prepared now.
+  const found = placedEnvironment(ctx, state.placedEnvironment, head.headSha, head.treeSha);
+  state.placedEnvironment = undefined;
+  const ready = found ? { environment: found } : await readyEnvironment(ctx, state.hostId, state.environment, gateFile, head.headSha, head.treeSha, state.base);
   if ('failed' in ready) return environmentFailed(ctx, state, ready.failed);
   const { environment } = ready;
   state.ready = environment;

@@ -178,9 +178,9 @@ export class LandingTracker {
     this.steps.splice(at, 1);
     this.meters.capsulesRun -= 1;
     for (const part of value.parts) {
-      this.steps.push({ name: part.name, status: 'done', startedAt: part.startedAt, endedAt: part.endedAt });
+      this.steps.push({ name: part.name, status: 'done', startedAt: part.startedAt, endedAt: part.endedAt, ...(part.detail ? { detail: part.detail } : {}) });
       this.meters.capsulesRun += 1;
-      this.journal.record({ kind: 'step', name: part.name, status: 'done' });
+      this.journal.record({ kind: 'step', name: part.name, status: 'done', ...(part.detail ? { detail: part.detail } : {}) });
     }
     return value;
   }

@@ -34,6 +34,7 @@ export async function validate(ctx: LandingContext, state: LandingState): Promis
   if (!inspected.gate.ok) return end(invalidGateFile(ctx, inspected.gate));
   state.gate = inspected.gate.gate;
   state.environment = inspected.environment?.declaration;
+  if (placement.environment) state.placedEnvironment = placement.environment;
   state.base = inspected.targetSha;
   return go('prepare');
 }
