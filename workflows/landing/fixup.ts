@@ -21,7 +21,8 @@ export async function fixup(ctx: LandingContext, state: LandingState): Promise<N
   const repaired: SessionOutcome | FixOutcome =
     repair.kind === 'red'
       ? await fixRedGate(ctx, gateFile, repair.failing, round, state.hostId, head.headSha, state.ready)
-      : await session(ctx, 'fixer', `fixer-${round}`, head.headSha, state.hostId, { prompt: fixerPrompt(repair) }, state.lastAgent, state.ready);
+      : // A setup that failed on this head has no environment of this head: its fixer works without one.
+        await session(ctx, 'fixer', `fixer-${round}`, head.headSha, state.hostId, { prompt: fixerPrompt(repair) }, state.lastAgent, repair.kind === 'environment' ? undefined : state.ready);
   state.lastAgent = deliveredAgent(repaired) ?? state.lastAgent;
   const unavailable = 'outcome' in repaired ? (repaired.outcome === 'agent-unavailable' ? repaired.summary : undefined) : repaired.status === 'agent-unavailable' ? repaired.summary : undefined;
   if (unavailable !== undefined) {
