@@ -154,6 +154,27 @@ describe('environment landings: a Node repository with real dependencies lands, 
     assert.equal(refused.outcome.failure.field, 'dockerComposeFile');
   });
 
+  it('without an environment in the gate file, the devcontainer declares it: postCreateCommand installs, containerEnv reaches the gate', async () => {
+    const devcontainer = `{
+  // A devcontainer an editor uses too: the offline subset is read, the rest ignored.
+  "name": "env-landing",
+  "image": "tarmac/runner:bookworm",
+  "postCreateCommand": ["npm", "ci", "--no-audit", "--no-fund", "--registry", "${registry.url}"],
+  "containerEnv": { "GREETING": "from the devcontainer" },
+  "customizations": { "vscode": { "extensions": ["x.y"] }, "tarmac": { "inputs": ["package.json", "package-lock.json"] } },
+}
+`;
+    const repo = createFixtureRepo({
+      base: { 'package.json': pkg(one), 'package-lock.json': lockOne, '.devcontainer/devcontainer.json': devcontainer, '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'npm test && echo "greeting: $GREETING"'] }]) },
+      branches: [{ name: 'docs', commits: [{ message: 'docs', files: { 'README.md': 'x\n' } }] }],
+    });
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['docs'], target: 'main' });
+    const view = await landingFinished(stack, created.body.id as string);
+    assert.equal(view.outcome.status, 'landed', view.outcome.summary);
+    assert.match(gateLog(view), /left-pad loads: function/);
+    assert.match(gateLog(view), /greeting: from the devcontainer/);
+  });
+
   it('chaos: the worker SIGKILLed during an environment build; the build starts over, the landing lands, no gate ran in a half-built environment', async () => {
     const slow = { ...environment, setup: ['sleep 3', ...environment.setup] };
     const chaos = createFixtureRepo({
