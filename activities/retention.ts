@@ -4,10 +4,11 @@ import { Context, log } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { cacheEntryRetention, mirrorRetention, runRetention, type RunWorkflowStatus } from '../policies/retention';
 import { readManifest, type Manifest } from './run-store';
+import { environmentsDir, listEnvironments } from './environments';
 
 /** One thing a sweep removed (paths relative to the data dir). */
 export interface RetentionRemoval {
-  kind: 'run' | 'mirror' | 'review-cache' | 'gate-cache';
+  kind: 'run' | 'mirror' | 'review-cache' | 'gate-cache' | 'environment';
   path: string;
   /** The run's id and its workflow's final status (`not-found`: Temporal no longer knows it). */
   runId?: string;
@@ -89,7 +90,9 @@ export interface RetentionDeps {
  * - a mirror under `mirrors/` that no kept run's manifest names and nothing fetched into within the
  *   retention;
  * - findings-cache entries under `cache/reviews/` and gate-cache entries and logs under
- *   `cache/gates/` not sealed or reused within the retention.
+ *   `cache/gates/` not sealed or reused within the retention;
+ * - repository environments under `cache/environments/` that no kept run holds and no landing used
+ *   within the retention, and build directories a killed build left that old.
  * Nothing outside those directories is ever touched; links are removed as links, never followed.
  */
 export function createRetentionActivities({ dataDir, hostId, client = () => Context.current().client }: RetentionDeps) {
@@ -176,6 +179,20 @@ export function createRetentionActivities({ dataDir, hostId, client = () => Cont
       };
       await sweepCache(join(dataDir, 'cache', 'reviews'), 'review-cache', ['.json']);
       await sweepCache(join(dataDir, 'cache', 'gates'), 'gate-cache', ['.json', '.log']);
+
+      // Environments after the runs: a removed run holds none any more.
+      for (const environment of await listEnvironments(dataDir)) {
+        const path = join(environmentsDir(dataDir), environment.key.slice('sha256:'.length));
+        const decision = cacheEntryRetention(Date.parse(environment.lastUsedAt), { now, retentionMs });
+        if (environment.usedBy.length > 0 || !decision.remove) report.keptCacheEntries += 1;
+        else await removeEntry(path, { kind: 'environment', finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () => rm(path, { recursive: true, force: true }));
+      }
+      for (const entry of await readdir(environmentsDir(dataDir), { withFileTypes: true }).catch(() => [])) {
+        if (!entry.isDirectory() || !/^[0-9a-f]{64}\.build-[0-9a-f]+$/.test(entry.name)) continue;
+        const path = join(environmentsDir(dataDir), entry.name);
+        const decision = cacheEntryRetention(await lastWrite(path), { now, retentionMs });
+        if (decision.remove) await removeEntry(path, { kind: 'environment', finishedAt: new Date(decision.finishedAt).toISOString(), reason: `a build left unfinished: ${decision.reason}` }, () => rm(path, { recursive: true, force: true }));
+      }
 
       report.endedAt = new Date().toISOString();
       log.info('retention: sweep done', { hostId, removed: report.removed.length, bytesFreed: report.bytesFreed, keptRuns: report.keptRuns.length, problems: report.problems.length });

@@ -8,7 +8,7 @@ import { ErrorSchema } from '../schemas';
 const maxListed = 200;
 
 const RemovalSchema = Type.Object({
-  kind: Type.Union([Type.Literal('run'), Type.Literal('mirror'), Type.Literal('review-cache'), Type.Literal('gate-cache')]),
+  kind: Type.Union([Type.Literal('run'), Type.Literal('mirror'), Type.Literal('review-cache'), Type.Literal('gate-cache'), Type.Literal('environment')]),
   path: Type.String({ description: 'relative to the host’s data dir' }),
   runId: Type.Optional(Type.String()),
   status: Type.Optional(Type.String({ description: 'the run’s final workflow status (not-found: Temporal no longer knows it)' })),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,6 +11,7 @@ import { removeRunContainers } from '../../activities/containers';
 import { createEnvironmentActivities, environmentsDir, type PrepareEnvironmentInput, type PrepareEnvironmentResult } from '../../activities/environments';
 import { createGateActivities, type RunGateSuiteInput } from '../../activities/gates';
 import { runPaths } from '../../activities/run-store';
+import { createRetentionActivities, type RetentionReport } from '../../activities/retention';
 import type { EnvironmentDeclaration } from '../../core/environment';
 import type { EnvironmentRef } from '../../core/environment-types';
 import type { GateSuiteResult } from '../../core/types';
@@ -131,6 +132,14 @@ describe('environments as an attacker sees them: the setup reaches nothing of th
       rmSync(runPaths(own, first.runId).runDir, { recursive: true, force: true });
       const c = ok(await prepare(tiny, runOn(['echo c > c.txt'], { V: 'c' }, own)));
       assert.deepEqual(present(), [b.key.slice(7), c.key.slice(7)].sort(), "a's run is gone: a goes; b and c are held");
+      // The retention sweep: an environment no run holds and no landing used within the retention goes; a held one stays, however old.
+      const old = new Date(Date.now() - 30 * 86_400_000);
+      for (const key of [b.key, c.key]) utimesSync(join(environmentsDir(own), key.slice(7), 'environment.json'), old, old);
+      rmSync(runPaths(own, runIds.at(-2)!).runDir, { recursive: true, force: true });
+      const retention = createRetentionActivities({ dataDir: own, hostId: 'test-host', client: () => assert.fail('no run of this data dir asks Temporal') });
+      const report = await new MockActivityEnvironment({}, { logger }).run<[{ retentionMs: number }], RetentionReport, typeof retention.sweep>(retention.sweep, { retentionMs: 7 * 86_400_000 });
+      assert.deepEqual(report.removed.filter((entry) => entry.kind === 'environment').map((entry) => entry.path), [join('cache', 'environments', b.key.slice(7))]);
+      assert.deepEqual(present(), [c.key.slice(7)], 'c is still held by its run');
     } finally {
       rmSync(own, { recursive: true, force: true });
     }
