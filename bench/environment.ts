@@ -27,6 +27,9 @@ export interface EnvironmentReport {
   hitCostMs: number;
   /** The `environment.prepare` step of the hits. */
   hitStepMedianMs: number;
+  /** Each step's median in the runner's landings and in the hits' (where the difference is). */
+  runnerStepMedianMs: Record<string, number>;
+  hitStepsMedianMs: Record<string, number>;
   /** Cold builds (a new key each): the build step, and the landing's wall. */
   coldBuildMs: number[];
   coldBuildMedianMs: number;
@@ -84,6 +87,11 @@ export async function measureEnvironment(stack: Stack, count: number): Promise<E
   const runnerMs: number[] = [];
   const hitMs: number[] = [];
   const hitSteps: number[] = [];
+  const runnerStepMs: Record<string, number[]> = {};
+  const hitStepMs: Record<string, number[]> = {};
+  const collect = (into: Record<string, number[]>, view: View) => {
+    for (const step of view.steps) if (step.endedAt) (into[step.name.replace(/:[0-9a-f]{12}$/, '')] ??= []).push(Date.parse(step.endedAt) - Date.parse(step.startedAt));
+  };
   // The warm-up builds the hits' environment (its key: the declaration, the runner's ID, the lockfile).
   for (let index = -1; index < count; index += 1) {
     const runner = await land(stack, fixture(index + 300, lock));
@@ -93,6 +101,8 @@ export async function measureEnvironment(stack: Stack, count: number): Promise<E
     if (!step.detail.startsWith('ENV_CACHE=hit')) throw new Error(`expected a hit: ${step.detail}`);
     runnerMs.push(runner.ms);
     hitMs.push(hit.ms);
+    collect(runnerStepMs, runner.view);
+    collect(hitStepMs, hit.view);
     hitSteps.push(step.ms);
   }
   const coldBuildMs: number[] = [];
@@ -113,6 +123,8 @@ export async function measureEnvironment(stack: Stack, count: number): Promise<E
     hitMedianMs: median(hitMs),
     hitCostMs: median(hitMs) - median(runnerMs),
     hitStepMedianMs: median(hitSteps),
+    runnerStepMedianMs: Object.fromEntries(Object.entries(runnerStepMs).map(([name, values]) => [name, median(values)])),
+    hitStepsMedianMs: Object.fromEntries(Object.entries(hitStepMs).map(([name, values]) => [name, median(values)])),
     coldBuildMs,
     coldBuildMedianMs: median(coldBuildMs),
     coldLandingMedianMs: median(coldLandingMs),
