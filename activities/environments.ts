@@ -12,7 +12,7 @@ import { narrowAllow } from '../policies/egress';
 import { labelKeys, runStepContainer } from './containers';
 import { startEgressGateway, type EgressConnection } from './egress-gateway';
 import { egressMount, egressPort, egressToolsMount, runSetupContainer, setupMount, writeSetupFiles } from './environment-setup';
-import { automationGit, containerUser, gitArgs, handToContainerUser } from './git';
+import { containerUser, gitArgs, handToContainerUser } from './git';
 import { leanPipe, leanRun } from './lean-spawn';
 import { dataRef, runPaths, writeFileAtomic } from './run-store';
 
@@ -93,7 +93,10 @@ export interface EnvironmentRecord {
 
 /** The blobs of the declared inputs in a commit's tree (a path absent there counts as absent). */
 export async function readInputs(worktree: string, commitSha: string, inputs: string[]): Promise<EnvironmentRecord['inputs']> {
-  const out = await automationGit(worktree).raw(['ls-tree', '-r', '-z', '--full-tree', commitSha, '--', ...inputs]);
+  // Through the spawn helper: this runs beside a landing's rebase, where a fork of the worker would stall it.
+  const listed = await leanRun({ command: 'git', args: gitArgs(worktree, 'ls-tree', '-r', '-z', '--full-tree', commitSha, '--', ...inputs) });
+  if (listed.code !== 0) throw new Error(`git ls-tree ${commitSha} exited ${listed.code}: ${listed.stderr.toString('utf8').trim()}`);
+  const out = listed.stdout.toString('utf8');
   const entries = out
     .split('\0')
     .filter(Boolean)

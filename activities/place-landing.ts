@@ -65,16 +65,19 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
     const declaration = inspected.environment?.ok ? inspected.environment.declaration : undefined;
     let placed: PlaceLandingResult['environment'];
     const gateAhead = async (headSha: string) => {
-      const treeSha = (await automationGit(runPaths(dataDir, runId).worktree).revparse([`${headSha}^{tree}`])).trim();
       // Suites of a repository environment run in it: their containers are made ahead only when the
       // host has the head's environment (a hit); a build is the gate phase's, with its own step.
-      let environment: EnvironmentRef | undefined;
+      const startedAt = new Date().toISOString();
+      const [treeSha, environment] = await Promise.all([
+        automationGit(runPaths(dataDir, runId).worktree).revparse([`${headSha}^{tree}`]).then((sha) => sha.trim()),
+        declaration
+          ? environments.lookupEnvironment({ runId, repo, commitSha: headSha, declaration, fallbackImage: gate.image ?? defaultRunnerImage }).catch((error: unknown) => {
+              log.info('the environment was not looked up; the gate phase prepares it', { error: String(error) });
+              return undefined;
+            })
+          : undefined,
+      ]);
       if (declaration) {
-        const startedAt = new Date().toISOString();
-        environment = await environments.lookupEnvironment({ runId, repo, commitSha: headSha, declaration, fallbackImage: gate.image ?? defaultRunnerImage }).catch((error: unknown) => {
-          log.info('the environment was not looked up; the gate phase prepares it', { error: String(error) });
-          return undefined;
-        });
         if (!environment) return;
         placed = { commitSha: headSha, environment };
         parts.push({ name: `environment.prepare:${treeSha.slice(0, 12)}`, startedAt, endedAt: new Date().toISOString(), detail: environmentDetail(environment) });
