@@ -137,40 +137,13 @@ cli_binary() { # harness
   echo "$bin"
 }
 
-# Tarmac's own gate image (.config/tarmac/land-gate.json): the runner, plus the host's node and npm and
-# this checkout's node_modules (images/self-gate/Dockerfile). Its inputs are the runner image, the
-# Dockerfile, the node and npm versions and the installed dependency tree (node_modules/.package-lock.json),
-# not every file under node_modules (hashing 400 MB on each setup would take longer than it saves).
-self_gate_image() { # name
-  local name=$1 node npm runner_id inputs current context
-  node=$(readlink -f "$(command -v node)") || die "node is not on PATH"
-  npm=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")") || die "npm is not on PATH"
-  [ -f node_modules/.package-lock.json ] || die "node_modules is not installed (npm ci)"
-  runner_id=$(docker image inspect --format '{{.Id}}' tarmac/runner:bookworm 2>/dev/null) || die "tarmac/runner:bookworm is not built"
-  inputs=$( (echo "$runner_id"; "$node" --version; "$node" "$npm/bin/npm-cli.js" --version; sha256sum images/self-gate/Dockerfile node_modules/.package-lock.json) | sha256sum | cut -c1-16)
-  current=$(docker image inspect --format '{{index .Config.Labels "tarmac.inputs"}}' "$name" 2>/dev/null || true)
-  if [ "$current" = "$inputs" ]; then say "$name is current ($inputs)"; return; fi
-  say "building $name ($inputs; node_modules is about 400 MB: a minute or two)"
-  # Hard links when the temp dir is on the checkout's file system (no 400 MB copy), else a copy.
-  context=$(mktemp -d "${TMPDIR:-/tmp}/tarmac-self-gate.XXXXXX")
-  mkdir "$context/node"
-  cp images/self-gate/Dockerfile "$context/"
-  cp "$node" "$context/node/node"
-  cp -R "$npm" "$context/node/npm"
-  cp -al node_modules "$context/node_modules" 2>/dev/null || cp -R node_modules "$context/node_modules"
-  docker build -q --build-arg BASE_IMAGE=tarmac/runner:bookworm --label "tarmac.inputs=$inputs" -t "$name" "$context" >/dev/null \
-    || { rm -rf "$context"; die "docker build of $name failed"; }
-  rm -rf "$context"
-}
-
-# Arguments: image directories to build (runner, python, agent-script, self-gate, agent-claude-code,
-# agent-codex); default all.
+# Arguments: image directories to build (runner, python, agent-script, agent-claude-code, agent-codex);
+# default all.
 wanted() { [ "${#only[@]}" -eq 0 ] || [[ " ${only[*]} " =~ " $1 " ]]; }
 only=("$@")
 wanted runner && build tarmac/runner:bookworm images/runner
 wanted python && build tarmac/python:bookworm images/python "" "$python_base"
 wanted agent-script && agent_image tarmac/agent-script:bookworm images/agent-script
-wanted self-gate && self_gate_image tarmac/self-gate:local
 
 # Real CLIs: tagged with the pinned version (recipes/harnesses.json names it).
 for harness in claude-code codex; do

@@ -14,8 +14,8 @@
 #   4. the agent CLIs (scripts/fetch-agent-clis.sh: pinned npm platform packages into the cache)
 #   5. images: tarmac/runner, tarmac/python (the base of Python repositories' environments),
 #      tarmac/agent-script and (from the cached CLIs) tarmac/agent-claude-code and
-#      tarmac/agent-codex; [tests] tarmac/self-gate (Tarmac's own gate: Node and this checkout's
-#      node_modules on the runner); each rebuilt only when its inputs change
+#      tarmac/agent-codex; each rebuilt only when its inputs change (Tarmac's own gate needs no image
+#      of its own: its gate file declares its environment, which the worker builds)
 #   6. [tests] Debian's chromium for the browser tests (apt, only when /usr/bin/chromium is missing)
 #   7. [tests] schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
 #   8. the prebuilt workflow bundle (npm run build:workflows → dist/workflow-bundle.js), rebuilt only when
@@ -131,10 +131,7 @@ bash "$root/scripts/fetch-agent-clis.sh" || say "warning: could not fetch the ag
 
 # 5. Images ------------------------------------------------------------------------
 if [ "${TARMAC_SKIP_IMAGES:-0}" != 1 ]; then
-  # Tarmac's own gate (self-gate) is for the tests: it carries this checkout's dev tools.
-  if [ "$tests" = 1 ]; then bash "$root/scripts/build-images.sh"
-  else bash "$root/scripts/build-images.sh" runner python agent-script agent-claude-code agent-codex
-  fi
+  bash "$root/scripts/build-images.sh"
 fi
 
 # 6. Chromium [tests] ---------------------------------------------------------------

@@ -114,14 +114,6 @@ describe(`Node ${engines} (package.json engines): the runtime the project runs a
     }
   });
 
-  it("tarmac/self-gate:local (Tarmac's own gate) runs the node of the machine that built it", () => {
-    const run = spawnSync('docker', ['run', '--rm', '--network', 'none', 'tarmac/self-gate:local', 'sh', '-c', 'node --version && npm --version'], { encoding: 'utf8', timeout: 60_000 });
-    assert.equal(run.status, 0, `the self-gate image runs (setup --tests builds it): ${run.stderr}`);
-    const [version, npm] = run.stdout.trim().split('\n');
-    assert.equal(version, process.version, 'the same node as the tests');
-    assert.match(npm!, /^\d+\.\d+\.\d+$/);
-  });
-
   describe('the worker a stack starts', () => {
     let stack: Stack;
     before(async () => {

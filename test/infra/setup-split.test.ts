@@ -54,7 +54,7 @@ describe('scripts/setup.sh: running needs, then what only the tests need', () =>
     assert.match(scripts.test!, /^bash scripts\/setup\.sh (--\S+ )*--tests\b.* && bash scripts\/test\.sh/);
   });
 
-  it('without --tests: the dependencies without the devDependencies; none of chromium, schemathesis, the compose tool, the self-gate image or the test server is even looked at', () => {
+  it('without --tests: the dependencies without the devDependencies; none of chromium, schemathesis, the compose tool or the test server is even looked at', () => {
     const { trace, calls } = setup([]);
     const commands = executed(trace);
     assert.match(commands, /^\++ npm ci --omit=dev /m);
@@ -62,7 +62,7 @@ describe('scripts/setup.sh: running needs, then what only the tests need', () =>
     for (const devOnly of ['playwright-core', 'typescript', 'eslint', '@temporalio/testing']) assert.ok(!installed(devOnly), `${devOnly} is not installed (only the tests need it)`);
     assert.ok(existsSync(join(project, 'node_modules/.tarmac-omit-dev')), 'the install is marked run-only');
     assert.doesNotMatch(commands, /\/usr\/bin\/chromium|schemathesis --version|docker-compose|pip |apt-get/, 'no test-only tool is checked, let alone installed');
-    assert.deepEqual(calls, ['fetch-agent-clis', 'build-images runner python agent-script agent-claude-code agent-codex', 'build-workflows', 'build-dashboard'], 'every image but self-gate; no time-skipping test server');
+    assert.deepEqual(calls, ['fetch-agent-clis', 'build-images', 'build-workflows', 'build-dashboard'], 'every image (none is for the tests only); no time-skipping test server');
   });
 
   it('with --tests: completes the install with the devDependencies, checks (and would install) chromium, schemathesis and the compose tool, builds every image, fetches the test server', () => {
@@ -74,7 +74,7 @@ describe('scripts/setup.sh: running needs, then what only the tests need', () =>
     assert.match(commands, /\/usr\/bin\/chromium/, 'chromium is checked');
     assert.match(commands, /schemathesis --version/, 'schemathesis is checked');
     assert.match(commands, /command -v docker-compose/, 'the compose tool is checked');
-    assert.deepEqual(calls, ['fetch-agent-clis', 'build-images', 'build-workflows', 'build-dashboard', 'fetch-test-server'], 'build-images with no argument: all, self-gate included; the time-skipping test server');
+    assert.deepEqual(calls, ['fetch-agent-clis', 'build-images', 'build-workflows', 'build-dashboard', 'fetch-test-server'], 'build-images with no argument: every image; the time-skipping test server');
   });
 
   it('without --tests after a full install: nothing is removed (no npm ci)', () => {
