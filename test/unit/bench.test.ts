@@ -96,15 +96,16 @@ describe('bench: middleOf (the median proper)', () => {
 
 describe('bench: parseArguments', () => {
   type Parsed = { count: number; landings?: number; batchSize: number; repeats: number; only: string[] };
-  const all = ['ratio', 'throughput', 'history', 'queue'];
+  const all = ['ratio', 'throughput', 'history', 'queue', 'environment'];
   const table: { name: string; argv: string[]; expected: Parsed | RegExp }[] = [
     { name: 'nothing: all sections, 5 runs, each section its own landings, batches of 4 twice', argv: [], expected: { count: 5, batchSize: 4, repeats: 2, only: all } },
     { name: 'a count', argv: ['3'], expected: { count: 3, batchSize: 4, repeats: 2, only: all } },
+    { name: 'the environment section alone', argv: ['3', 'environment'], expected: { count: 3, batchSize: 4, repeats: 2, only: ['environment'] } },
     { name: 'section names', argv: ['throughput', 'history'], expected: { count: 5, batchSize: 4, repeats: 2, only: ['throughput', 'history'] } },
     { name: '--only and --landings', argv: ['--only', 'throughput', '--landings', '4'], expected: { count: 5, landings: 4, batchSize: 4, repeats: 2, only: ['throughput'] } },
     { name: 'the queue with its flags', argv: ['queue', '--landings', '12', '--batch-size', '6', '--repeats', '3'], expected: { count: 5, landings: 12, batchSize: 6, repeats: 3, only: ['queue'] } },
     { name: '--only with two sections', argv: ['--only', 'queue,ratio'], expected: { count: 5, batchSize: 4, repeats: 2, only: ['queue', 'ratio'] } },
-    { name: 'an unknown section', argv: ['--only', 'speed'], expected: /--only takes ratio, throughput, history, queue .*"speed"/ },
+    { name: 'an unknown section', argv: ['--only', 'speed'], expected: /--only takes ratio, throughput, history, queue, environment .*"speed"/ },
     { name: 'a bad landing count', argv: ['--landings', '0'], expected: /--landings must be a whole number ≥ 1, got "0"/ },
     { name: 'a missing landing count', argv: ['--landings'], expected: /--landings must be a whole number ≥ 1, got ""/ },
     { name: 'batch size 1 is the baseline, not a variant', argv: ['--batch-size', '1'], expected: /--batch-size must be a whole number from 2 to 16, got "1"/ },
