@@ -7,7 +7,7 @@ import type { EnvironmentRef } from '../core/environment-types';
 import { failure, FailureCode } from '../core/failures';
 import { containerName } from '../core/node/container-rules';
 import { createStepContainer, labelKeys, removeStepContainers } from './containers';
-import { environmentMount, environmentsDir, linkProducts, readEnvironment } from './environments';
+import { environmentMount, environmentRoot, environmentsDir, linkProducts, readEnvironment } from './environments';
 
 /**
  * The command container of an agent session in a repository environment (issue 24): the agent's
@@ -118,7 +118,7 @@ export function commandContainer(input: CommandContainerInput): CommandContainer
       .catch(() => {
         throw failure(FailureCode.imageMissing, `image ${environment.image} of environment ${environment.key} is not on this Docker host`);
       });
-    const root = join(environmentsDir(dataDir), environment.key.replace(/^sha256:/, ''), 'root');
+    const root = environmentRoot(dataDir, environment.key);
     try {
       const made = await createStepContainer(
         docker,

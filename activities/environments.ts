@@ -50,6 +50,11 @@ export interface EnvironmentDeps {
   maxBytes?: number;
   /** Most bytes all environments of the host may take before the least recently used go (`TARMAC_ENV_CACHE_MAX`, default 20 GiB). */
   cacheMaxBytes?: number;
+  /**
+   * Told each time a landing uses an environment the host has (a lookup's hit, a prepare's hit or
+   * build): the worker's warm gate pool keeps a container for the most recent keys. Default none.
+   */
+  onUsed?: (environment: EnvironmentRef) => void;
 }
 
 export interface PrepareEnvironmentInput {
@@ -70,6 +75,8 @@ export type PrepareEnvironmentResult = { ok: true; environment: EnvironmentRef }
 export const environmentsDir = (dataDir: string) => join(dataDir, 'cache', 'environments');
 /** The mount point of an environment's files in gate and command containers. */
 export const environmentMount = '/tarmac/env';
+/** The host directory of an environment's files: what gate and command containers mount at `environmentMount`. */
+export const environmentRoot = (dataDir: string, key: string) => join(environmentsDir(dataDir), key.replace(/^sha256:/, ''), 'root');
 /** The file an environment directory is complete with. */
 const recordName = 'environment.json';
 /** A run marks the environments it uses here (`runs/<id>/environments/<key>`): the collection keeps them while the run's directory exists. */
@@ -243,6 +250,16 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
     await writeFile(join(marks, keyHex(key)), `${new Date().toISOString()}\n`);
     const now = new Date();
     await utimes(join(environmentsDir(dataDir), keyHex(key), recordName), now, now).catch(() => undefined);
+  };
+
+  /** Tells the host (its gate pool) a landing uses this environment now; never fails the step. */
+  const used = (environment: EnvironmentRef): EnvironmentRef => {
+    try {
+      deps.onUsed?.(environment);
+    } catch (error) {
+      log.warn('the gate pool was not told of an environment in use', { error: String(error) });
+    }
+    return environment;
   };
 
   const refOf = (record: EnvironmentRecord, cache: 'hit' | 'miss'): EnvironmentRef => ({
@@ -467,7 +484,7 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
       const found = await readEnvironment(dataDir, key);
       if (found) {
         await markUsed(runId, key);
-        return { ok: true, environment: refOf(found, 'hit') };
+        return { ok: true, environment: used(refOf(found, 'hit')) };
       }
       // A landing that needs a key another is building waits for that build: one build, and for the waiter a hit.
       const waiting = building.get(key);
@@ -480,6 +497,7 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
         await collect().catch((error: unknown) => {
           log.warn('environments not collected', { error: String(error) });
         });
+        used(result.environment);
       }
       return result;
     },
@@ -498,7 +516,7 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
       const found = await readEnvironment(dataDir, key);
       if (!found) return undefined;
       await markUsed(runId, key);
-      return refOf(found, 'hit');
+      return used(refOf(found, 'hit'));
     },
     collectEnvironments: collect,
   };

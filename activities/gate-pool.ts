@@ -17,51 +17,46 @@
  * `exec`s it. The suite's gate step *adopts* the container (ContainerSpec.adopt): its deadline and
  * duration count from the go, and a retried step reattaches to it. A container is used once, by one
  * suite; the pool makes another once the claimed one has exited (or two seconds after the claim).
+ * A slot's files, its go and what the claiming run does with it: gate-pool-slot.ts.
+ *
+ * Repository environments (issue 24) get containers of their own: for each of the
+ * `TARMAC_GATE_POOL_ENVIRONMENTS` keys landings used most recently on the host (default 2), one
+ * container on the environment's base image with its files read-only at /tarmac/env — made for that
+ * key only, labelled with it, and claimed only by a suite of that key (gate-pool-environments.ts).
+ * A key gets its container when a landing uses it, again after each claim, and loses it when it
+ * falls off the list; a base image without bash (the wait's shell) gets none.
  *
  * What the pool does not take: another image, an entrypoint or limits of the suite's own (none
- * today), evidence runs; a container of an older build of the image, or one that is not running,
- * is removed at the claim. At start the host removes the pool containers of an earlier process
- * (killed) that no run has claimed, or whose run's directory is gone; at a clean stop its idle ones.
+ * today), evidence runs; a container of an older build of the image, one that is not running, or
+ * one whose environment was removed, is removed at the claim. At start the host removes the pool
+ * containers of an earlier process (killed) that no run has claimed, or whose run's directory is
+ * gone; at a clean stop its idle ones.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
+import { warmEnvironmentKeys } from '../policies/gate-pool-keys';
 import { createStepContainer, labelKeys, type ContainerSpec } from './containers';
-import { containerUser, gitArgs, handToContainerUser } from './git';
-import { leanPipe, leanRun } from './lean-spawn';
+import { environmentMount } from './environments';
+import { currentEnvironmentRoot, imageHasBash, keyHex, poolContainerProblem, type PoolEnvironmentRoot } from './gate-pool-environments';
+import { createPoolSlots, gatePoolId, poolLabelKeys, poolWaiter, type SlotFile } from './gate-pool-slot';
+import { containerUser, handToContainerUser } from './git';
+import { leanRun } from './lean-spawn';
 import { recordInManifest, mirrorPath, runPaths, writeFileAtomic } from './run-store';
 
-/**
- * The wait: the wake FIFO held open (so a poke written while the loop checks is not lost), the go
- * file looked for on every poke and at least every second, then the go sourced (it ends with `exec`
- * of the suite). Bash builtins only: no process is started while it waits.
- */
-export const poolWaiter = 'exec 3<>/tarmac/wake; while [ ! -e /tarmac/go ]; do read -r -t 1 -u 3 _ || :; done; exec 3<&-; . /tarmac/go';
+export { gatePoolId, goScript, poolLabelKeys, poolWaiter } from './gate-pool-slot';
 
-export const poolLabelKeys = {
-  /** The pool a container belongs to (poolId: host id and data dir). */
-  pool: 'tarmac.pool',
-  /** The slot, unique: how a claimed container is found by its run. */
-  slot: 'tarmac.slot',
-} as const;
-
-/** A pool's identity: one per host id and data dir (test stacks share a host id, not a data dir). */
-export function gatePoolId(hostId: string, dataDir: string): string {
-  return createHash('sha256').update(JSON.stringify([hostId, dataDir])).digest('hex').slice(0, 16);
-}
-
-interface SlotFile {
-  slot: string;
-  containerId: string;
-  imageId: string;
-}
-
-interface Assignment {
-  step: string;
-  commitSha: string;
-  treeSha: string;
+/** The containers waiting for one kind of suite: the default runner's, or one environment key's. */
+interface Shelf {
+  /** The environment key; none: the default runner's. */
+  key?: string;
+  want: number;
+  idle: SlotFile[];
+  filling: number;
+  /** The environment's base image has no bash: none is made for it. */
+  skipped?: boolean;
 }
 
 export interface GatePoolDeps {
@@ -70,53 +65,50 @@ export interface GatePoolDeps {
   docker: Docker;
   /** Containers kept waiting (0: no pool). */
   size: number;
-  /** The one image the pool runs (the default runner). */
+  /** The one image the pool runs for suites without an environment (the default runner). */
   image: string;
+  /** Environment keys kept with a container each, the most recently used (`TARMAC_GATE_POOL_ENVIRONMENTS`); default 0: none. */
+  environments?: number;
   log?: { info(message: string, meta?: Record<string, unknown>): void; warn(message: string, meta?: Record<string, unknown>): void };
-}
-
-const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
-
-/** The go file: the suite's environment exported, then its command `exec`ed in the workspace. */
-export function goScript(env: string[], command: string[]): string {
-  const exports = env.map((entry) => {
-    const at = entry.indexOf('=');
-    const name = entry.slice(0, at);
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`environment entry ${JSON.stringify(entry)} has no valid name`);
-    return `export ${name}=${quote(entry.slice(at + 1))}`;
-  });
-  return `${exports.join('\n')}\ncd /workspace || exit 1\nexec ${command.map(quote).join(' ')}\n`;
 }
 
 export function createGatePool(deps: GatePoolDeps) {
   const { dataDir, hostId, docker, size, image } = deps;
+  const environmentsBound = size > 0 ? (deps.environments ?? 0) : 0;
   const poolId = gatePoolId(hostId, dataDir);
   const poolDir = join(dataDir, 'gate-pool', poolId);
   const user = containerUser();
-  const idle: SlotFile[] = [];
-  let filling = 0;
+  const runner: Shelf = { want: size, idle: [], filling: 0 };
+  /** Environment keys with a container, most recently used first (policies/gate-pool-keys.ts), and their shelves. */
+  let keys: string[] = [];
+  const shelves = new Map<string, Shelf>();
+  /** Whether an image (by ID) has bash, asked once per image. */
+  const bash = new Map<string, Promise<boolean>>();
   let stopped = false;
   let fills: Promise<void> = Promise.resolve();
 
-  const slotPaths = (dir: string) => ({ dir, workspace: join(dir, 'workspace'), control: join(dir, 'control'), slotFile: join(dir, 'slot.json'), assignment: join(dir, 'assignment.json') });
-  /** Where a run's claimed slot lives: in the run's own directory. */
-  const claimedDir = (runId: string) => join(runPaths(dataDir, runId).runDir, 'gate-pool-slot');
-  const readSlot = async (dir: string): Promise<SlotFile | undefined> => await readFile(join(dir, 'slot.json'), 'utf8').then((text) => JSON.parse(text) as SlotFile).catch(() => undefined);
-  const removeContainer = async (containerId: string) => {
-    await docker
-      .getContainer(containerId)
-      .remove({ force: true })
-      .catch((error: { statusCode?: number }) => {
-        if (error.statusCode !== 404) throw error;
-      });
+  const slots = createPoolSlots({ dataDir, docker, poolId });
+  const { slotPaths, claimedDir, readSlot, removeContainer, removeSlotContainers } = slots;
+  /** An idle slot that will never be claimed: its container (by label) and its directory. */
+  const dropIdle = async (slot: SlotFile) => {
+    await removeSlotContainers(slot.slot).catch(() => undefined);
+    await rm(join(poolDir, slot.slot), { recursive: true, force: true });
   };
-  /** A slot's containers, found by the pool's and the slot's labels only. */
-  const removeSlotContainers = async (slot: string): Promise<number> => {
-    const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${poolId}`, `${poolLabelKeys.slot}=${slot}`] }) });
-    for (const info of found) await removeContainer(info.Id);
-    return found.length;
+  const allShelves = () => [runner, ...keys.flatMap((key) => shelves.get(key) ?? [])];
+  const writeState = () =>
+    writeFileAtomic(
+      join(poolDir, 'state.json'),
+      `${JSON.stringify({ size, idle: runner.idle.length, filling: runner.filling, environments: keys.map((key) => ({ key, idle: shelves.get(key)?.idle.length ?? 0, filling: shelves.get(key)?.filling ?? 0, skipped: shelves.get(key)?.skipped === true })) })}\n`,
+      { durable: false },
+    ).catch(() => undefined);
+
+  /** A key no longer kept (fallen off the list, or its environment gone): its waiting containers go. */
+  const forget = async (key: string) => {
+    const shelf = shelves.get(key);
+    keys = keys.filter((kept) => kept !== key);
+    shelves.delete(key);
+    if (shelf) await Promise.all(shelf.idle.splice(0).map(dropIdle));
   };
-  const writeState = () => writeFileAtomic(join(poolDir, 'state.json'), `${JSON.stringify({ size, idle: idle.length, filling })}\n`, { durable: false }).catch(() => undefined);
 
   /** The slots runs of this data dir have claimed (their `gate-pool-slot` directories). */
   const claimedSlots = async (): Promise<Set<string>> => {
@@ -125,71 +117,121 @@ export function createGatePool(deps: GatePoolDeps) {
     return new Set(found.flatMap((slot) => (slot ? [slot.slot] : [])));
   };
 
-  /** Makes one waiting container in a fresh slot. */
-  const makeOne = async (): Promise<void> => {
-    const slot = `${Date.now().toString(36)}-${randomBytes(5).toString('hex')}`;
+  const newSlot = () => `${Date.now().toString(36)}-${randomBytes(5).toString('hex')}`;
+  const baseLabels = () => ({ [labelKeys.role]: 'gate', [poolLabelKeys.pool]: poolId, 'tarmac.host': hostId });
+  /** The wait needs bash: asked once per image, with a throwaway container of the pool's labels. */
+  const hasBash = (imageId: string): Promise<boolean> => {
+    let asked = bash.get(imageId);
+    if (!asked) {
+      const slot = `probe-${newSlot()}`;
+      asked = imageHasBash(docker, imageId, { labels: { ...baseLabels(), [poolLabelKeys.slot]: slot }, user: `${user.uid}:${user.gid}`, name: `tarmac-pool-${poolId}-${slot}` });
+      bash.set(imageId, asked);
+      asked.catch(() => bash.delete(imageId));
+    }
+    return asked;
+  };
+
+  /** Makes one waiting container in a fresh slot: on the default runner, or on an environment's base with its files. */
+  const makeOne = async (shelf: Shelf): Promise<void> => {
+    let environment: PoolEnvironmentRoot | undefined;
+    if (shelf.key) {
+      environment = await currentEnvironmentRoot(dataDir, shelf.key);
+      // Removed since a landing used it: nothing to make a container for.
+      if (!environment) return await forget(shelf.key);
+      if (!(await hasBash(environment.imageId))) {
+        deps.log?.info('no gate pool container for this environment: its base image has no bash', { key: shelf.key });
+        shelf.skipped = true;
+        return;
+      }
+    }
+    const slot = newSlot();
     const { dir, workspace, control, slotFile } = slotPaths(join(poolDir, slot));
     await mkdir(workspace, { recursive: true });
-    await mkdir(control, { recursive: true });
+    // The environment's mount point inside the read-only control mount: made here, Docker cannot make it there.
+    await mkdir(environment ? join(control, 'env') : control, { recursive: true });
     const fifo = await leanRun({ command: 'mkfifo', args: ['-m', '0666', join(control, 'wake')] });
     if (fifo.code !== 0) throw new Error(`mkfifo exited ${fifo.code}: ${fifo.stderr.toString().trim()}`);
     await handToContainerUser(workspace);
-    const imageId = (await docker.getImage(image).inspect()).Id;
+    const imageId = environment ? environment.imageId : (await docker.getImage(image).inspect()).Id;
     const spec: Omit<ContainerSpec, 'labels'> & { labels: Record<string, string> } = {
-      labels: { [labelKeys.role]: 'gate', [poolLabelKeys.pool]: poolId, [poolLabelKeys.slot]: slot, 'tarmac.host': hostId },
+      labels: { ...baseLabels(), [poolLabelKeys.slot]: slot, ...(environment ? { [poolLabelKeys.environment]: keyHex(environment.key) } : {}) },
       image: imageId,
       entrypoint: ['/bin/bash', '-c', poolWaiter],
       cmd: [],
       user: `${user.uid}:${user.gid}`,
       env: ['HOME=/tmp', 'CI=1'],
-      binds: [`${workspace}:/workspace:rw`, `${control}:/tarmac:ro`],
+      binds: [`${workspace}:/workspace:rw`, `${control}:/tarmac:ro`, ...(environment ? [`${environment.path}:${environmentMount}:ro`] : [])],
       workingDir: '/workspace',
       timeoutMs: 0,
       logFile: '',
     };
+    const made: SlotFile = { slot, containerId: '', imageId, ...(environment ? { environment: { key: environment.key, identity: environment.identity } } : {}) };
     let container: Docker.Container | undefined;
     try {
       container = await createStepContainer(docker, spec, `tarmac-pool-${poolId}-${slot}`, 16 * 1024 * 1024);
-      await writeFile(slotFile, JSON.stringify({ slot, containerId: container.id, imageId } satisfies SlotFile));
+      made.containerId = container.id;
+      await writeFile(slotFile, JSON.stringify(made));
       await container.start();
     } catch (error) {
       if (container) await removeContainer(container.id).catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
       throw error;
     }
-    if (stopped) {
-      await removeContainer(container.id).catch(() => undefined);
-      await rm(dir, { recursive: true, force: true });
-      return;
-    }
-    idle.push({ slot, containerId: container.id, imageId });
+    // Stopped, or the key fell off the list while its container was made: it serves no one.
+    if (stopped || (shelf.key && shelves.get(shelf.key) !== shelf)) return await dropIdle(made);
+    shelf.idle.push(made);
   };
 
-  /** Makes containers until the pool is full (one at a time: a start competes for the host's cores). */
+  /** Makes containers until every shelf is full, the default runner's first (one at a time: a start competes for the host's cores). */
   const fill = (): Promise<void> => {
     fills = fills.then(async () => {
-      while (!stopped && idle.length + filling < size) {
-        filling += 1;
+      for (;;) {
+        const shelf = stopped ? undefined : allShelves().find((each) => !each.skipped && each.idle.length + each.filling < each.want);
+        if (!shelf) return;
+        shelf.filling += 1;
         await writeState();
         try {
-          await makeOne();
+          await makeOne(shelf);
         } catch (error) {
-          deps.log?.warn('a gate pool container could not be made; gates start their own', { error: String(error) });
-          filling -= 1;
-          await writeState();
+          deps.log?.warn('a gate pool container could not be made; gates start their own', { error: String(error), ...(shelf.key ? { key: shelf.key } : {}) });
           return;
+        } finally {
+          shelf.filling -= 1;
+          await writeState();
         }
-        filling -= 1;
-        await writeState();
       }
     });
     return fills;
+  };
+
+  /** Why a waiting container may not run a suite of this environment (or of none); undefined: it may. */
+  const unusable = async (slot: SlotFile, environment: string | undefined): Promise<string | undefined> => {
+    const [state, runnerImageId, current] = await Promise.all([
+      docker.getContainer(slot.containerId).inspect(),
+      environment ? undefined : docker.getImage(image).inspect().then((info) => info.Id),
+      environment ? currentEnvironmentRoot(dataDir, environment) : undefined,
+    ]);
+    if (!environment) return poolContainerProblem(state, { imageId: runnerImageId! });
+    // The collection or the retention sweep removed the environment (or removed it and it was built again) since the container was made.
+    if (!current) return 'its environment was removed';
+    if (slot.environment?.key !== environment || slot.environment.identity !== current.identity) return 'its environment was removed and built again';
+    return poolContainerProblem(state, { imageId: current.imageId, environment: current });
+  };
+
+  /** An environment's waiting containers whose files are no longer that environment's on the host (collected, rebuilt): removed. */
+  const dropStale = async (shelf: Shelf, key: string) => {
+    const current = await currentEnvironmentRoot(dataDir, key);
+    if (!current) return await forget(key);
+    const stale = shelf.idle.filter((slot) => slot.environment?.identity !== current.identity);
+    shelf.idle = shelf.idle.filter((slot) => !stale.includes(slot));
+    await Promise.all(stale.map(dropIdle));
   };
 
   return {
     poolId,
     size,
     image,
+    environments: environmentsBound,
 
     /** Removes the unclaimed containers of an earlier process (its slots still in the pool directory), then fills the pool. */
     start: async (): Promise<void> => {
@@ -208,11 +250,11 @@ export function createGatePool(deps: GatePoolDeps) {
       void fill();
     },
 
-    /** Removes the idle containers (a clean stop); claimed ones are their runs'. */
+    /** Removes the idle containers, the default runner's and the environments' (a clean stop); claimed ones are their runs'. */
     stop: async (): Promise<void> => {
       stopped = true;
       await fills.catch(() => undefined);
-      const left = idle.splice(0);
+      const left = allShelves().flatMap((shelf) => shelf.idle.splice(0));
       await Promise.all(
         left.map(async (slot) => {
           await removeContainer(slot.containerId).catch(() => undefined);
@@ -221,26 +263,43 @@ export function createGatePool(deps: GatePoolDeps) {
       );
     },
 
-    /** Resolves once nothing is being made (tests, the bench). */
-    settled: async (): Promise<{ idle: number; size: number }> => {
+    /** Resolves once nothing is being made (tests, the bench): the default runner's idle containers, and each kept environment's. */
+    settled: async (): Promise<{ idle: number; size: number; environments: Record<string, number> }> => {
       await fills.catch(() => undefined);
-      return { idle: idle.length, size };
+      return { idle: runner.idle.length, size, environments: Object.fromEntries(keys.map((key) => [key, shelves.get(key)?.idle.length ?? 0])) };
+    },
+
+    /**
+     * A landing uses this environment now (a lookup's hit, a prepare's hit or build): its key goes to
+     * the front of the kept keys and gets its container; a key past the bound loses its own; waiting
+     * containers of this key that mount files no longer its own (removed, rebuilt) go.
+     */
+    useEnvironment: ({ key }: { key: string }): void => {
+      if (environmentsBound <= 0 || stopped) return;
+      const next = warmEnvironmentKeys({ keys, used: key, bound: environmentsBound });
+      keys = next.keys;
+      const shelf = shelves.get(key) ?? { key, want: 1, idle: [], filling: 0 };
+      shelves.set(key, shelf);
+      void Promise.all([...next.dropped.map(forget), dropStale(shelf, key).catch(() => undefined)]).finally(() => void fill());
     },
 
     /**
      * A container of the pool for this run's first suite, its slot now the run's; the same one when
-     * this run claimed before (a placement run again). None when the pool is empty or its container
-     * is not usable (removed then).
+     * this run claimed before (a placement run again). With an environment key, only a container
+     * made for that key, still mounting that environment's files as the host has them now. None when
+     * there is none waiting or its container is not usable (removed then).
      */
-    claim: async ({ runId, repo }: { runId: string; repo: string }): Promise<boolean> => {
+    claim: async ({ runId, repo, environment }: { runId: string; repo: string; environment?: string }): Promise<boolean> => {
       const dir = claimedDir(runId);
-      if (existsSync(join(dir, 'slot.json'))) return true;
-      const slot = idle.shift();
+      const held = await readSlot(dir);
+      if (held) return held.environment?.key === environment;
+      const shelf = environment ? shelves.get(environment) : runner;
+      const slot = shelf?.idle.shift();
       if (!slot) return false;
       const from = join(poolDir, slot.slot);
       try {
-        const [state, current] = await Promise.all([docker.getContainer(slot.containerId).inspect(), docker.getImage(image).inspect()]);
-        if (!state.State.Running || state.Image !== current.Id) throw new Error(state.State.Running ? 'made from an older build of the image' : `not running (${state.State.Status})`);
+        const problem = await unusable(slot, environment);
+        if (problem) throw new Error(problem);
       } catch (error) {
         deps.log?.info('a gate pool container was not usable; removed', { slot: slot.slot, error: String(error) });
         await removeContainer(slot.containerId).catch(() => undefined);
@@ -267,68 +326,11 @@ export function createGatePool(deps: GatePoolDeps) {
       return true;
     },
 
-    /** The tree into the claimed slot's workspace, the suite's environment and command beside the go (not yet given). */
-    assign: async ({ runId, worktree, commitSha, treeSha, step, env, command }: Assignment & { runId: string; worktree: string; env: string[]; command: string[] }): Promise<void> => {
-      const { workspace, control, assignment } = slotPaths(claimedDir(runId));
-      // A placement run again after its go: the suite may be running on this workspace. It stands.
-      if (existsSync(join(control, 'go'))) return;
-      // Into the directory the container has mounted (a new one would not be the one it sees).
-      for (const entry of await readdir(workspace)) await rm(join(workspace, entry), { recursive: true, force: true });
-      const [archive, tar] = await leanPipe({ command: 'git', args: gitArgs(worktree, 'archive', '--format=tar', commitSha) }, { command: 'tar', args: ['-x', '-C', workspace], stdout: 'ignore' });
-      if (archive.code !== 0 || tar.code !== 0) throw new Error(`the tree of ${commitSha} was not exported into the pool container's workspace: ${archive.stderr.toString()}${tar.stderr.toString()}`);
-      await handToContainerUser(workspace);
-      await writeFile(join(control, 'go.pending'), goScript(env, command), { mode: 0o644 });
-      await writeFile(assignment, JSON.stringify({ step, commitSha, treeSha } satisfies Assignment));
-    },
-
-    /** The go: the claimed container runs its suite now (the go file in place, the wait poked). */
-    go: async (runId: string): Promise<void> => {
-      const { control } = slotPaths(claimedDir(runId));
-      if (!existsSync(join(control, 'go'))) await rename(join(control, 'go.pending'), join(control, 'go'));
-      // Read-write: never blocks, whether or not the wait holds the FIFO yet (it looks for the go file every second anyway).
-      const wake = await open(join(control, 'wake'), 'r+');
-      try {
-        await wake.write('\n');
-      } finally {
-        await wake.close();
-      }
-    },
-
-    /** Removes the run's claimed container and slot (not used: the landing does not gate next). */
-    discard: async (runId: string): Promise<void> => {
-      const dir = claimedDir(runId);
-      const found = await readSlot(dir);
-      if (found) await removeSlotContainers(found.slot);
-      await rm(dir, { recursive: true, force: true });
-    },
-
-    /** Removes the run's claimed container, whatever its state (with the run's other containers; its slot directory goes with the run's files). */
-    removeClaimed: async (runId: string): Promise<number> => {
-      const found = await readSlot(claimedDir(runId));
-      return found ? await removeSlotContainers(found.slot) : 0;
-    },
-
-    /**
-     * The container this step was assigned and given its go, and when it went; none when it was not,
-     * or when its container is gone or stopped before the go (then removed: the step makes its own).
-     */
-    adoptable: async (runId: string, step: string): Promise<{ containerId: string; startedAtMs: number } | undefined> => {
-      const { dir, control, assignment } = slotPaths(claimedDir(runId));
-      const assigned = await readFile(assignment, 'utf8').then((text) => JSON.parse(text) as Assignment).catch(() => undefined);
-      if (assigned?.step !== step) return undefined;
-      const [went, slot] = await Promise.all([stat(join(control, 'go')).catch(() => undefined), readSlot(dir)]);
-      if (!went || !slot) return undefined;
-      const state = await docker
-        .getContainer(slot.containerId)
-        .inspect()
-        .then((info) => info.State)
-        .catch(() => undefined);
-      if (state && (state.Running || Date.parse(state.FinishedAt) >= Math.floor(went.mtimeMs))) return { containerId: slot.containerId, startedAtMs: went.mtimeMs };
-      // Gone, or stopped before its go (the suite never ran in it): the step runs the suite in a container of its own.
-      if (state) await removeContainer(slot.containerId).catch(() => undefined);
-      await rm(dir, { recursive: true, force: true });
-      return undefined;
-    },
+    assign: slots.assign,
+    go: slots.go,
+    discard: slots.discard,
+    removeClaimed: slots.removeClaimed,
+    adoptable: slots.adoptable,
   };
 }
 

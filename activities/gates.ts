@@ -14,7 +14,7 @@ import { dataRef, mirrorPath, recordInManifest, runPaths, writeFileAtomic } from
 import { leanPipe } from './lean-spawn';
 import type { GatePool } from './gate-pool';
 import type { EnvironmentRef } from '../core/environment-types';
-import { environmentMount, environmentsDir, linkProducts } from './environments';
+import { environmentMount, environmentRoot, linkProducts } from './environments';
 
 export interface GateActivityDeps {
   dataDir: string;
@@ -120,7 +120,7 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
       user: `${user.uid}:${user.gid}`,
       // TARMAC_GATE_ATTEMPT: which run of the suite on this tree in this round (2: the re-run that settles a red).
       env: [...suiteEnv(suite, environment), `TARMAC_TREE_SHA=${treeSha}`, `TARMAC_GATE_ATTEMPT=${evidence === 'same-tree' ? 2 : 1}`],
-      binds: [`${snapshot}:/workspace:rw`, ...(environment ? [`${join(environmentsDir(dataDir), environment.key.replace(/^sha256:/, ''), 'root')}:${environmentMount}:ro`] : [])],
+      binds: [`${snapshot}:/workspace:rw`, ...(environment ? [`${environmentRoot(dataDir, environment.key)}:${environmentMount}:ro`] : [])],
       workingDir: '/workspace',
       timeoutMs,
       logFile,
@@ -208,15 +208,19 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
 
     /**
      * Takes a container of the host's gate pool for this suite (the placement's, for its first round):
-     * the tree exported into its workspace, the suite's environment and command beside its go. False
-     * when the pool cannot run this suite (another image, an evidence run) or has none ready.
+     * the tree exported into its workspace (with the environment's products linked), the suite's
+     * environment and command beside its go. False when the pool cannot run this suite (another
+     * image, an evidence run) or has none ready — for a repository environment, none made for its key.
      */
     claimPooled: async (input: RunGateSuiteInput): Promise<boolean> => {
-      if (!gatePool || gatePool.size <= 0 || input.evidence || input.environment || input.image !== gatePool.image) return false;
+      const { environment } = input;
+      // Without an environment: a container of the default runner. With one: only a container made for its very key.
+      if (!gatePool || gatePool.size <= 0 || input.evidence || (!environment && input.image !== gatePool.image)) return false;
       const { spec, step } = suiteContainer(input);
       if (spec.entrypoint || spec.memoryBytes !== undefined || spec.nanoCpus !== undefined || spec.pidsLimit !== undefined || spec.maxLogBytes !== undefined) return false;
-      if (!(await gatePool.claim({ runId: input.runId, repo: input.repo }))) return false;
-      await gatePool.assign({ runId: input.runId, worktree: runPaths(dataDir, input.runId).worktree, commitSha: input.commitSha, treeSha: input.treeSha, step, env: spec.env, command: spec.cmd });
+      if (!(await gatePool.claim({ runId: input.runId, repo: input.repo, ...(environment ? { environment: environment.key } : {}) }))) return false;
+      const products = environment?.products ?? [];
+      await gatePool.assign({ runId: input.runId, worktree: runPaths(dataDir, input.runId).worktree, commitSha: input.commitSha, treeSha: input.treeSha, step, env: spec.env, command: spec.cmd, products });
       return true;
     },
 

@@ -85,7 +85,9 @@ export function createHostRunJanitor(deps: ActivityDeps): RunJanitor {
 export function createActivities(deps: ActivityDeps) {
   const git = createGitActivities(deps);
   const gates = createGateActivities(deps);
-  const environments = createEnvironmentActivities({ dataDir: deps.dataDir, hostId: deps.hostId, docker: deps.docker, egressAllow: [], ...deps.environments });
+  // A landing that uses an environment tells the host's gate pool, which keeps a container for the most recent keys.
+  const { gatePool } = deps;
+  const environments = createEnvironmentActivities({ dataDir: deps.dataDir, hostId: deps.hostId, docker: deps.docker, egressAllow: [], ...deps.environments, ...(gatePool ? { onUsed: gatePool.useEnvironment } : {}) });
   const sessions = createSessionActivities(deps);
   const landing = createLandingCapsules(deps);
   const reviewCache = createReviewCacheActivities(deps);

@@ -70,7 +70,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   };
   const hostLog = { info: (message: string, meta?: Record<string, unknown>) => logger.info(meta ?? {}, message), warn: (message: string, meta?: Record<string, unknown>) => logger.warn(meta ?? {}, message) };
   // The host's warm gate pool (activities/gate-pool.ts): gate containers started before any landing needs one.
-  const gatePool = config.workerQueues.includes('host') && config.gatePool > 0 ? createGatePool({ dataDir: config.dataDir, hostId: config.hostId, docker, size: config.gatePool, image: defaultRunnerImage, log: hostLog }) : undefined;
+  const gatePool = config.workerQueues.includes('host') && config.gatePool > 0 ? createGatePool({ dataDir: config.dataDir, hostId: config.hostId, docker, size: config.gatePool, image: defaultRunnerImage, environments: config.gatePoolEnvironments, log: hostLog }) : undefined;
   await gatePool?.start().catch((error: unknown) => logger.warn({ err: error }, 'the gate pool did not start; gates start their own containers'));
   // The landings' cleanups once their runs have closed (activities/run-janitor.ts): resumed below for this host's data dir.
   const runJanitor = createHostRunJanitor({ ...deps, ...(gatePool ? { gatePool } : {}), janitorLog: hostLog });

@@ -62,6 +62,12 @@ export interface Config {
    * suite on the default runner image (activities/gate-pool.ts); `0` turns the pool off (0-16).
    */
   gatePool: number;
+  /**
+   * `TARMAC_GATE_POOL_ENVIRONMENTS`, default `2`: repository environments (keys) the pool also keeps
+   * one container for — the most recently used on the host, each container made for its key only,
+   * on its base image with its files (0-16; `0` off; nothing when `TARMAC_GATE_POOL` is `0`).
+   */
+  gatePoolEnvironments: number;
   /** `TARMAC_LOG_LEVEL`, default `info`. */
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** `TARMAC_TEMPORAL_BIN`: path of the `temporal` CLI for `tarmac dev`; default found by setup. */
@@ -209,6 +215,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const gatePoolText = text('TARMAC_GATE_POOL', '1');
   const gatePool = Number(gatePoolText);
   if (!/^[0-9]+$/.test(gatePoolText) || gatePool > 16) problems.push(`TARMAC_GATE_POOL: "${gatePoolText}" must be a whole number of gate containers kept waiting (0-16; 0 turns the pool off)`);
+  const poolEnvironmentsText = text('TARMAC_GATE_POOL_ENVIRONMENTS', '2');
+  const poolEnvironments = Number(poolEnvironmentsText);
+  const poolEnvironmentsValid = /^[0-9]+$/.test(poolEnvironmentsText) && poolEnvironments <= 16;
+  if (!poolEnvironmentsValid) problems.push(`TARMAC_GATE_POOL_ENVIRONMENTS: "${poolEnvironmentsText}" must be a whole number of environments the gate pool keeps a container for (0-16; 0 turns it off)`);
   const workerMetricsUrl = env.TARMAC_WORKER_METRICS_URL?.trim() || undefined;
   if (workerMetricsUrl && !/^http:\/\/[^\s/]+(\/[^\s]*)?$/.test(workerMetricsUrl)) {
     problems.push(`TARMAC_WORKER_METRICS_URL: "${workerMetricsUrl}" must be an http:// URL (e.g. http://127.0.0.1:9464/metrics)`);
@@ -267,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...(workerMetricsUrl ? { workerMetricsUrl } : {}),
     dockerSocket: text('TARMAC_DOCKER_SOCKET', '/var/run/docker.sock'),
     gatePool: /^[0-9]+$/.test(gatePoolText) && gatePool <= 16 ? gatePool : 0,
+    gatePoolEnvironments: poolEnvironmentsValid ? poolEnvironments : 0,
     logLevel: logLevel as Config['logLevel'],
     ...(temporalBin ? { temporalBin } : {}),
     modelUpstreams,

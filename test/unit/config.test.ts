@@ -101,19 +101,25 @@ describe('loadConfig', () => {
     }
   });
 
-  it('reads TARMAC_GATE_POOL (default 1, 0 turns it off) and refuses anything but a whole number up to 16, naming the variable', () => {
-    assert.equal(loadConfig({}).gatePool, 1);
-    assert.equal(loadConfig({ TARMAC_GATE_POOL: '0' }).gatePool, 0);
-    assert.equal(loadConfig({ TARMAC_GATE_POOL: ' 4 ' }).gatePool, 4);
-    assert.equal(loadConfig({ TARMAC_GATE_POOL: '16' }).gatePool, 16);
-    for (const bad of ['-1', '17', '1.5', 'on', '2x']) {
-      assert.throws(
-        () => loadConfig({ TARMAC_GATE_POOL: bad }),
-        (error: unknown) => error instanceof ConfigError && error.problems[0] === `TARMAC_GATE_POOL: "${bad}" must be a whole number of gate containers kept waiting (0-16; 0 turns the pool off)`,
-        bad,
-      );
-    }
-  });
+  const poolSettings = [
+    { variable: 'TARMAC_GATE_POOL', field: 'gatePool', fallback: 1, problem: 'must be a whole number of gate containers kept waiting (0-16; 0 turns the pool off)' },
+    { variable: 'TARMAC_GATE_POOL_ENVIRONMENTS', field: 'gatePoolEnvironments', fallback: 2, problem: 'must be a whole number of environments the gate pool keeps a container for (0-16; 0 turns it off)' },
+  ] as const;
+  for (const { variable, field, fallback, problem } of poolSettings) {
+    it(`reads ${variable} (default ${fallback}, 0 turns it off) and refuses anything but a whole number up to 16, naming the variable`, () => {
+      assert.equal(loadConfig({})[field], fallback);
+      assert.equal(loadConfig({ [variable]: '0' })[field], 0);
+      assert.equal(loadConfig({ [variable]: ' 4 ' })[field], 4);
+      assert.equal(loadConfig({ [variable]: '16' })[field], 16);
+      for (const bad of ['-1', '17', '1.5', 'on', '2x']) {
+        assert.throws(
+          () => loadConfig({ [variable]: bad }),
+          (error: unknown) => error instanceof ConfigError && error.problems[0] === `${variable}: "${bad}" ${problem}`,
+          bad,
+        );
+      }
+    });
+  }
 
   it('reads TARMAC_EGRESS_ALLOW (default none: setups reach nothing) and refuses a bad entry, naming the variable and the entry', () => {
     assert.deepEqual([...loadConfig({}).egressAllow], []);
