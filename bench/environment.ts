@@ -5,6 +5,11 @@
  * `count` times each after a warm-up: the medians and their difference (the cost of a hit; the
  * target is ≤ 50 ms). And the cold build: landings whose declaration makes a new key each time
  * (`npm ci` of one package through the egress gateway), with the build step's own time.
+ *
+ * With the worker's warm gate pool (TARMAC_GATE_POOL, default 1 here as deployed), each landing
+ * starts with the pool full and idle — the runner's container and the hit key's
+ * (TARMAC_GATE_POOL_ENVIRONMENTS) — as bench/ratio.ts does: a refill never lands in the other's
+ * time. The report says how many measured landings of each kind ran their gate in the pool.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +18,7 @@ import { join } from 'node:path';
 import { createFixtureRepo, gateFile } from '../infra/fixture-repo';
 import { npmRegistry } from '../test/helpers/registries';
 import type { Stack } from '../test/helpers/stack';
+import { cleanedAt, poolSettled, ranInPool } from './ratio';
 import { median } from './stats';
 
 export interface EnvironmentReport {
@@ -34,6 +40,10 @@ export interface EnvironmentReport {
   coldBuildMs: number[];
   coldBuildMedianMs: number;
   coldLandingMedianMs: number;
+  /** The worker's TARMAC_GATE_POOL, and how many measured landings ran their first suite in a pool container. */
+  gatePool: number;
+  runnerPooled: number;
+  hitPooled: number;
 }
 
 const pkg = `${JSON.stringify({ name: 'bench-env', version: '1.0.0', private: true, dependencies: { 'left-pad': '1.3.0' } }, null, 2)}\n`;
@@ -64,14 +74,16 @@ interface View {
   outcome?: { status: string; summary: string };
 }
 
-async function land(stack: Stack, repo: { url: string; branches: string[] }): Promise<{ ms: number; view: View }> {
+async function land(stack: Stack, repo: { url: string; branches: string[] }, gatePool: number): Promise<{ ms: number; view: View; pooled: boolean }> {
+  await poolSettled(stack, gatePool, { environments: true });
   const begin = Date.now();
   const created: { body: { id: string } } = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: repo.branches, target: 'main' });
   await stack.client.workflow.getHandle(created.body.id).result();
   const ms = Date.now() - begin;
   const view = (await stack.api('GET', `/v1/landings/${created.body.id}`)).body as View;
   if (view.outcome?.status !== 'landed') throw new Error(`bench landing did not land: ${JSON.stringify(view.outcome)}`);
-  return { ms, view };
+  await cleanedAt(stack, created.body.id);
+  return { ms, view, pooled: ranInPool(stack, created.body.id) };
 }
 
 const prepareStep = (view: View) => {
@@ -80,7 +92,7 @@ const prepareStep = (view: View) => {
   return { ms: Date.parse(step.endedAt) - Date.parse(step.startedAt), detail: step.detail ?? '' };
 };
 
-export async function measureEnvironment(stack: Stack, count: number): Promise<EnvironmentReport> {
+export async function measureEnvironment(stack: Stack, count: number, gatePool = 0): Promise<EnvironmentReport> {
   const registry = npmRegistry();
   const lock = lockfile(registry.url);
   const environment = (extra: Record<string, string> = {}) => ({ setup: [`npm ci --no-audit --no-fund --registry ${registry.url}`], inputs: ['package.json', 'package-lock.json'], env: { BENCH: 'environment', ...extra } });
@@ -89,14 +101,18 @@ export async function measureEnvironment(stack: Stack, count: number): Promise<E
   const hitSteps: number[] = [];
   const runnerStepMs: Record<string, number[]> = {};
   const hitStepMs: Record<string, number[]> = {};
+  let runnerPooled = 0;
+  let hitPooled = 0;
   const collect = (into: Record<string, number[]>, view: View) => {
     for (const step of view.steps) if (step.endedAt) (into[step.name.replace(/:[0-9a-f]{12}$/, '')] ??= []).push(Date.parse(step.endedAt) - Date.parse(step.startedAt));
   };
   // The warm-up builds the hits' environment (its key: the declaration, the runner's ID, the lockfile).
   for (let index = -1; index < count; index += 1) {
-    const runner = await land(stack, fixture(index + 300, lock));
-    const hit = await land(stack, fixture(index + 400, lock, environment()));
+    const runner = await land(stack, fixture(index + 300, lock), gatePool);
+    const hit = await land(stack, fixture(index + 400, lock, environment()), gatePool);
     if (index < 0) continue;
+    if (runner.pooled) runnerPooled += 1;
+    if (hit.pooled) hitPooled += 1;
     const step = prepareStep(hit.view);
     if (!step.detail.startsWith('ENV_CACHE=hit')) throw new Error(`expected a hit: ${step.detail}`);
     runnerMs.push(runner.ms);
@@ -109,7 +125,7 @@ export async function measureEnvironment(stack: Stack, count: number): Promise<E
   const coldLandingMs: number[] = [];
   for (let index = 0; index < Math.min(3, count); index += 1) {
     // A declaration of its own: a new key, a build.
-    const cold = await land(stack, fixture(index + 500, lock, environment({ BENCH_COLD: `${Date.now()}-${index}` })));
+    const cold = await land(stack, fixture(index + 500, lock, environment({ BENCH_COLD: `${Date.now()}-${index}` })), gatePool);
     const step = prepareStep(cold.view);
     if (!step.detail.startsWith('ENV_CACHE=miss')) throw new Error(`expected a build: ${step.detail}`);
     coldBuildMs.push(step.ms);
@@ -128,5 +144,8 @@ export async function measureEnvironment(stack: Stack, count: number): Promise<E
     coldBuildMs,
     coldBuildMedianMs: median(coldBuildMs),
     coldLandingMedianMs: median(coldLandingMs),
+    gatePool,
+    runnerPooled,
+    hitPooled,
   };
 }

@@ -42,22 +42,24 @@ export interface RatioReport {
 
 /**
  * Waits until the host's gate pool is full and makes nothing (its state file; 10 s at most): each
- * measurement, Tarmac's and the script's, starts on a machine that is not busy refilling it.
+ * measurement, Tarmac's and the script's, starts on a machine that is not busy refilling it. With
+ * `environments`, the containers of the environments it keeps too (each one waiting, or skipped).
  */
-async function poolSettled(stack: Stack, size: number): Promise<void> {
+export async function poolSettled(stack: Stack, size: number, { environments = false } = {}): Promise<void> {
   if (size <= 0) return;
   const state = join(stack.dataDir, 'gate-pool', gatePoolId(stack.config.hostId, stack.dataDir), 'state.json');
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const now = existsSync(state) ? (JSON.parse(readFileSync(state, 'utf8')) as { idle: number; filling: number }) : undefined;
-    if (now && now.idle >= size && now.filling === 0) return;
+    const now = existsSync(state) ? (JSON.parse(readFileSync(state, 'utf8')) as { idle: number; filling: number; environments?: Array<{ idle: number; filling: number; skipped: boolean }> }) : undefined;
+    const kept = !environments || (now?.environments ?? []).every((each) => each.filling === 0 && (each.idle >= 1 || each.skipped));
+    if (now && now.idle >= size && now.filling === 0 && kept) return;
     if (Date.now() > deadline) throw new Error(`the gate pool was not full within 10 s: ${JSON.stringify(now)}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
 
 /** Waits for the janitor's cleanup record of a run (checked every 2 ms; 10 s at most). */
-async function cleanedAt(stack: Stack, runId: string): Promise<number> {
+export async function cleanedAt(stack: Stack, runId: string): Promise<number> {
   const record = join(stack.dataDir, 'runs', runId, cleanupRecord);
   const deadline = Date.now() + 10_000;
   while (!existsSync(record)) {
@@ -65,6 +67,11 @@ async function cleanedAt(stack: Stack, runId: string): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
   return Date.now();
+}
+
+/** Whether a cleaned-up run's gate ran in a container of the host's gate pool: its cleanup removed the claimed slot. */
+export function ranInPool(stack: Stack, runId: string): boolean {
+  return (JSON.parse(readFileSync(join(stack.dataDir, 'runs', runId, cleanupRecord), 'utf8')) as { removedPaths?: string[] }).removedPaths?.some((path) => path.endsWith('/gate-pool-slot')) ?? false;
 }
 
 export async function measureRatio(stack: Stack, count: number, gatePool = 0): Promise<RatioReport> {
@@ -83,7 +90,7 @@ export async function measureRatio(stack: Stack, count: number, gatePool = 0): P
     await stack.client.workflow.getHandle(created.body.id).result();
     const elapsed = Date.now() - begin;
     const cleaned = (await cleanedAt(stack, created.body.id)) - begin;
-    const pooled = (JSON.parse(readFileSync(join(stack.dataDir, 'runs', created.body.id, cleanupRecord), 'utf8')) as { removedPaths?: string[] }).removedPaths?.some((path) => path.endsWith('/gate-pool-slot')) ?? false;
+    const pooled = ranInPool(stack, created.body.id);
     const view: { body: { steps: Step[]; outcome?: { status: string } } } = await stack.api('GET', `/v1/landings/${created.body.id}`);
     if (view.body.outcome?.status !== 'landed') throw new Error(`bench landing did not land: ${JSON.stringify(view.body.outcome)}`);
     const shellRepo = twoBranchFixture(index + 200);

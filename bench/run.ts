@@ -73,7 +73,7 @@ async function main(options: Options): Promise<number> {
       const queue = { landings: options.landings ?? defaultLandings.queue, batchSize: options.batchSize, repeats: options.repeats };
       report.queue = await section(report, 'queue', () => measureQueue(stack, queue));
     }
-    if (options.only.has('environment')) report.environment = await section(report, 'environment', () => measureEnvironment(stack, options.count));
+    if (options.only.has('environment')) report.environment = await section(report, 'environment', () => measureEnvironment(stack, options.count, Number(gatePool)));
   } finally {
     await stack.stop();
   }
