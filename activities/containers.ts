@@ -244,27 +244,10 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   spec.onRunning?.({ containerId: container.id, reattached: existing });
   const logs = streamLogs(container, spec.logFile, maxLogBytes, spec.onFirstOutput).catch(() => undefined);
 
-  let timedOut = false;
-  const beat = setInterval(() => heartbeatWith(context, { containerId: container.id }), heartbeatEveryMs);
   // The deadline counts from the container's own start, so a reattached attempt does not extend it.
-  const remaining = Math.max(0, startedAt + spec.timeoutMs - Date.now());
-  const deadline = setTimeout(() => {
-    timedOut = true;
-    container.kill().catch(() => undefined);
-  }, remaining);
-  // Only a cancellation the workflow asked for stops the container. A worker shutdown or a
-  // lost heartbeat leaves it running, so the next attempt can reattach and collect it.
-  const onCancel = () => {
-    if (context.cancellationDetails?.cancelRequested) container.kill().catch(() => undefined);
-  };
-  context.cancellationSignal.addEventListener('abort', onCancel);
-  try {
-    await Promise.race([container.wait(), context.cancelled]);
-  } finally {
-    clearInterval(beat);
-    clearTimeout(deadline);
-    context.cancellationSignal.removeEventListener('abort', onCancel);
-  }
+  // Only a cancellation the workflow asked for stops the container. A worker shutdown or a lost
+  // heartbeat leaves it running, so the next attempt can reattach and collect it.
+  const { timedOut } = await waitForContainer(context, container, Math.max(0, startedAt + spec.timeoutMs - Date.now()), 'requested');
   // The log copy ends with the container; a log stream Docker never ends must not hold the step.
   await Promise.race([logs, new Promise((resolve) => setTimeout(resolve, logDrainMs).unref())]);
   const final = (await container.inspect()).State;
@@ -278,6 +261,33 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
     foundFinished,
     durationMs: Math.max(0, Date.parse(final.FinishedAt) - startedAt),
   };
+}
+
+/**
+ * Waits for a running container to end while its activity heartbeats the container id: killed at
+ * `deadlineMs` (then `timedOut`), and killed when the activity is cancelled — on a cancellation the
+ * workflow asked for (`requested`: a worker shutdown or lost heartbeat leaves it for a retry to
+ * reattach), or on any abort (`any`: a container no retry reattaches to).
+ */
+export async function waitForContainer(context: Context, container: Docker.Container, deadlineMs: number, killOn: 'requested' | 'any'): Promise<{ timedOut: boolean }> {
+  let timedOut = false;
+  const beat = setInterval(() => heartbeatWith(context, { containerId: container.id }), heartbeatEveryMs);
+  const deadline = setTimeout(() => {
+    timedOut = true;
+    container.kill().catch(() => undefined);
+  }, deadlineMs);
+  const onCancel = () => {
+    if (killOn === 'any' || context.cancellationDetails?.cancelRequested) container.kill().catch(() => undefined);
+  };
+  context.cancellationSignal.addEventListener('abort', onCancel);
+  try {
+    await Promise.race([container.wait(), context.cancelled]);
+  } finally {
+    clearInterval(beat);
+    clearTimeout(deadline);
+    context.cancellationSignal.removeEventListener('abort', onCancel);
+  }
+  return { timedOut };
 }
 
 /** Removes the containers of one run — found by the run's label, never by name or image. */

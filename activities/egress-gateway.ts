@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 import { addressDecision, egressDecision, splitAuthority } from '../policies/egress';
 import { absoluteHttpTarget, answerResponse, answerSocket, connectFirst, relayRequest, relayTunnel } from './egress-relay';
 import { containerUser } from './git';
-import { listenPrivately } from './private-socket';
+import { serveHttpPrivately } from './private-socket';
 
 /**
  * The egress gateway: an environment setup's only way out (its container has network `none`).
@@ -247,11 +247,7 @@ export async function startEgressGateway(options: EgressGatewayOptions): Promise
   // A head that trickles in is not a way to hold a connection.
   server.headersTimeout = 30_000;
 
-  const socket = await listenPrivately(options.dir, options.socketName ?? 'egress.sock', containerUser(), (connection) => {
-    sockets.add(connection);
-    connection.on('close', () => sockets.delete(connection));
-    server.emit('connection', connection);
-  });
+  const socket = await serveHttpPrivately(options.dir, options.socketName ?? 'egress.sock', containerUser(), server, sockets);
 
   return {
     socketPath: socket.socketPath,

@@ -6,6 +6,7 @@ import { Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import { containerName } from '../core/node/container-rules';
 import { copyCappedLog } from './container-logs';
+import { waitForContainer } from './containers';
 import { heartbeatWith } from './heartbeat-details';
 
 /**
@@ -184,21 +185,8 @@ export async function runSetupContainer(docker: Docker, spec: SetupContainerSpec
   });
   const startedAt = Date.now();
   await container.start();
-  let timedOut = false;
-  const beat = setInterval(() => heartbeatWith(context, { containerId: container.id }), 2_000);
-  const deadline = setTimeout(() => {
-    timedOut = true;
-    container.kill().catch(() => undefined);
-  }, spec.timeoutMs);
-  const onCancel = () => container.kill().catch(() => undefined);
-  context.cancellationSignal.addEventListener('abort', onCancel);
-  try {
-    await Promise.race([container.wait(), context.cancelled]);
-  } finally {
-    clearInterval(beat);
-    clearTimeout(deadline);
-    context.cancellationSignal.removeEventListener('abort', onCancel);
-  }
+  // No retry reattaches to a setup (it starts over): any abort stops it.
+  const { timedOut } = await waitForContainer(context, container, spec.timeoutMs, 'any');
   const resultBytes = await Promise.race([result.done, new Promise<number>((resolve) => setTimeout(() => resolve(-1), 15_000).unref())]);
   await Promise.race([logged, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
   const final = (await container.inspect()).State;

@@ -11,7 +11,7 @@ import { forwardExchange, type ExchangeResult } from './model-exchange';
 import { loadUsage, meterResponse, type ModelGatewayUsage } from './model-gateway-usage';
 import { allowedRoutes, forwardedRequest, gatewayError, routeAllowed, transcriptHeaders, type GatewayErrorKind } from './model-protocol';
 import { ModelTranscript, transcriptBody, transcriptLimits } from './model-transcript';
-import { listenPrivately } from './private-socket';
+import { serveHttpPrivately } from './private-socket';
 import { writeFileAtomic } from './run-store';
 
 export type { ModelGatewayUsage } from './model-gateway-usage';
@@ -215,11 +215,7 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
   const inFlight = new Set<Promise<void>>();
   const sockets = new Set<Socket>();
 
-  const socket = await listenPrivately(options.socketKey ?? options.dir, options.socketName ?? 'model.sock', containerUser(), (connection) => {
-    sockets.add(connection);
-    connection.on('close', () => sockets.delete(connection));
-    server.emit('connection', connection);
-  });
+  const socket = await serveHttpPrivately(options.socketKey ?? options.dir, options.socketName ?? 'model.sock', containerUser(), server, sockets);
 
   return {
     socketPath: socket.socketPath,

@@ -81,3 +81,15 @@ export async function listenPrivately(key: string, name: string, owner: Owner, s
     },
   };
 }
+
+/**
+ * Serves an HTTP server on a private socket (`listenPrivately`), keeping every connection in
+ * `sockets` while it is open, so the gateway's close can cut the ones still open.
+ */
+export async function serveHttpPrivately(key: string, name: string, owner: Owner, server: { emit(event: 'connection', socket: Socket): boolean }, sockets: Set<Socket>): Promise<PrivateSocket> {
+  return await listenPrivately(key, name, owner, (connection) => {
+    sockets.add(connection);
+    connection.on('close', () => sockets.delete(connection));
+    server.emit('connection', connection);
+  });
+}
