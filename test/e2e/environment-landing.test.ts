@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
-import { npmRegistry, pypiHosts } from '../helpers/registries';
+import { npmRegistry, pypiHosts, npmLockfile } from '../helpers/registries';
 import { containersCreated, landingFinished, startStack, stepRunning, type Stack } from '../helpers/stack';
 
 const registry = npmRegistry();
@@ -14,14 +13,7 @@ const pypi = pypiHosts();
 const pkg = (deps: Record<string, string>) =>
   `${JSON.stringify({ name: 'env-landing', version: '1.0.0', private: true, scripts: { test: `node -e "for (const d of ${JSON.stringify(Object.keys(deps)).replaceAll('"', "'")}) console.log(d, 'loads:', typeof require(d))"` }, dependencies: deps }, null, 2)}\n`;
 /** A lockfile made by the machine's own npm for these dependencies, as a user's would be. */
-function lockFor(deps: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'tarmac-lock-'));
-  writeFileSync(join(dir, 'package.json'), pkg(deps));
-  execFileSync('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund', '--registry', registry.url], { cwd: dir, stdio: 'ignore' });
-  const lock = readFileSync(join(dir, 'package-lock.json'), 'utf8');
-  rmSync(dir, { recursive: true, force: true });
-  return lock;
-}
+const lockFor = (deps: Record<string, string>): string => npmLockfile(pkg(deps));
 const environment = { setup: [`npm ci --no-audit --no-fund --registry ${registry.url}`], inputs: ['package.json', 'package-lock.json'] };
 
 /**

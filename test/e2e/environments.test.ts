@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -16,7 +16,7 @@ import type { EnvironmentRef } from '../../core/environment-types';
 import type { GateSuiteResult } from '../../core/types';
 import { createFixtureRepo, type FixtureRepo } from '../../infra/fixture-repo';
 import { containersCreated } from '../helpers/stack';
-import { npmRegistry } from '../helpers/registries';
+import { npmRegistry, npmLockfile } from '../helpers/registries';
 
 const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).trim();
 
@@ -46,15 +46,7 @@ describe('environments: built once from the inputs with audited egress, reused b
 
   before(() => {
     const pkg = (deps: Record<string, string>) => `${JSON.stringify({ name: 'env-fixture', version: '1.0.0', private: true, scripts: { test: "node -e \"console.log('left-pad says', require('left-pad')('x', 3, '-'))\"" }, dependencies: deps }, null, 2)}\n`;
-    // Lockfiles made by the machine's own npm (its registry), as a user's would be.
-    const lockFor = (deps: Record<string, string>) => {
-      const dir = mkdtempSync(join(tmpdir(), 'tarmac-lock-'));
-      writeFileSync(join(dir, 'package.json'), pkg(deps));
-      execFileSync('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund', '--registry', registry.url], { cwd: dir, stdio: 'ignore' });
-      const lock = readFileSync(join(dir, 'package-lock.json'), 'utf8');
-      rmSync(dir, { recursive: true, force: true });
-      return lock;
-    };
+    const lockFor = (deps: Record<string, string>) => npmLockfile(pkg(deps));
     const one = { 'left-pad': '1.3.0' };
     const lock = lockFor(one);
     // The same package at a version the registry does not have, in package.json and the lockfile alike.

@@ -9,8 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadRecipes } from '../../core/node/recipes';
@@ -18,7 +17,7 @@ import { createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { skipUnlessBuilt } from '../helpers/agent-cli';
-import { npmRegistry } from '../helpers/registries';
+import { npmRegistry, npmLockfile } from '../helpers/registries';
 import { containersCreated, landingFinished, startStack, type Stack } from '../helpers/stack';
 
 const image = loadRecipes().harnesses['claude-code']!.image;
@@ -59,11 +58,7 @@ describe('real agent in an environment: Claude Code runs npm test through run_co
 
   it('red gate → fix loop → the agent runs the tests in the environment (red, then green) → landed; the transcript shows them', async () => {
     const pkg = `${JSON.stringify({ name: 'label', version: '1.0.0', private: true, scripts: { test: 'node test.js' }, dependencies: { 'left-pad': '1.3.0' } }, null, 2)}\n`;
-    const lockDir = mkdtempSync(join(tmpdir(), 'tarmac-lock-'));
-    writeFileSync(join(lockDir, 'package.json'), pkg);
-    execFileSync('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund', '--registry', registry.url], { cwd: lockDir, stdio: 'ignore' });
-    const lock = readFileSync(join(lockDir, 'package-lock.json'), 'utf8');
-    rmSync(lockDir, { recursive: true, force: true });
+    const lock = npmLockfile(pkg);
     const test = [
       "const label = require('./label');",
       "console.log('left-pad from', require.resolve('left-pad'));",

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -19,7 +19,7 @@ import type { EnvironmentRef } from '../../core/environment-types';
 import { loadRecipes } from '../../core/node/recipes';
 import type { SessionAttemptReport } from '../../core/session-types';
 import { createFixtureRepo, type FixtureRepo } from '../../infra/fixture-repo';
-import { npmRegistry } from '../helpers/registries';
+import { npmRegistry, npmLockfile } from '../helpers/registries';
 import { runningContainer, waitFor } from '../helpers/stack';
 
 const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).trim();
@@ -62,11 +62,7 @@ describe('session environment: run_command runs in a command container of the en
 
   before(async () => {
     const pkg = `${JSON.stringify({ name: 'session-env', version: '1.0.0', private: true, dependencies: { 'left-pad': '1.3.0' } }, null, 2)}\n`;
-    const lockDir = mkdtempSync(join(tmpdir(), 'tarmac-lock-'));
-    writeFileSync(join(lockDir, 'package.json'), pkg);
-    execFileSync('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund', '--registry', registry.url], { cwd: lockDir, stdio: 'ignore' });
-    const lock = readFileSync(join(lockDir, 'package-lock.json'), 'utf8');
-    rmSync(lockDir, { recursive: true, force: true });
+    const lock = npmLockfile(pkg);
     repo = createFixtureRepo({ base: { 'package.json': pkg, 'package-lock.json': lock, 'README.md': 'session env\n' }, branches: [] });
 
     ({ baseSha } = await gitActivities.prepareSessionWorkspace({ runId, repo: repo.url, ref: 'main' }));
