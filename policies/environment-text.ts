@@ -12,7 +12,8 @@ export function environmentDetail(environment: EnvironmentRef): string {
 
 /** The one-line summary and the message of a failed environment, quoting the setup's own error. */
 export function environmentFailureText(failure: EnvironmentFailure): { summary: string; message: string } {
-  const refused = failure.refused.length ? `; egress refused: ${failure.refused.join(', ')}` : '';
+  // The operator's list decides what a setup reaches: a refusal says where to allow the host.
+  const refused = failure.refused.length ? `; egress refused: ${failure.refused.join(', ')} (not in the worker's TARMAC_EGRESS_ALLOW)` : '';
   const declared = failure.refusedDeclared?.length ? `; the declaration's egress hosts not allowed by the operator (TARMAC_EGRESS_ALLOW): ${failure.refusedDeclared.join(', ')}` : '';
   const tail = failure.logTail.split('\n').slice(-8).join('\n');
   return {
