@@ -193,3 +193,10 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+// The types workflows name: workflows import them from this index only, never from a room's file.
+export type { StackedMember } from './batch';
+export type { RebaseResult } from './rebase';
+export type { RetentionReport } from './retention';
+export type { SealedReport } from './review-cache';
+export type { DispatchPlan } from './sessions';

@@ -1,6 +1,5 @@
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { DispatchPlan } from '../activities/sessions';
+import type { Activities, DispatchPlan } from '../activities';
 import { parseDuration } from '../core/duration';
 import { FailureCode } from '../core/failures';
 import type { SessionAttemptReport, SessionOutcome, SessionRequest } from '../core/session-types';

@@ -1,6 +1,5 @@
 import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { StackedMember } from '../activities/batch';
+import type { Activities, StackedMember } from '../activities';
 import type { BatchMember, BatchMemberResult, BatchOutcome, BatchRequest, BatchRound } from '../core/batch-types';
 import { FailureCode } from '../core/failures';
 import { defaultRunnerImage, suiteTimeoutMs, type GateFile } from '../core/gate-file';

@@ -1,6 +1,5 @@
 import { defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { RetentionReport } from '../activities/retention';
+import type { Activities, RetentionReport } from '../activities';
 import { hostQueue } from '../core/queues';
 
 export interface RetentionSweepRequest {

@@ -1,6 +1,5 @@
 import { CancellationScope, executeChild, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { SealedReport } from '../activities/review-cache';
+import type { Activities, SealedReport } from '../activities';
 import { hostQueue, placementQueue } from '../core/queues';
 import type { CacheStatus, PanelMeters, PanelRequest, PanelReviewer, PanelVerdict, ResolvedPanel, ReviewerReport } from '../core/review-types';
 import type { ConversationRef, SessionOutcome, SessionRequest } from '../core/session-types';

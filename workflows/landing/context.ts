@@ -1,6 +1,5 @@
-import type { Activities } from '../../activities';
+import type { Activities, RebaseResult } from '../../activities';
 import type { BatchMemberResult } from '../../core/batch-types';
-import type { RebaseResult } from '../../activities/rebase';
 import type { GateFileFacts } from '../../policies/gate-file-change';
 import type { GateFile } from '../../core/gate-file';
 import type { EnvironmentDeclaration } from '../../core/environment';

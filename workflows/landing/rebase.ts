@@ -1,4 +1,4 @@
-import type { RebaseResult } from '../../activities/rebase';
+import type { RebaseResult } from '../../activities';
 import { FailureCode } from '../../core/failures';
 import type { ConversationRef, SessionOutcome } from '../../core/session-types';
 import type { LandingOutcome } from '../../core/types';

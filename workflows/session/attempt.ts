@@ -1,7 +1,6 @@
 import { TimeoutType } from '@temporalio/common';
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../../activities';
-import type { DispatchPlan } from '../../activities/sessions';
+import type { Activities, DispatchPlan } from '../../activities';
 import { parseDuration } from '../../core/duration';
 import { hostQueue, placementQueue } from '../../core/queues';
 import type { SessionAttemptReport, SessionRequest } from '../../core/session-types';
