@@ -2,25 +2,25 @@ import type Docker from 'dockerode';
 import { join } from 'node:path';
 import type { SessionOutcome } from '../core/session-types';
 import type { LandingOutcome } from '../core/types';
-import { createGateActivities } from './gates';
-import { createEnvironmentActivities, type EnvironmentDeps } from './environments';
-import { createFixActivities } from './fix';
-import { createGroundingActivities } from './grounding';
-import { createGitActivities } from './git';
-import { createLandingCapsules } from './landing-capsules';
-import { createBatchActivities } from './batch';
-import { createPlacement } from './place-landing';
-import { createRebaseActivities } from './rebase';
-import { createReviewCacheActivities } from './review-cache';
-import { createQueueActivities } from './queue';
-import { createQuarantineActivities } from './quarantine';
-import { createRetentionActivities } from './retention';
-import { createNightlyActivities } from './nightly';
+import { createGateActivities } from './containers/gates';
+import { createEnvironmentActivities, type EnvironmentDeps } from './environments/environments';
+import { createFixActivities } from './fix/fix';
+import { createGroundingActivities } from './fix/grounding';
+import { createGitActivities } from './git/git';
+import { createLandingCapsules } from './git/landing-capsules';
+import { createBatchActivities } from './git/batch';
+import { createPlacement } from './git/place-landing';
+import { createRebaseActivities } from './git/rebase';
+import { createReviewCacheActivities } from './stores/review-cache';
+import { createQueueActivities } from './stores/queue';
+import { createQuarantineActivities } from './stores/quarantine';
+import { createRetentionActivities } from './janitor/retention';
+import { createNightlyActivities } from './git/nightly';
 import { defaultTaskQueue } from '../core/queues';
-import { createSessionActivities } from './sessions';
-import { runPaths, writeFileAtomic } from './run-store';
-import { createRunJanitor, type RunJanitor } from './run-janitor';
-import type { GatePool } from './gate-pool';
+import { createSessionActivities } from './sessions/sessions';
+import { runPaths, writeFileAtomic } from './stores/run-store';
+import { createRunJanitor, type RunJanitor } from './janitor/run-janitor';
+import type { GatePool } from './containers/gate-pool';
 import { Context } from '@temporalio/activity';
 import { Runtime } from '@temporalio/worker';
 import { failure, FailureCode } from '../core/failures';
@@ -45,10 +45,10 @@ export interface ActivityDeps {
   modelUpstreams?: { anthropic: string; openai: string };
   /** The script harness's scenarios (config `scriptScenariosDir`); default none. */
   scriptScenariosDir?: string;
-  /** This host's warm gate pool (the worker makes it once, activities/gate-pool.ts); none: every gate suite starts its own container. */
+  /** This host's warm gate pool (the worker makes it once, activities/containers/gate-pool.ts); none: every gate suite starts its own container. */
   gatePool?: GatePool;
   /**
-   * Repository environments (activities/environments.ts): the operator's egress allow-list
+   * Repository environments (activities/environments/environments.ts): the operator's egress allow-list
    * (`TARMAC_EGRESS_ALLOW`, default none: a setup reaches nothing), entries every setup gets, the CA
    * bundle setups trust and the size limits.
    */
@@ -59,7 +59,7 @@ export interface ActivityDeps {
   janitorLog?: { info(message: string, meta?: Record<string, unknown>): void; warn(message: string, meta?: Record<string, unknown>): void };
 }
 
-/** The host's run janitor (activities/run-janitor.ts) on the same containers and manifests as the cleanup activity. */
+/** The host's run janitor (activities/janitor/run-janitor.ts) on the same containers and manifests as the cleanup activity. */
 export function createHostRunJanitor(deps: ActivityDeps): RunJanitor {
   const git = createGitActivities(deps);
   const gates = createGateActivities(deps);
@@ -159,7 +159,7 @@ export function createActivities(deps: ActivityDeps) {
      * A landing's last step, on its host, in the workflow task that ends the run: frees the target
      * (given the queue; a repeat is harmless), stores the outcome, and leaves the run's cleanup to
      * this host's janitor, which removes what `capsule.cleanupRun` would once the run has closed
-     * (activities/run-janitor.ts). Every part converges when repeated: it may run as a local activity.
+     * (activities/janitor/run-janitor.ts). Every part converges when repeated: it may run as a local activity.
      */
     async 'capsule.finishRun'({ runId, outcome, release }: { runId: string; outcome: LandingOutcome; release?: { queueId: string } }): Promise<{ cleanup: 'after-close' }> {
       await Promise.all([
@@ -195,8 +195,8 @@ export function createActivities(deps: ActivityDeps) {
 export type Activities = ReturnType<typeof createActivities>;
 
 // The types workflows name: workflows import them from this index only, never from a room's file.
-export type { StackedMember } from './batch';
-export type { RebaseResult } from './rebase';
-export type { RetentionReport } from './retention';
-export type { SealedReport } from './review-cache';
-export type { DispatchPlan } from './sessions';
+export type { StackedMember } from './git/batch';
+export type { RebaseResult } from './git/rebase';
+export type { RetentionReport } from './janitor/retention';
+export type { SealedReport } from './stores/review-cache';
+export type { DispatchPlan } from './sessions/sessions';

@@ -10,7 +10,7 @@ import {
   repoAllowProblem,
   type RepoLocation,
 } from '../core/repo-location';
-import { leanRun } from '../activities/lean-spawn';
+import { leanRun } from '../activities/git/lean-spawn';
 import { invalid } from './errors';
 
 /** How long `git ls-remote` may take before the location is refused as unreadable. */

@@ -2,7 +2,7 @@
  * Which harness#model a worker can run, from what it has: the harness's image, and for a CLI
  * harness a way to its provider's model (the worker's key for it, or an upstream of the
  * operator's own that may need none). Pure: the facts are gathered by the worker
- * (activities/agent-availability.ts); the API, the dispatch and the session decide from them.
+ * (activities/sessions/agent-availability.ts); the API, the dispatch and the session decide from them.
  */
 import type { Harness } from './recipe-schemas';
 import { modelProviderOf } from './harnesses';

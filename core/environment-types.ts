@@ -1,5 +1,5 @@
 /**
- * What crosses between the environment activities (activities/environments.ts) and the workflows
+ * What crosses between the environment activities (activities/environments/environments.ts) and the workflows
  * that use them. Pure types: sandbox-safe.
  */
 

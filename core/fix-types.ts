@@ -110,7 +110,7 @@ export interface MakeDatabase {
   makefiles: string[];
 }
 
-/** What a fix loop read of its workspace's head to ground the repro and the playbooks (activities/grounding.ts). */
+/** What a fix loop read of its workspace's head to ground the repro and the playbooks (activities/fix/grounding.ts). */
 export interface RepoFacts {
   headSha: string;
   /** Regular files of the tree (at most `maxFactFiles`, `node_modules/` left out). */

@@ -148,7 +148,7 @@ export type GateLimits = Static<typeof GateLimitsSchema>;
  * recipes/playbooks.json as a snapshot carries it: the parsed file, its envelope checked here (the
  * tool gateway's grounding rules and the fix loop's limits, which the session activity and the fix
  * loop read). The playbooks' kinds and matchers are the fix loop's to check where it uses them
- * (activities/fix.ts); more fields are kept as they are.
+ * (activities/fix/fix.ts); more fields are kept as they are.
  */
 export const PlaybooksSnapshotSchema = Type.Object({
   version: Type.Literal(1),

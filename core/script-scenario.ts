@@ -5,7 +5,7 @@
  * development and tests), and the model names it: `script#fixer:write-fixed` is the `fixer`
  * behaviour in scenario `write-fixed`. Requests carry no script switches of their own, so production
  * request types and the API schema stay free of test-only fields. Pure: the worker reads the file
- * (activities/script-scenarios.ts); this module names, parses and checks.
+ * (activities/sessions/script-scenarios.ts); this module names, parses and checks.
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Value, ValueErrorType } from '@sinclair/typebox/value';

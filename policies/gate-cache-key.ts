@@ -4,7 +4,7 @@
  * suite's entry in the gate file as a whole (id, argv, timeout, any field added later), its
  * effective timeout, the container's environment and the sandbox it runs in; the image is the ID
  * Docker reports (`sha256:…`), not its tag, so a rebuilt image is another key. Pure: the caller
- * (activities/gate-cache.ts) digests the definition's text; the path is safe as a file name.
+ * (activities/stores/gate-cache.ts) digests the definition's text; the path is safe as a file name.
  */
 export interface GateCacheKey {
   treeSha: string;

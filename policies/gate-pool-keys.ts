@@ -1,6 +1,6 @@
 /**
  * Which repository environments the host's warm gate pool keeps a container for
- * (activities/gate-pool.ts, `TARMAC_GATE_POOL_ENVIRONMENTS`): the keys landings used most recently,
+ * (activities/containers/gate-pool.ts, `TARMAC_GATE_POOL_ENVIRONMENTS`): the keys landings used most recently,
  * at most `bound` of them. A container made for a key is only ever claimed by a suite of that key,
  * so a key that falls off the list loses its waiting container (`dropped`): it would serve no one.
  * Pure: the pool calls it each time a landing uses an environment.

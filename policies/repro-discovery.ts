@@ -13,7 +13,7 @@
  * script exists, or when the user plainly ran it and its failure is the bug (make's or npm's own
  * error pasted, the command in backticks or after a prompt, "with make up", "make up fails"). So
  * "make sure the server starts" is no command, and a request with nothing grounded gets none.
- * Pure: decides from the request and the facts read of the repository (activities/grounding.ts).
+ * Pure: decides from the request and the facts read of the repository (activities/fix/grounding.ts).
  */
 import type { Intent, RepoFacts, ReproSource } from '../core/fix-types';
 

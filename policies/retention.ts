@@ -1,7 +1,7 @@
 /**
  * Retention: what a host's sweep may remove from its data dir, decided from facts the sweep
  * gathered (the run's manifest, its workflow's status, times). Pure; the sweep
- * (activities/retention.ts) only reads the facts and removes what this says.
+ * (activities/janitor/retention.ts) only reads the facts and removes what this says.
  */
 
 /** What Temporal says about the run's workflow. */

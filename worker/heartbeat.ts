@@ -1,6 +1,6 @@
 import type { Context } from '@temporalio/activity';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
-import { lastHeartbeatDetails } from '../activities/heartbeat-details';
+import { lastHeartbeatDetails } from '../activities/containers/heartbeat-details';
 import { heartbeatEveryMs } from '../workflows/activity-options';
 
 /**

@@ -3,14 +3,14 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities, createHostRunJanitor } from '../activities';
-import { createGatePool } from '../activities/gate-pool';
+import { createGatePool } from '../activities/containers/gate-pool';
 import { defaultRunnerImage } from '../core/gate-file';
 import type { Config } from '../core/node/config';
 import { hostQueue, placementQueue } from '../core/queues';
 import { heartbeatEveryMs } from '../workflows/activity-options';
 import { heartbeating } from './heartbeat';
 import { loadRecipes } from '../core/node/recipes';
-import { workerAgents } from '../activities/agent-availability';
+import { workerAgents } from '../activities/sessions/agent-availability';
 import { agentsReportEveryMs, type HostAgents } from '../core/agent-availability';
 import { agentRegistryId, agentsReportSignal, type agentRegistry } from '../workflows/agent-registry';
 import { workflowCodeOption } from './workflow-bundle';
@@ -69,10 +69,10 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
     environments: { egressAllow: [...config.egressAllow], setupEnv: config.environments.setupEnv, ...(config.environments.egressCa ? { caBundle: config.environments.egressCa } : {}), maxBytes: config.environments.envMaxBytes, cacheMaxBytes: config.environments.envCacheMaxBytes },
   };
   const hostLog = { info: (message: string, meta?: Record<string, unknown>) => logger.info(meta ?? {}, message), warn: (message: string, meta?: Record<string, unknown>) => logger.warn(meta ?? {}, message) };
-  // The host's warm gate pool (activities/gate-pool.ts): gate containers started before any landing needs one.
+  // The host's warm gate pool (activities/containers/gate-pool.ts): gate containers started before any landing needs one.
   const gatePool = config.workerQueues.includes('host') && config.gatePool > 0 ? createGatePool({ dataDir: config.dataDir, hostId: config.hostId, docker, size: config.gatePool, image: defaultRunnerImage, environments: config.gatePoolEnvironments, log: hostLog }) : undefined;
   await gatePool?.start().catch((error: unknown) => logger.warn({ err: error }, 'the gate pool did not start; gates start their own containers'));
-  // The landings' cleanups once their runs have closed (activities/run-janitor.ts): resumed below for this host's data dir.
+  // The landings' cleanups once their runs have closed (activities/janitor/run-janitor.ts): resumed below for this host's data dir.
   const runJanitor = createHostRunJanitor({ ...deps, ...(gatePool ? { gatePool } : {}), janitorLog: hostLog });
   const activities = createActivities({ ...deps, ...(gatePool ? { gatePool } : {}), runJanitor });
   // TARMAC_WORKER_QUEUES: a deployment may run workflow workers and host workers as separate processes.

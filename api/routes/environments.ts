@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from '@sinclair/typebox';
-import { listEnvironments } from '../../activities/environments';
+import { listEnvironments } from '../../activities/environments/environments';
 import { canonicalRepo } from '../target-filter';
 import { EnvironmentListQuery, EnvironmentSchema, ErrorSchema } from '../schemas';
 

@@ -9,7 +9,7 @@ import { FailureCode } from '../../core/failures';
 import { formatCursor, parseCursor, startCursor, type EventCursor } from '../../core/event-cursor';
 import type { RunEvent } from '../../core/events';
 import { eventsQuery } from '../../core/messages';
-import { runPaths } from '../../activities/run-store';
+import { runPaths } from '../../activities/stores/run-store';
 import { ApiError } from '../errors';
 import { readNewLogLines } from '../run-logs';
 import { ErrorSchema, LandingIdParams } from '../schemas';

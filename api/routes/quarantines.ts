@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
-import { quarantinesInForce } from '../../activities/quarantine';
+import { quarantinesInForce } from '../../activities/stores/quarantine';
 import { FailureCode } from '../../core/failures';
 import { suiteQuarantineId } from '../../core/node/quarantine-id';
 import { liftQuarantineUpdate, type Quarantine } from '../../core/quarantine';

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
-import { targetQueueId } from '../../activities/queue';
+import { targetQueueId } from '../../activities/stores/queue';
 import { queueStatusQuery, type QueueStatusView } from '../../core/messages';
 import { searchAttributes } from '../../core/search-attributes';
 import { runListQuery } from '../../core/visibility-query';

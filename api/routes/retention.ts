@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Client } from '@temporalio/client';
-import type { RetentionReport } from '../../activities/retention';
+import type { RetentionReport } from '../../activities/janitor/retention';
 import { ErrorSchema } from '../schemas';
 
 /** The most removals one sweep lists here (the host's retention.jsonl has them all). */

@@ -59,7 +59,7 @@ export interface Config {
   dockerSocket: string;
   /**
    * `TARMAC_GATE_POOL`, default `1`: gate containers a host worker keeps started ahead, waiting for a
-   * suite on the default runner image (activities/gate-pool.ts); `0` turns the pool off (0-16).
+   * suite on the default runner image (activities/containers/gate-pool.ts); `0` turns the pool off (0-16).
    */
   gatePool: number;
   /**
@@ -106,7 +106,7 @@ export interface Config {
   retentionMs?: number;
   /**
    * `TARMAC_SPAWN_HELPER`, `on` (default) or `off`: the host's git, tar and chown started by the
-   * spawn helper (activities/lean-spawn.ts), or from the worker itself. Read by lean-spawn from the
+   * spawn helper (activities/git/lean-spawn.ts), or from the worker itself. Read by lean-spawn from the
    * environment; checked here so that a wrong value stops the process instead of being ignored.
    */
   spawnHelper: boolean;

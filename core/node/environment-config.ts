@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
-/** The worker's settings for repository environments (issue 24; activities/environments.ts). */
+/** The worker's settings for repository environments (issue 24; activities/environments/environments.ts). */
 export interface EnvironmentConfig {
   /**
    * `TARMAC_SETUP_ENV`: `NAME=value` entries (space or newline separated) every environment setup

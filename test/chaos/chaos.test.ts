@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { removeRunContainers } from '../../activities/containers';
+import { removeRunContainers } from '../../activities/containers/containers';
 import type { LandingOutcome } from '../../core/types';
 import { branchHead } from '../../infra/fixture-repo';
 import { buildWorkflowBundle } from '../../worker/workflow-bundle';

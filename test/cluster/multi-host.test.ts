@@ -5,14 +5,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
-import { runPaths } from '../../activities/run-store';
+import { runPaths } from '../../activities/stores/run-store';
 import { eventsQuery } from '../../core/messages';
 import { defaultRecipesDir } from '../../core/node/recipes';
 import { hostQueue } from '../../core/queues';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { startCluster, type Cluster } from '../helpers/cluster';
 import { cleanedUp, removePoolContainers, waitFor } from '../helpers/stack';
-import { gatePoolId } from '../../activities/gate-pool';
+import { gatePoolId } from '../../activities/containers/gate-pool';
 
 /** How long each landing's gate runs: long enough that every landing of host A is in its gate when A dies. */
 const gateSeconds = 25;

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
 import { promisify } from 'node:util';
-import { startEgressGateway, type EgressConnection, type EgressGatewayHandle } from '../../activities/egress-gateway';
+import { startEgressGateway, type EgressConnection, type EgressGatewayHandle } from '../../activities/gateways/egress-gateway';
 import { freePort } from '../../infra/ports';
 import { npmRegistry } from '../helpers/registries';
 

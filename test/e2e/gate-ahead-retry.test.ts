@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Docker from 'dockerode';
-import { containerStdout, removeRunContainers, startStepContainerAhead } from '../../activities/containers';
-import { createGateActivities } from '../../activities/gates';
-import { runPaths } from '../../activities/run-store';
+import { containerStdout, removeRunContainers, startStepContainerAhead } from '../../activities/containers/containers';
+import { createGateActivities } from '../../activities/containers/gates';
+import { runPaths } from '../../activities/stores/run-store';
 import { createFixtureRepo } from '../../infra/fixture-repo';
 
 /**

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type Docker from 'dockerode';
-import { gatePoolId, poolLabelKeys } from '../../activities/gate-pool';
+import { gatePoolId, poolLabelKeys } from '../../activities/containers/gate-pool';
 import { createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { cleanedUp, landingFinished, startStack, waitFor, type Stack } from '../helpers/stack';
 

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type Docker from 'dockerode';
-import { gatePoolId, poolLabelKeys } from '../../activities/gate-pool';
+import { gatePoolId, poolLabelKeys } from '../../activities/containers/gate-pool';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { cleanedUp, containersCreated, landingFinished, startStack, stepRunning, waitFor, type Stack } from '../helpers/stack';
 

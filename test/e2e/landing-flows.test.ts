@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { mirrorPath } from '../../activities/run-store';
+import { mirrorPath } from '../../activities/stores/run-store';
 import { landingId } from '../../core/node/landing-id';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch, type Files } from '../../infra/fixture-repo';
 import { cleanedUp, landingFinished, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';

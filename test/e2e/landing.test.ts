@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
-import { cleanupMarker } from '../../activities/run-janitor';
+import { cleanupMarker } from '../../activities/janitor/run-janitor';
 import { cleanedUp, containersCreated, startStack, stepRunning, waitFor, type Stack } from '../helpers/stack';
 
 const passingBase = {

@@ -5,8 +5,8 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { loadPricing } from '../../core/node/recipes';
-import { demuxDockerLog } from '../../activities/containers';
-import { startModelGateway, type ModelGatewayHandle } from '../../activities/model-gateway';
+import { demuxDockerLog } from '../../activities/containers/containers';
+import { startModelGateway, type ModelGatewayHandle } from '../../activities/gateways/model-gateway';
 import { startModelUpstream, type ModelUpstream } from '../helpers/model-upstream';
 
 /**

@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { RetentionReport } from '../../activities/retention';
-import { mirrorPath } from '../../activities/run-store';
+import type { RetentionReport } from '../../activities/janitor/retention';
+import { mirrorPath } from '../../activities/stores/run-store';
 import { createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { retentionScheduleId } from '../../worker/retention-schedule';
 import { startStack, waitFor, type Stack } from '../helpers/stack';

@@ -9,12 +9,12 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import Docker from 'dockerode';
-import { commandContainer, commandStep } from '../../activities/command-container';
-import { removeRunContainers } from '../../activities/containers';
-import { createEnvironmentActivities, type PrepareEnvironmentInput, type PrepareEnvironmentResult } from '../../activities/environments';
-import { containerUser, createGitActivities } from '../../activities/git';
-import { runPaths } from '../../activities/run-store';
-import { createSessionActivities, type RunSessionInput } from '../../activities/sessions';
+import { commandContainer, commandStep } from '../../activities/containers/command-container';
+import { removeRunContainers } from '../../activities/containers/containers';
+import { createEnvironmentActivities, type PrepareEnvironmentInput, type PrepareEnvironmentResult } from '../../activities/environments/environments';
+import { containerUser, createGitActivities } from '../../activities/git/git';
+import { runPaths } from '../../activities/stores/run-store';
+import { createSessionActivities, type RunSessionInput } from '../../activities/sessions/sessions';
 import type { EnvironmentRef } from '../../core/environment-types';
 import { loadRecipes } from '../../core/node/recipes';
 import type { SessionAttemptReport } from '../../core/session-types';

@@ -11,8 +11,8 @@ import { loadConfig, type Config } from '../../core/node/config';
 import { scenarioNameProblem, type ScriptScenario } from '../../core/script-scenario';
 import { freePort } from '../../infra/ports';
 import { findTemporalBin, startDevServer, stopChild, type DevServer } from '../../infra/temporal-server';
-import { cleanupMarker, cleanupRecord } from '../../activities/run-janitor';
-import { gatePoolId, poolLabelKeys } from '../../activities/gate-pool';
+import { cleanupMarker, cleanupRecord } from '../../activities/janitor/run-janitor';
+import { gatePoolId, poolLabelKeys } from '../../activities/containers/gate-pool';
 
 const root = resolve(__dirname, '../..');
 export const testToken = 'test-token-0123456789abcdef';

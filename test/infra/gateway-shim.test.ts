@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import Docker from 'dockerode';
-import { startGateway, type GatewayHandle } from '../../activities/gateway';
+import { startGateway, type GatewayHandle } from '../../activities/gateways/tool-gateway';
 
 const shim = resolve(__dirname, '../../images/shared/tarmac-mcp');
 

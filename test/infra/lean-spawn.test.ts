@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { leanPipe, leanRun } from '../../activities/lean-spawn';
+import { leanPipe, leanRun } from '../../activities/git/lean-spawn';
 
 const alive = (pid: number) => {
   try {
@@ -116,7 +116,7 @@ describe('the spawn helper: host commands started by a small process', () => {
   });
 
   it('an idle helper does not keep its process alive, and it goes when that process goes', () => {
-    const script = `const { leanRun } = require(${JSON.stringify(join(__dirname, '../../activities/lean-spawn.ts'))}); leanRun({ command: 'sh', args: ['-c', 'echo $PPID'] }).then((r) => process.stdout.write(r.stdout.toString()));`;
+    const script = `const { leanRun } = require(${JSON.stringify(join(__dirname, '../../activities/git/lean-spawn.ts'))}); leanRun({ command: 'sh', args: ['-c', 'echo $PPID'] }).then((r) => process.stdout.write(r.stdout.toString()));`;
     const child = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(child.status, 0, `the process ended by itself (${child.signal ?? child.status}): ${child.stderr}`);
     const helper = Number(child.stdout.trim());

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CappedOutput, DockerFrameReader } from '../../activities/capped-output';
-import { searchAnswer, searchCommand, searchLimits } from '../../activities/gateway-search';
+import { CappedOutput, DockerFrameReader } from '../../activities/containers/capped-output';
+import { searchAnswer, searchCommand, searchLimits } from '../../activities/gateways/tool-gateway-search';
 
 describe('CappedOutput keeps the head and the tail of a flood, and counts the rest', () => {
   const table: { name: string; head: number; tail: number; chunks: string[]; expected: { text: string; dropped: number; total: number } }[] = [

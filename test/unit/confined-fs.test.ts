@@ -4,7 +4,7 @@ import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, sta
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ConfinedPathError, confinedComponents, listDirectoryNoFollow, lstatNoFollow, readFileNoFollow, writeFileNoFollow, type RefusalCode } from '../../activities/confined-fs';
+import { ConfinedPathError, confinedComponents, listDirectoryNoFollow, lstatNoFollow, readFileNoFollow, writeFileNoFollow, type RefusalCode } from '../../activities/stores/confined-fs';
 
 const refusedWith = (code: RefusalCode) => (error: unknown) => error instanceof ConfinedPathError && error.code === code;
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, describe, it } from 'node:test';
-import { copyCappedLog, DockerFrameSplitter, fitWithin, truncationNote } from '../../activities/container-logs';
+import { copyCappedLog, DockerFrameSplitter, fitWithin, truncationNote } from '../../activities/containers/container-logs';
 
 /** One frame of Docker's multiplexed log stream. */
 function frame(stream: 1 | 2, text: string): Buffer {

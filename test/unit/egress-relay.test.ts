@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { describe, it } from 'node:test';
-import { endToEndHeaders } from '../../activities/egress-relay';
+import { endToEndHeaders } from '../../activities/gateways/egress-relay';
 
 // What the egress gateway forwards of a plain HTTP request's (or response's) headers: never one hop's, never the proxy's.
 const table: { name: string; input: IncomingHttpHeaders; expected: Record<string, string | string[]> }[] = [

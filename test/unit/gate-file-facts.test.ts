@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { gateFileFactsIn } from '../../activities/gate-file-facts';
+import { gateFileFactsIn } from '../../activities/git/gate-file-facts';
 import { gateFilePath } from '../../core/gate-file';
 import { gateFileDecision } from '../../policies/gate-file-change';
 

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { goScript } from '../../activities/gate-pool';
+import { goScript } from '../../activities/containers/gate-pool';
 
 /**
  * The go file of a pooled gate container (activities/gate-pool.ts): the suite's environment and argv

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { conversationUuid } from '../../activities/sessions';
+import { conversationUuid } from '../../activities/sessions/sessions';
 import { conversationId } from '../../core/harnesses/types';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

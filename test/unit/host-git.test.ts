@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { automationGit, catFileBatch } from '../../activities/git';
-import { createRebaseActivities } from '../../activities/rebase';
+import { automationGit, catFileBatch } from '../../activities/git/git';
+import { createRebaseActivities } from '../../activities/git/rebase';
 
 /**
  * The host's git plumbing on a real repository in a temp dir (git only: no Temporal, no Docker):

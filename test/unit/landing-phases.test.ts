@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common';
 import type { Activities } from '../../activities';
-import type { RebaseResult } from '../../activities/rebase';
+import type { RebaseResult } from '../../activities/git/rebase';
 import type { GateFile } from '../../core/gate-file';
 import type { LandingOutcome, LandingRequest } from '../../core/types';
 import { initialState, type LandingContext, type LandingState, type Next, type Phase } from '../../workflows/landing/context';

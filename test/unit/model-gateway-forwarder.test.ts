@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadPricing } from '../../core/node/recipes';
-import { startModelGateway, type ModelGatewayHandle } from '../../activities/model-gateway';
+import { startModelGateway, type ModelGatewayHandle } from '../../activities/gateways/model-gateway';
 import { startModelUpstream, type ModelUpstream } from '../helpers/model-upstream';
 
 /**

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { costOf, parsePricing, priceOf, type PricingTable } from '../../core/model-pricing';
 import { loadPricing } from '../../core/node/recipes';
-import { forwardedRequest, gatewayError, routeAllowed, upstreamHeaders } from '../../activities/model-protocol';
-import { ModelTranscript, transcriptBody } from '../../activities/model-transcript';
-import { anthropicTokens, openaiTokens, StreamMeter, usageOfBody } from '../../activities/model-usage';
-import { SseReader, type SseEvent } from '../../activities/sse-reader';
+import { forwardedRequest, gatewayError, routeAllowed, upstreamHeaders } from '../../activities/gateways/model-protocol';
+import { ModelTranscript, transcriptBody } from '../../activities/gateways/model-transcript';
+import { anthropicTokens, openaiTokens, StreamMeter, usageOfBody } from '../../activities/gateways/model-usage';
+import { SseReader, type SseEvent } from '../../activities/gateways/sse-reader';
 import { modelBudgetRefusal } from '../../policies/model-budget';
 
 /** The model gateway's pure parts: tables. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ModelProvider } from '../../core/model-pricing';
 import { loadPricing } from '../../core/node/recipes';
-import { startModelGateway } from '../../activities/model-gateway';
+import { startModelGateway } from '../../activities/gateways/model-gateway';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { sendTo } from '../helpers/model-upstream';
 

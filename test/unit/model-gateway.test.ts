@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { PricingTable } from '../../core/model-pricing';
-import { containerUser } from '../../activities/git';
-import { startModelGateway, type ModelGatewayHandle, type ModelGatewayOptions } from '../../activities/model-gateway';
-import { listenPrivately } from '../../activities/private-socket';
+import { containerUser } from '../../activities/git/git';
+import { startModelGateway, type ModelGatewayHandle, type ModelGatewayOptions } from '../../activities/gateways/model-gateway';
+import { listenPrivately } from '../../activities/gateways/private-socket';
 import { sendTo, startModelUpstream, type ModelUpstream } from '../helpers/model-upstream';
 
 /**

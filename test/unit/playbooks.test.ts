@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { playbooksFrom } from '../../activities/fix';
+import { playbooksFrom } from '../../activities/fix/fix';
 import type { MakeDatabase } from '../../core/fix-types';
 import { applyLineEdits } from '../../core/line-edit';
 import { matchers, matchPlaybook, playbookKinds, type PlaybookTree } from '../../core/playbooks';

@@ -4,8 +4,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createRebaseActivities } from '../../activities/rebase';
-import { runPaths } from '../../activities/run-store';
+import { createRebaseActivities } from '../../activities/git/rebase';
+import { runPaths } from '../../activities/stores/run-store';
 
 /**
  * Found by the chaos suite (a landing ended dropped-commits after its worker was killed in its

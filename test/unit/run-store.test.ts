@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { readManifest, recordInManifest, writeFileAtomic } from '../../activities/run-store';
+import { readManifest, recordInManifest, writeFileAtomic } from '../../activities/stores/run-store';
 
 describe('run store: parallel writers of one run (parallel reviewer sessions)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tarmac-run-store-unit-'));

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { loadScriptScenario } from '../../activities/script-scenarios';
+import { loadScriptScenario } from '../../activities/sessions/script-scenarios';
 import { adapters } from '../../core/harnesses';
 import { parseScriptScenario, splitScriptModel } from '../../core/script-scenario';
 
