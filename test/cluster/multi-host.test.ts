@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -13,6 +12,7 @@ import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../..
 import { startCluster, type Cluster } from '../helpers/cluster';
 import { cleanedUp, removePoolContainers, waitFor } from '../helpers/stack';
 import { gatePoolId } from '../../activities/containers/gate-pool';
+import { git, treeOf } from '../helpers/git';
 
 /** How long each landing's gate runs: long enough that every landing of host A is in its gate when A dies. */
 const gateSeconds = 25;
@@ -84,13 +84,12 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
     assert.equal(view.outcome?.status, 'landed', `${landing.id} (placed on ${landing.host}): ${view.outcome?.summary}`);
     const merged = branchHead(landing.repo.path, 'main');
     assert.equal(merged, view.outcome.mergedSha);
-    const git = (...args: string[]) => execFileSync('git', ['-C', landing.repo.path, ...args], { encoding: 'utf8' }).trim();
-    assert.equal(git('rev-list', '--count', 'main'), '3', 'the target holds the base and exactly the two branches’ commits');
-    assert.equal(git('rev-list', '--count', '--merges', 'main'), '0', 'by fast-forward, no merge commit');
-    assert.equal(git('rev-parse', `${merged}^{tree}`), view.gates.at(-1).treeSha, 'the merged tree is the last one gated');
+    assert.equal(git(landing.repo.path, 'rev-list', '--count', 'main'), '3', 'the target holds the base and exactly the two branches’ commits');
+    assert.equal(git(landing.repo.path, 'rev-list', '--count', '--merges', 'main'), '0', 'by fast-forward, no merge commit');
+    assert.equal(treeOf(landing.repo.path, merged), view.gates.at(-1).treeSha, 'the merged tree is the last one gated');
     assert.equal(view.gates.at(-1).status, 'passed');
-    assert.equal(git('show', `${merged}:a.txt`), 'A');
-    assert.equal(git('show', `${merged}:b.txt`), 'B');
+    assert.equal(git(landing.repo.path, 'show', `${merged}:a.txt`), 'A');
+    assert.equal(git(landing.repo.path, 'show', `${merged}:b.txt`), 'B');
   }
 
   it('places landings on both hosts: each landing is placed by one host and lives in that host’s data dir', async (t) => {

@@ -7,7 +7,6 @@
  * attempt to write is refused. The worker holds a fake key: the endpoint sees it, the container not.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -21,6 +20,7 @@ import type { Script, ScriptUsage } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { startStack, type Stack } from '../helpers/stack';
 import { skipUnlessBuilt } from '../helpers/agent-cli';
+import { git } from '../helpers/git';
 
 const image = loadRecipes().harnesses.codex!.image;
 const model = 'gpt-5-codex';
@@ -151,7 +151,6 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     const runId = `codex-e2e.${Date.now().toString(36)}`;
     const { hostId, baseSha } = await createGitActivities({ dataDir: stack.dataDir, hostId: 'test-host' }).prepareSessionWorkspace({ runId, repo: repo.url, ref: 'main' });
     const worktree = runPaths(stack.dataDir, runId).worktree;
-    const git = (...args: string[]) => execFileSync('git', ['-C', worktree, ...args], { encoding: 'utf8' }).trim();
 
     const first = await run({
       runId,
@@ -170,10 +169,10 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     assert.ok(first.attempts[0]!.durationMs < 60_000, `Codex ended promptly after its answer (${first.attempts[0]!.durationMs} ms)`);
 
     // The one commit holds the write, made through the gateway.
-    assert.equal(git('rev-list', '--count', `${baseSha}..${first.headSha}`), '1');
-    assert.equal(git('show', `${first.headSha}:NOTES.md`) + '\n', notes);
-    assert.equal(git('log', '-1', '--format=%s|%an', first.headSha!), 'Add NOTES.md through the tool gateway|tarmac-agent');
-    assert.deepEqual(git('diff', '--name-only', baseSha, first.headSha!).split('\n'), ['NOTES.md']);
+    assert.equal(git(worktree, 'rev-list', '--count', `${baseSha}..${first.headSha}`), '1');
+    assert.equal(git(worktree, 'show', `${first.headSha}:NOTES.md`) + '\n', notes);
+    assert.equal(git(worktree, 'log', '-1', '--format=%s|%an', first.headSha!), 'Add NOTES.md through the tool gateway|tarmac-agent');
+    assert.deepEqual(git(worktree, 'diff', '--name-only', baseSha, first.headSha!).split('\n'), ['NOTES.md']);
     assert.deepEqual(
       telemetry(runId, 'fixer-1').map((entry) => [entry.tool, entry.path ?? entry.command, entry.exitCode ?? null, entry.refused ?? null]),
       [
@@ -218,8 +217,8 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     assert.deepEqual(requestsOf('codex-fixer').slice(4).map((request) => [request.outcome, request.turn]), [['turn', 4], ['turn', 5], ['turn', 6], ['turn', 7]], seen());
     const history = JSON.stringify((requestsOf('codex-fixer')[4]!.body as { input: unknown[] }).input);
     for (const earlier of ['tarmac-e2e: codex fixer', 'Added NOTES.md and committed it.', 'Now say \\"twice\\" in NOTES.md']) assert.ok(history.includes(earlier), `the resumed request carries ${earlier}`);
-    assert.equal(git('show', `${second.headSha}:NOTES.md`), 'Written by Codex through the tool gateway, twice.');
-    assert.equal(git('rev-list', '--count', `${first.headSha}..${second.headSha}`), '1');
+    assert.equal(git(worktree, 'show', `${second.headSha}:NOTES.md`), 'Written by Codex through the tool gateway, twice.');
+    assert.equal(git(worktree, 'rev-list', '--count', `${first.headSha}..${second.headSha}`), '1');
     assert.deepEqual(
       telemetry(runId, 'fixer-2').map((entry) => [entry.tool, entry.path ?? entry.command, entry.refused ?? null]),
       [
@@ -240,7 +239,7 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
       assert.equal(details.HostConfig.NetworkMode, 'none');
       assert.ok(details.Config.Env.includes('TARMAC_MODEL_GATEWAY_KEY=tarmac-model-gateway'), 'the container has the placeholder');
     }
-    assert.ok(!execFileSync('git', ['-C', worktree, 'status', '--porcelain'], { encoding: 'utf8' }).includes('PWNED'));
+    assert.ok(!git(worktree, 'status', '--porcelain').includes('PWNED'));
   });
 
   it('a reviewer reads through the gateway; its write is refused; it delivers with no commit and the key stays out', async () => {

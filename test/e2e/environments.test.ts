@@ -17,8 +17,7 @@ import type { GateSuiteResult } from '../../core/types';
 import { createFixtureRepo, type FixtureRepo } from '../../infra/fixture-repo';
 import { containersCreated } from '../helpers/stack';
 import { npmRegistry, npmLockfile } from '../helpers/registries';
-
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).trim();
+import { cloneRepo, git, treeOf } from '../helpers/git';
 
 /**
  * Environments on the real stack's parts (issue 24): real Docker, the runner image's npm, the real
@@ -72,7 +71,7 @@ describe('environments: built once from the inputs with audited egress, reused b
     runIds.push(runId);
     const paths = runPaths(dataDir, runId);
     mkdirSync(paths.runDir, { recursive: true });
-    execFileSync('git', ['clone', '--quiet', repo.path, paths.worktree]);
+    cloneRepo(repo.path, paths.worktree);
     return { runId, repo: repo.url, commitSha: git(repo.path, 'rev-parse', ref), baseSha: git(repo.path, 'rev-parse', 'main'), declaration: { ...declaration, ...change } };
   }
   const logger = new DefaultLogger('WARN');
@@ -82,7 +81,7 @@ describe('environments: built once from the inputs with audited egress, reused b
     return { result, created: await containersCreated(docker, since, [`tarmac.run=${input.runId}`]) };
   }
   async function gate(input: PrepareEnvironmentInput, environment: EnvironmentRef, run: string[], id = 'test'): Promise<GateSuiteResult> {
-    const suiteInput: RunGateSuiteInput = { runId: input.runId, repo: input.repo, commitSha: input.commitSha, treeSha: git(repo.path, 'rev-parse', `${input.commitSha}^{tree}`), suite: { id, run }, image: 'tarmac/runner:bookworm', timeoutMs: 60_000, round: 1, reuse: false, environment };
+    const suiteInput: RunGateSuiteInput = { runId: input.runId, repo: input.repo, commitSha: input.commitSha, treeSha: treeOf(repo.path, input.commitSha), suite: { id, run }, image: 'tarmac/runner:bookworm', timeoutMs: 60_000, round: 1, reuse: false, environment };
     return await new MockActivityEnvironment({}, { logger }).run<[RunGateSuiteInput], GateSuiteResult, typeof gates.runGateSuite>(gates.runGateSuite, suiteInput);
   }
   const ok = (result: PrepareEnvironmentResult): EnvironmentRef => {

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { containerStdout, removeRunContainers, startStepContainerAhead } from '.
 import { createGateActivities } from '../../activities/containers/gates';
 import { runPaths } from '../../activities/stores/run-store';
 import { createFixtureRepo } from '../../infra/fixture-repo';
+import { cloneRepo, git, treeOf } from '../helpers/git';
 
 /**
  * Found by the chaos suite (a clean landing ended gate-failed after a worker kill): the placement
@@ -28,11 +28,11 @@ describe('a gate container made ahead by a placement that died mid-export', () =
 
   it('the repeated placement completes the snapshot before the container starts; the suite sees the whole tree', async () => {
     const repo = createFixtureRepo({ base: { 'a.txt': 'A\n', 'b.txt': 'B\n' } });
-    const commitSha = execFileSync('git', ['-C', repo.path, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
-    const treeSha = execFileSync('git', ['-C', repo.path, 'rev-parse', 'main^{tree}'], { encoding: 'utf8' }).trim();
+    const commitSha = git(repo.path, 'rev-parse', 'main');
+    const treeSha = treeOf(repo.path, 'main');
     const paths = runPaths(dataDir, runId);
     mkdirSync(paths.runDir, { recursive: true });
-    execFileSync('git', ['clone', '--quiet', repo.path, paths.worktree]);
+    cloneRepo(repo.path, paths.worktree);
     const gates = createGateActivities({ dataDir, hostId: 'test-host', docker });
     const input = { runId, repo: repo.url, commitSha, treeSha, suite: { id: 'test', run: ['sh', '-c', 'cat a.txt b.txt'] }, image: 'tarmac/runner:bookworm', timeoutMs: 60_000, round: 1 };
 

@@ -13,8 +13,7 @@ import { runPaths } from '../../activities/stores/run-store';
 import type { GateSuiteResult } from '../../core/types';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { containersCreated, landingFinished, startStack, type Stack } from '../helpers/stack';
-
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).trim();
+import { cloneRepo, git, treeOf } from '../helpers/git';
 
 /** Every file under a directory, relative to it. */
 function filesUnder(dir: string): string[] {
@@ -72,9 +71,9 @@ describe('gate cache: gate.runSuite reuses a sealed result of the same tree, sui
     runIds.push(runId);
     const paths = runPaths(dataDir, runId);
     mkdirSync(paths.runDir, { recursive: true });
-    execFileSync('git', ['clone', '--quiet', repo.path, paths.worktree]);
+    cloneRepo(repo.path, paths.worktree);
     const commitSha = git(repo.path, 'rev-parse', ref);
-    const treeSha = git(repo.path, 'rev-parse', `${ref}^{tree}`);
+    const treeSha = treeOf(repo.path, ref);
     return { runId, repo: repo.url, commitSha, treeSha, suite: { id: 'test', run: ['sh', 'check.sh'] }, image, timeoutMs: 60_000, round: 1, ...overrides };
   }
   /** Runs the suite step; how many containers the run created while it ran. */
@@ -84,7 +83,6 @@ describe('gate cache: gate.runSuite reuses a sealed result of the same tree, sui
     const result = await new MockActivityEnvironment({}, { logger: new DefaultLogger('WARN') }).run<[RunGateSuiteInput], GateSuiteResult, typeof gates.runGateSuite>(gates.runGateSuite, input);
     return { result, created: await containersCreated(docker, since, [`tarmac.run=${input.runId}`]) };
   }
-  const treeOf = (ref: string) => git(repo.path, 'rev-parse', `${ref}^{tree}`);
   /** The sealed entry (and its log) of the `test` suite (as `runOn` declares it) on a tree, under the image as it is now. */
   function entryOf(treeSha: string): { json: string; log: string } {
     const dir = join(cacheRoot, treeSha.slice(0, 2), treeSha, 'test');
@@ -124,7 +122,7 @@ describe('gate cache: gate.runSuite reuses a sealed result of the same tree, sui
   });
 
   it('a tampered, truncated or log-less entry is a miss: the suite runs again and seals a sound entry', async () => {
-    const entry = entryOf(treeOf('main'));
+    const entry = entryOf(treeOf(repo.path, 'main'));
     const tamper: [string, () => void][] = [
       ['a result edited (red → green would be the attack; here the duration)', () => writeFileSync(entry.json, readFileSync(entry.json, 'utf8').replace(/"durationMs": \d+/, '"durationMs": 1'))],
       ['a log edited', () => writeFileSync(entry.log, `${readFileSync(entry.log, 'utf8')}tests passed\n`)],
@@ -148,9 +146,9 @@ describe('gate cache: gate.runSuite reuses a sealed result of the same tree, sui
     const rebuilt = await gate(runOn('main'));
     assert.deepEqual([rebuilt.result.cache, rebuilt.created], ['miss', 1]);
     assert.deepEqual([(await gate(runOn('main'))).result.cache], ['hit'], 'sealed under the new image ID');
-    const other = join(cacheRoot, treeOf('other').slice(0, 2), treeOf('other'), 'test');
+    const other = join(cacheRoot, treeOf(repo.path, 'other').slice(0, 2), treeOf(repo.path, 'other'), 'test');
     assert.equal(readdirSync(other).length, 2, 'the other tree keeps its entry (and log) for the old image');
-    assert.equal(readdirSync(dirname(entryOf(treeOf('main')).json)).length, 4, 'the main tree has one for each image');
+    assert.equal(readdirSync(dirname(entryOf(treeOf(repo.path, 'main')).json)).length, 4, 'the main tree has one for each image');
   });
 
   it('a changed suite definition (argv or timeout) is a miss', async () => {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { hostBoundCapsules } from '../../core/host-bound';
 import { hostQueue, placementQueue } from '../../core/queues';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { cleanedUp, landingFinished, runningContainer, startStack, stepRunning, type Stack } from '../helpers/stack';
+import { treeOf } from '../helpers/git';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -74,7 +74,7 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
     const merged = branchHead(repoPath, 'main');
     assert.equal(merged, view.outcome.mergedSha);
     assert.equal(merged, view.outcome.headSha, 'the target is the verified head');
-    assert.equal(execFileSync('git', ['-C', repoPath, 'rev-parse', `${merged}^{tree}`], { encoding: 'utf8' }).trim(), view.gates[0].treeSha, 'the gated tree is the merged tree');
+    assert.equal(treeOf(repoPath, merged), view.gates[0].treeSha, 'the gated tree is the merged tree');
   }
   const bound = new Set<string>(hostBoundCapsules);
 

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,9 +9,7 @@ import { eventsQuery } from '../../core/messages';
 import type { SessionRequest } from '../../core/session-types';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { landingFinished, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
-
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).trim();
-const show = (repoPath: string, ref: string, file: string) => git(repoPath, 'show', `${ref}:${file}`);
+import { fileAt, git, treeOf } from '../helpers/git';
 
 describe('the failures the doctrine names: questions first, the resolver on every rebase, verify → fixup → re-verify', () => {
   let stack: Stack;
@@ -106,7 +103,7 @@ describe('the failures the doctrine names: questions first, the resolver on ever
 
     const view = await landingFinished(stack, id);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
-    assert.equal(show(repo.path, 'main', 'shared.txt'), answer, "the resolution is the operator's answer");
+    assert.equal(fileAt(repo.path, 'main', 'shared.txt').trim(), answer, "the resolution is the operator's answer");
     const followUp = await sessionInput(`${id}.resolver-2`);
     assert.deepEqual(followUp?.continues && { sessionId: followUp.continues.sessionId, harnessModel: followUp.continues.harnessModel }, { sessionId: 'resolver-1', harnessModel: 'script#resolver:ask-keep' }, 'the follow-up continues the session that asked');
     assert.match(followUp!.task.prompt, new RegExp(`^You asked, and the operator answered:\\n1\\. ${question.replace(/[?.']/g, '.')}\\nAnswer from the operator: ${answer}$`, 'm'));
@@ -143,13 +140,13 @@ describe('the failures the doctrine names: questions first, the resolver on ever
     const merged = branchHead(repo.path, 'main');
     assert.equal(merged, view.outcome.mergedSha);
     assert.equal(git(repo.path, 'merge-base', '--is-ancestor', moved, merged), '', 'the landing sits on the moved target');
-    assert.equal(show(repo.path, 'main', 'shared.txt'), 'target\none', 'the resolver kept both sides');
+    assert.equal(fileAt(repo.path, 'main', 'shared.txt').trim(), 'target\none', 'the resolver kept both sides');
     const steps = view.steps.map((step: { name: string }) => step.name);
     assert.ok(steps.includes('capsule.rebaseOnto'), steps.join(', '));
     assert.ok(steps.includes('session.resolver:resolver-1'), steps.join(', '));
     assert.equal(steps.indexOf('session.resolver:resolver-1') > steps.indexOf('capsule.rebaseOnto'), true, 'the resolver ran for the re-rebase');
     // The merged tree is the re-gated one.
-    assert.equal(git(repo.path, 'rev-parse', `${merged}^{tree}`), view.outcome.gates.at(-1).treeSha);
+    assert.equal(treeOf(repo.path, merged), view.outcome.gates.at(-1).treeSha);
     assert.equal(new Set(view.outcome.gates.map((gate: { treeSha: string }) => gate.treeSha)).size, 2, 'gated before and after the move');
   });
 
@@ -162,14 +159,14 @@ describe('the failures the doctrine names: questions first, the resolver on ever
     const id = await land({ repo: repo.url, branches: ['feature/notes'], target: 'main', agents: { fixer: 'script#fixer:mend-notes', ladder: ['script#fixer:mend-notes'] } });
     const view = await landingFinished(stack, id);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
-    assert.equal(show(repo.path, 'main', 'notes.txt'), 'ours\ntheirs', 'the landed file is the mended one');
+    assert.equal(fileAt(repo.path, 'main', 'notes.txt').trim(), 'ours\ntheirs', 'the landed file is the mended one');
     const steps = view.steps.map((step: { name: string; detail?: string }) => step.name);
     assert.deepEqual(steps.filter((name: string) => name === 'capsule.verifyLanding').length, 2, `verified, then re-verified: ${steps.join(', ')}`);
     assert.ok(steps.indexOf('session.fixer:fixer-1') > steps.indexOf('capsule.verifyLanding'), 'the fixup round came after the refusal');
     const fixer = await sessionInput(`${id}.fixer-1`);
     assert.match(fixer!.task.prompt, /refused the merge: leftover conflict markers: notes\.txt:2, notes\.txt:4, notes\.txt:6/, "the refusal is the fixer's input");
     // Gated again on the mended tree, which is the one merged.
-    assert.equal(git(repo.path, 'rev-parse', 'main^{tree}'), view.outcome.gates.at(-1).treeSha);
+    assert.equal(treeOf(repo.path, 'main'), view.outcome.gates.at(-1).treeSha);
     assert.equal(new Set(view.outcome.gates.map((gate: { treeSha: string }) => gate.treeSha)).size, 2);
   });
 
@@ -209,7 +206,7 @@ describe('the failures the doctrine names: questions first, the resolver on ever
     assert.equal((await stack.api('POST', `/v1/landings/${id}/answers`, { text: 'yes' })).status, 200);
     const view = await landingFinished(stack, id);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
-    assert.equal(show(repo.path, 'main', 'FIXED'), 'yes', "the fix is the operator's answer");
+    assert.equal(fileAt(repo.path, 'main', 'FIXED').trim(), 'yes', "the fix is the operator's answer");
     const followUp = await sessionInput(`${id}.fixup-1-implementer-1-answered-1`);
     assert.equal(followUp?.continues?.sessionId, 'fixup-1-implementer-1', 'the follow-up continues the agent that asked');
     assert.match(followUp.task.prompt, /Answer from the operator: yes$/m);

@@ -8,12 +8,7 @@ import { mirrorPath } from '../../activities/stores/run-store';
 import { landingId } from '../../core/node/landing-id';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch, type Files } from '../../infra/fixture-repo';
 import { cleanedUp, landingFinished, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
-
-const git = (dir: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
-
-/** A file's content on a branch of a bare repository. */
-const show = (repoPath: string, ref: string, file: string) => git(repoPath, 'show', `${ref}:${file}`);
+import { cloneRepo, fileAt, git, keepRefLog, refUpdates, treeOf } from '../helpers/git';
 
 describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel', () => {
   let stack: Stack;
@@ -60,10 +55,10 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
     const merged = branchHead(repo.path, 'main');
     assert.equal(merged, view.outcome.mergedSha);
-    assert.equal(git(repo.path, 'rev-parse', `${merged}^{tree}`), view.gates[0].treeSha, 'the gated tree is the merged tree');
+    assert.equal(treeOf(repo.path, merged), view.gates[0].treeSha, 'the gated tree is the merged tree');
     assert.deepEqual(view.outcome.provenance.map((entry: { branch: string; how: string }) => `${entry.branch}:${entry.how}`), ['feature/a:identical', 'feature/b:identical']);
-    assert.equal(show(repo.path, 'main', 'a.txt'), 'A');
-    assert.equal(show(repo.path, 'main', 'b.txt'), 'B');
+    assert.equal(fileAt(repo.path, 'main', 'a.txt').trim(), 'A');
+    assert.equal(fileAt(repo.path, 'main', 'b.txt').trim(), 'B');
   });
 
   it('a conflicting branch is resolved by the scripted resolver and merged; every original patch is present', async () => {
@@ -74,8 +69,8 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     const id = await land({ repo: repo.url, branches: ['feature/one'], target: 'main', agents: resolverAgents });
     const view = await finished(id);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
-    assert.equal(show(repo.path, 'main', 'shared.txt'), 'target\none', 'both sides kept by the resolver');
-    assert.equal(show(repo.path, 'main', 'notes.txt'), 'notes');
+    assert.equal(fileAt(repo.path, 'main', 'shared.txt').trim(), 'target\none', 'both sides kept by the resolver');
+    assert.equal(fileAt(repo.path, 'main', 'notes.txt').trim(), 'notes');
     const how = view.outcome.provenance.map((entry: { subject: string; how: string; rebased: string | null }) => [entry.subject, entry.how, Boolean(entry.rebased)]);
     assert.deepEqual(how, [
       ['one: change shared', 'resolved', true],
@@ -104,21 +99,21 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     const targetSha = branchHead(repo.path, 'main');
     // Pre-seed the run's workspace with rerere on and a stale recorded resolution of this very conflict.
     const workspace = join(stack.dataDir, 'runs', landingId(repo.url, 'main', heads), 'worktree');
-    execFileSync('git', ['clone', '-q', repo.url, workspace]);
+    cloneRepo(repo.url, workspace);
     git(workspace, 'config', 'rerere.enabled', 'true');
     git(workspace, 'checkout', '-q', '--detach', targetSha);
     const upstream = git(workspace, 'merge-base', targetSha, heads[0]!.sha);
     assert.throws(() => git(workspace, 'rebase', '--onto', targetSha, upstream, heads[0]!.sha), 'the seed rebase conflicts');
     execFileSync('sh', ['-c', `printf 'STALE\\n' > ${join(workspace, 'shared.txt')}`]);
     git(workspace, 'add', 'shared.txt');
-    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', workspace, '-c', 'core.editor=true', 'rebase', '--continue']);
+    git(workspace, '-c', 'core.editor=true', 'rebase', '--continue');
     assert.ok(existsSync(join(workspace, '.git', 'rr-cache')), 'rerere recorded the stale resolution');
     git(workspace, 'checkout', '-q', '--detach', targetSha);
 
     const id = await land({ repo: repo.url, branches: ['feature/one'], target: 'main', agents: resolverAgents });
     const view = await finished(id);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
-    assert.equal(show(repo.path, 'main', 'shared.txt'), 'target\none', 'the resolver resolved it; rerere did not');
+    assert.equal(fileAt(repo.path, 'main', 'shared.txt').trim(), 'target\none', 'the resolver resolved it; rerere did not');
     assert.equal(view.outcome.sessions.length, 1, 'the conflict reached the resolver');
   });
 
@@ -137,7 +132,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     assert.deepEqual(view.outcome.gates.map((result: { status: string; round: number }) => `${result.round}:${result.status}`), ['1:failed', '2:passed']);
     assert.equal(view.outcome.supersedes.length, 1);
     assert.equal(view.outcome.supersedes[0].supersededBy.treeSha, view.outcome.treeSha);
-    assert.equal(show(repo.path, 'main', 'FIXED'), 'yes');
+    assert.equal(fileAt(repo.path, 'main', 'FIXED').trim(), 'yes');
     assert.equal(branchHead(repo.path, 'main'), view.outcome.mergedSha);
     // The red gate was repaired by a child fix loop whose repro is the failing suite.
     assert.deepEqual(
@@ -161,7 +156,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
     assert.equal(view.outcome.fixLoops[0].playbookUsed, 'make-target-from-script');
     assert.equal(view.outcome.sessions, undefined, 'no agent was needed');
-    assert.match(show(repo.path, 'main', 'Makefile'), /^test:/m, 'the landed Makefile has the test target');
+    assert.match(fileAt(repo.path, 'main', 'Makefile').trim(), /^test:/m, 'the landed Makefile has the test target');
   });
 
   it('a fixer that commits the right fix and exits non-zero → still merged (the gate decides)', async () => {
@@ -269,7 +264,7 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
         { name: 'feature/y', commits: [{ message: 'y', files: { 'y.txt': 'y\n' } }] },
       ],
     });
-    git(repo.path, 'config', 'core.logAllRefUpdates', 'always');
+    keepRefLog(repo.path);
     const start = branchHead(repo.path, 'main');
     const ids = await Promise.all(['feature/x', 'feature/y'].map((branch) => land({ repo: repo.url, branches: [branch], target: 'main' })));
     const views = await Promise.all(ids.map((id) => finished(id)));
@@ -280,10 +275,10 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     const regate = second.outcome.gates.find((result: { round: number }) => result.round === 2);
     assert.ok(regate, 'the second was re-gated');
     assert.equal(regate.status, 'passed');
-    assert.equal(regate.treeSha, git(repo.path, 'rev-parse', 'main^{tree}'), 'the re-gate ran on the tree that was merged');
+    assert.equal(regate.treeSha, treeOf(repo.path, 'main'), 'the re-gate ran on the tree that was merged');
     assert.equal(branchHead(repo.path, 'main'), second.outcome.mergedSha);
     // Every update of main was a fast-forward of the one before: no force-push.
-    const updates = git(repo.path, 'reflog', 'show', '--format=%H', 'refs/heads/main').split('\n').filter(Boolean).reverse();
+    const updates = refUpdates(repo.path);
     assert.deepEqual(updates, [first.outcome.mergedSha, second.outcome.mergedSha]);
     assert.equal(git(repo.path, 'rev-parse', `${second.outcome.mergedSha}^`), first.outcome.mergedSha);
   });

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { eventsQuery } from '../../core/messages';
 import { hostQueue } from '../../core/queues';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { cleanedUp, landingFinished, startStack, stepRunning, waitFor, type Stack } from '../helpers/stack';
+import { fileAt, treeOf } from '../helpers/git';
 
 /** The processes' identity as the SDK gives it by default: `<pid>@<hostname>`. */
 const processOf = (identity: string | null | undefined) => identity?.split('@')[0];
@@ -75,8 +75,8 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
     const merged = branchHead(repo.path, 'main');
     assert.equal(merged, view.outcome.mergedSha);
-    assert.equal(execFileSync('git', ['-C', repo.path, 'rev-parse', `${merged}^{tree}`], { encoding: 'utf8' }).trim(), view.outcome.gates.at(-1).treeSha, 'the merged tree is the one gated on B');
-    assert.equal(execFileSync('git', ['-C', repo.path, 'show', `${merged}:a.txt`], { encoding: 'utf8' }), 'A\n');
+    assert.equal(treeOf(repo.path, merged), view.outcome.gates.at(-1).treeSha, 'the merged tree is the one gated on B');
+    assert.equal(fileAt(repo.path, merged, 'a.txt'), 'A\n');
 
     // The journal says which host was lost, and why.
     const { events } = await handle.query(eventsQuery, {});
@@ -157,7 +157,7 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     const outcome = run.body.result;
     assert.equal(outcome.outcome, 'fixed', outcome.summary);
     assert.equal(outcome.fixBranch, `tarmac/fix/${id}`);
-    assert.equal(execFileSync('git', ['-C', repo.path, 'show', `${outcome.fixBranch}:FIXED`], { encoding: 'utf8' }), 'yes\n', 'the fix was published from C');
+    assert.equal(fileAt(repo.path, outcome.fixBranch, 'FIXED'), 'yes\n', 'the fix was published from C');
     const { events } = await handle.query(eventsQuery, {});
     assert.deepEqual(events.filter((event) => event.kind === 'host').map((event) => event.kind === 'host' && event.hostId), ['test-host-b']);
     const history = (await handle.fetchHistory()).events ?? [];

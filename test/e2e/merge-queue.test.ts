@@ -1,21 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import type { BatchOutcome } from '../../core/batch-types';
 import { maxBisectRounds } from '../../policies/batch';
 import { branchHead, type FixtureRepo } from '../../infra/fixture-repo';
-import { allWaiting as allWaitingIn, holdTarget as holdTargetWith, queueRepo, releaseTarget, startLanding, targetValues } from '../helpers/merge-queue';
+import { allWaiting as allWaitingIn, holdTarget as holdTargetWith, queueRepo, releaseTarget, startLanding } from '../helpers/merge-queue';
 import { containersCreated, landingFinished, startStack, waitFor, type Stack } from '../helpers/stack';
-
-const isAncestor = (repo: FixtureRepo, older: string, newer: string) => {
-  try {
-    execFileSync('git', ['-C', repo.path, 'merge-base', '--is-ancestor', older, newer]);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const treeOf = (repo: FixtureRepo, sha: string) => execFileSync('git', ['-C', repo.path, 'rev-parse', `${sha}^{tree}`], { encoding: 'utf8' }).trim();
+import { fileAt, git, isAncestor, refValues, treeOf } from '../helpers/git';
 
 describe('merge queue: speculative batches with bisection', () => {
   let stack: Stack;
@@ -34,8 +24,8 @@ describe('merge queue: speculative batches with bisection', () => {
   /** The target moved only by fast-forwards, and every value after the test's own pushes is a tree some gate round passed. */
   function assertTestedFastForwards(repo: FixtureRepo, values: string[], greenTrees: Set<string>, ownPushes: number): void {
     for (let index = 1; index < values.length; index += 1) {
-      assert.ok(isAncestor(repo, values[index - 1]!, values[index]!), `target value ${index} is a fast-forward of the one before`);
-      if (index > ownPushes) assert.ok(greenTrees.has(treeOf(repo, values[index]!)), `target value ${index} (${values[index]!.slice(0, 12)}) is a tree a gate round passed`);
+      assert.ok(isAncestor(repo.path, values[index - 1]!, values[index]!), `target value ${index} is a fast-forward of the one before`);
+      if (index > ownPushes) assert.ok(greenTrees.has(treeOf(repo.path, values[index]!)), `target value ${index} (${values[index]!.slice(0, 12)}) is a tree a gate round passed`);
     }
   }
 
@@ -63,15 +53,15 @@ describe('merge queue: speculative batches with bisection', () => {
     // Each landing's commits are in the target; each outcome names its batch and the merged tree.
     const main = branchHead(repo.path, 'main');
     for (const view of views) {
-      assert.ok(isAncestor(repo, view.outcome.batch.stackedSha, main), 'the landing’s stacked commit is on the target');
+      assert.ok(isAncestor(repo.path, view.outcome.batch.stackedSha, main), 'the landing’s stacked commit is on the target');
       assert.equal(view.outcome.batch.members.length, 4);
     }
-    assert.equal(execFileSync('git', ['-C', repo.path, 'ls-tree', '--name-only', 'main', 'features/'], { encoding: 'utf8' }).trim().split('\n').length, 8);
-    assert.equal(execFileSync('git', ['-C', repo.path, 'ls-tree', '--name-only', 'main', 'p'], { encoding: 'utf8' }).trim(), '', 'the cancelled pacer’s batch merged nothing of it');
+    assert.equal(git(repo.path, 'ls-tree', '--name-only', 'main', 'features/').split('\n').length, 8);
+    assert.equal(git(repo.path, 'ls-tree', '--name-only', 'main', 'p'), '', 'the cancelled pacer’s batch merged nothing of it');
     const pacerView = await landingFinished(stack, pacer);
     assert.equal(pacerView.outcome.status, 'cancelled', pacerView.outcome.summary);
     // initial, tick (the test's pushes), then one value per batch.
-    const values = targetValues(repo);
+    const values = refValues(repo.path);
     assert.equal(values.length, 4, `the target took 4 values: ${values.join(', ')}`);
     const greenTrees = new Set(batches.flatMap((batch) => batch.rounds.filter((round) => round.green).map((round) => round.treeSha)));
     assertTestedFastForwards(repo, values, greenTrees, 2);
@@ -91,7 +81,7 @@ describe('merge queue: speculative batches with bisection', () => {
     assert.ok(batchId && views[1].outcome.batch?.id === batchId, 'both landed in one batch');
     const batch = (await stack.client.workflow.getHandle(batchId).result()) as BatchOutcome;
     assert.ok(batch.rounds.every((round) => round.green && round.environmentFailed === undefined), batch.summary);
-    assert.deepEqual(execFileSync('git', ['-C', repo.path, 'ls-tree', '--name-only', 'main', 'features/'], { encoding: 'utf8' }).trim().split('\n'), ['features/e1', 'features/e2']);
+    assert.deepEqual(git(repo.path, 'ls-tree', '--name-only', 'main', 'features/').split('\n'), ['features/e1', 'features/e2']);
   });
 
   it('one bad landing in a batch of 4: bisection names it within ⌈log2 4⌉ + 1 rounds, the other three land, it gets its fixup round and lands after', async () => {
@@ -135,8 +125,8 @@ describe('merge queue: speculative batches with bisection', () => {
     assert.equal(badView.outcome.fixLoops.length, 1, 'its fixup round');
     assert.equal(badView.outcome.fixLoops[0].outcome, 'fixed');
     const main = branchHead(repo.path, 'main');
-    assert.equal(execFileSync('git', ['-C', repo.path, 'show', `${main}:FIXED`], { encoding: 'utf8' }), 'yes\n');
-    assert.equal(execFileSync('git', ['-C', repo.path, 'ls-tree', '--name-only', 'main', 'features/'], { encoding: 'utf8' }).trim().split('\n').length, 4);
+    assert.equal(fileAt(repo.path, main, 'FIXED'), 'yes\n');
+    assert.equal(git(repo.path, 'ls-tree', '--name-only', 'main', 'features/').split('\n').length, 4);
 
     const greenTrees = new Set([...batch.rounds.filter((round) => round.green).map((round) => round.treeSha), badView.outcome.treeSha as string]);
     // Its last batch (when it merged through one) gated its tree too.
@@ -144,7 +134,7 @@ describe('merge queue: speculative batches with bisection', () => {
       const last = (await stack.client.workflow.getHandle(badView.outcome.batch.id).result()) as BatchOutcome;
       for (const round of last.rounds) if (round.green) greenTrees.add(round.treeSha);
     }
-    assertTestedFastForwards(repo, targetValues(repo), greenTrees, 2);
+    assertTestedFastForwards(repo, refValues(repo.path), greenTrees, 2);
 
     // Time in the queue: the outcome (the culprit waited twice: its batch, then its own turn), the list API, the metrics.
     for (const view of goodViews) assert.equal(view.outcome.queue.turns, 1);
@@ -231,7 +221,7 @@ describe('merge queue: speculative batches with bisection', () => {
       const last = (await stack.client.workflow.getHandle(badView.outcome.batch.id).result()) as BatchOutcome;
       for (const round of last.rounds) if (round.green) greenTrees.add(round.treeSha);
     }
-    assertTestedFastForwards(repo, targetValues(repo), greenTrees, 2);
+    assertTestedFastForwards(repo, refValues(repo.path), greenTrees, 2);
     // One container per run: each round's, and the red full stack's run again on its tree (it was red again: no flake) —
     // the round running at the kill was reattached, not run twice.
     const runs = batch.rounds.reduce((sum, round) => sum + round.gates.reduce((count, result) => count + 1 + (result.evidence?.length ?? 0), 0), 0);

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createFixActivities } from '../../activities/fix/fix';
+import { commitFiles, git } from '../helpers/git';
 
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t.invalid', ...args], { encoding: 'utf8' }).trim();
 const missingUp = "make: *** No rule to make target 'up'.  Stop.\n";
 const makefile = 'test:\n\ttrue\n';
 
@@ -29,14 +28,12 @@ describe('the playbook capsule is idempotent across retries', () => {
     const dataDir = join(base, runId);
     const worktree = join(dataDir, 'runs', runId, 'worktree');
     mkdirSync(join(worktree, 'scripts'), { recursive: true });
-    git(worktree, 'init', '-q');
     writeFileSync(join(worktree, 'Makefile'), makefile);
     writeFileSync(join(worktree, 'scripts', 'up.sh'), 'echo up\n');
-    git(worktree, 'add', '-A');
-    git(worktree, 'commit', '-q', '-m', 'base');
+    const head = commitFiles(worktree, 'base');
     mkdirSync(join(dataDir, 'logs'), { recursive: true });
     writeFileSync(join(dataDir, 'logs', 'repro.log'), missingUp);
-    return { dataDir, worktree, base: git(worktree, 'rev-parse', 'HEAD') };
+    return { dataDir, worktree, base: head };
   }
   type Applied = Awaited<ReturnType<ReturnType<typeof createFixActivities>['applyPlaybook']>>;
   const apply = (dataDir: string, runId: string, info: { activityId: string; attempt: number }): Promise<Applied> =>

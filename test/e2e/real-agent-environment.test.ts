@@ -8,7 +8,6 @@
  * dockerd, git.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -19,6 +18,7 @@ import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-mod
 import { skipUnlessBuilt } from '../helpers/agent-cli';
 import { npmRegistry, npmLockfile } from '../helpers/registries';
 import { containersCreated, landingFinished, startStack, type Stack } from '../helpers/stack';
+import { fileAt, git } from '../helpers/git';
 
 const image = loadRecipes().harnesses['claude-code']!.image;
 const skip = skipUnlessBuilt([image]);
@@ -87,9 +87,9 @@ describe('real agent in an environment: Claude Code runs npm test through run_co
     const outcome = view.outcome;
     const seen = endpoint.requests.map((request) => [request.outcome, request.turn, request.message ?? '']);
     assert.equal(outcome.status, 'landed', `${outcome.summary}\n${JSON.stringify(seen)}`);
-    assert.equal(execFileSync('git', ['-C', repo.path, 'show', 'main:label.js'], { encoding: 'utf8' }), "module.exports = (text) => require('left-pad')(text, 3, '-');\n");
-    assert.equal(execFileSync('git', ['-C', repo.path, 'show', 'main:feature.txt'], { encoding: 'utf8' }), 'feature\n');
-    assert.equal(execFileSync('git', ['-C', repo.path, 'ls-tree', '-r', '--name-only', 'main'], { encoding: 'utf8' }).includes('node_modules'), false, 'the environment was not committed');
+    assert.equal(fileAt(repo.path, 'main', 'label.js'), "module.exports = (text) => require('left-pad')(text, 3, '-');\n");
+    assert.equal(fileAt(repo.path, 'main', 'feature.txt'), 'feature\n');
+    assert.equal(git(repo.path, 'ls-tree', '-r', '--name-only', 'main').includes('node_modules'), false, 'the environment was not committed');
 
     // The fix loop fixed it; its repro ran the suite in the environment too (the gate's log shows the dependency).
     const loop = await stack.client.workflow.getHandle(`${id}.fixup-1`).result();

@@ -6,7 +6,6 @@
  * key: the endpoint sees it (the gateway added it), nothing the agent or the records show does.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -18,15 +17,13 @@ import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-mod
 import { readEvents } from '../helpers/sse';
 import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 import { skipUnlessBuilt } from '../helpers/agent-cli';
+import { fileAt } from '../helpers/git';
 
 const image = loadRecipes().harnesses['claude-code']!.image;
 const secret = 'sk-test-secret-xyz';
 const model = 'claude-sonnet-4-5';
 
 const skip = skipUnlessBuilt([image]);
-
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
-const show = (repoPath: string, ref: string, file: string) => git(repoPath, 'show', `${ref}:${file}`);
 
 /** Every file under `dir` (text), for searching a value in what a run wrote. */
 function everythingUnder(dir: string): string {
@@ -165,8 +162,8 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     assert.equal(outcome.status, 'landed', `${outcome.summary}\nendpoint: ${JSON.stringify(turns)}\nsessions: ${JSON.stringify(outcome.sessions)}`);
 
     // The real CLI resolved the conflict through the gateway's tools; every original commit's patch is present.
-    assert.equal(show(repo.path, 'main', 'shared.txt'), 'target\none', 'both sides kept by the resolver');
-    assert.equal(show(repo.path, 'main', 'notes.txt'), 'notes');
+    assert.equal(fileAt(repo.path, 'main', 'shared.txt').trim(), 'target\none', 'both sides kept by the resolver');
+    assert.equal(fileAt(repo.path, 'main', 'notes.txt').trim(), 'notes');
     assert.equal(branchHead(repo.path, 'main'), outcome.mergedSha);
     const how = outcome.provenance.map((entry: { subject: string; how: string; rebased: string | null }) => [entry.subject, entry.how, Boolean(entry.rebased)]);
     assert.deepEqual(how, [
@@ -260,8 +257,8 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     const outcome = view.body.outcome;
     const seen = endpoint.requests.slice(before);
     assert.equal(outcome.status, 'landed', `${outcome.summary}\n${JSON.stringify(seen.map((r) => [r.outcome, r.turn, r.message ?? '']))}`);
-    assert.equal(show(repo.path, 'main', 'value.txt'), 'value=2');
-    assert.equal(show(repo.path, 'main', 'feature.txt'), 'feature');
+    assert.equal(fileAt(repo.path, 'main', 'value.txt').trim(), 'value=2');
+    assert.equal(fileAt(repo.path, 'main', 'feature.txt').trim(), 'feature');
 
     // Two fixer sessions; the second continued the first's conversation: the endpoint saw every turn in order.
     assert.deepEqual(seen.filter((r) => r.outcome !== 'side').map((r) => r.turn), fixerUsage.map((_, turn) => turn));
@@ -306,8 +303,8 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     const outcome = view.body.outcome;
     const seen = endpoint.requests.slice(before).filter((r) => r.outcome !== 'side');
     assert.equal(outcome.status, 'landed', `${outcome.summary}\n${JSON.stringify(seen.map((r) => [r.conversation, r.turn, r.message ?? '']))}`);
-    assert.equal(show(repo.path, 'main', 'app.js'), 'console.log(1);');
-    assert.equal(show(repo.path, 'main', 'value.txt'), 'value=2');
+    assert.equal(fileAt(repo.path, 'main', 'app.js').trim(), 'console.log(1);');
+    assert.equal(fileAt(repo.path, 'main', 'value.txt').trim(), 'value=2');
     // One conversation, eight turns: the review's follow-up saw the fix loop's turns.
     assert.deepEqual(seen.map((r) => r.turn), [0, 1, 2, 3, 4, 5, 6, 7]);
     const followUp = JSON.stringify((seen[4]!.body as { messages: unknown[] }).messages);

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { defaultRecipesDir, loadRecipes } from '../../core/node/recipes';
 import { createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { landingFinished, startStack, type Stack } from '../helpers/stack';
+import { fileAt } from '../helpers/git';
 
 /**
  * Recipes pinned per run: the API resolves a snapshot of every recipe when it starts a run, the
@@ -88,7 +88,7 @@ describe('recipes pinned per run: an edit mid-run changes later runs, never the 
       ['script#fixer:pinned-old'],
       'the fixer of the ladder it started with (the live file names another)',
     );
-    assert.equal(execFileSync('git', ['-C', first.path, 'show', 'main:FIXED'], { encoding: 'utf8' }), 'old\n');
+    assert.equal(fileAt(first.path, 'main', 'FIXED'), 'old\n');
     // The memo names the snapshot's version, and the snapshot went down to the fix loop and its session.
     assert.equal((await memoOf(pinned)).recipeVersion, before);
     for (const workflowId of [pinned, `${pinned}.fixup-1`, `${pinned}.fixup-1-implementer-1`]) {
@@ -104,7 +104,7 @@ describe('recipes pinned per run: an edit mid-run changes later runs, never the 
     const fresh = (await landingFinished(stack, allowed)).outcome;
     assert.equal(fresh.status, 'landed', fresh.summary);
     assert.deepEqual(fresh.sessions.map((entry: { harnessModel: string }) => entry.harnessModel), ['script#fixer:pinned-new']);
-    assert.equal(execFileSync('git', ['-C', allowing.path, 'show', 'main:FIXED'], { encoding: 'utf8' }), 'new\n');
+    assert.equal(fileAt(allowing.path, 'main', 'FIXED'), 'new\n');
     assert.equal((await memoOf(allowed)).recipeVersion, edited);
   });
 });

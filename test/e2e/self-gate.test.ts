@@ -7,9 +7,9 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import { gateFilePath, parseGateFile } from '../../core/gate-file';
 import { npmRegistry } from '../helpers/registries';
 import { containersCreated, landingFinished, startStack, type Stack } from '../helpers/stack';
+import { cloneRepo, git } from '../helpers/git';
 
 const root = resolve(__dirname, '../..');
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
 const registry = npmRegistry();
 /** The Node the environment's setup fetches: the one scripts/node-env.sh pins. */
 const pinnedNode = /^tarmac_node_version=(\S+)$/m.exec(readFileSync(join(root, 'scripts/node-env.sh'), 'utf8'))![1]!;
@@ -47,8 +47,8 @@ describe('Tarmac gates itself in the environment its gate file declares', () => 
     // A bare clone of the committed HEAD with this checkout's gate file (narrowed unless full).
     origin = join(dir, 'tarmac.git');
     work = join(dir, 'work');
-    execFileSync('git', ['clone', '--quiet', '--bare', '--branch', 'main', root, origin]);
-    execFileSync('git', ['clone', '--quiet', origin, work]);
+    cloneRepo(root, origin, '--bare', '--branch', 'main');
+    cloneRepo(origin, work);
     const gate = full ? parsed.gate : { ...parsed.gate, suites: parsed.gate.suites.filter((suite) => suites.includes(suite.id)) };
     writeFileSync(join(work, gateFilePath), `${JSON.stringify(gate, null, 2)}\n`);
     if (git(work, 'status', '--porcelain') !== '') {

@@ -21,8 +21,7 @@ import type { SessionAttemptReport } from '../../core/session-types';
 import { createFixtureRepo, type FixtureRepo } from '../../infra/fixture-repo';
 import { npmRegistry, npmLockfile } from '../helpers/registries';
 import { runningContainer, waitFor } from '../helpers/stack';
-
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).trim();
+import { git } from '../helpers/git';
 
 /**
  * An agent session in a repository environment (issue 24), on the real parts: real Docker, the

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import { containersCreated, runningContainer, startStack, waitFor, type Stack } from '../helpers/stack';
+import { keepRefLog, refUpdates } from '../helpers/git';
 
 describe('worker restart mid-gate', () => {
   let stack: Stack;
@@ -22,7 +22,7 @@ describe('worker restart mid-gate', () => {
       branches: [{ name: 'feature/slow', commits: [{ message: 'feature', files: { 'feature.txt': 'new\n' } }] }],
     });
     // Record every update of the origin's branches, so "advanced exactly once" is observable.
-    execFileSync('git', ['-C', repo.path, 'config', 'core.logAllRefUpdates', 'always']);
+    keepRefLog(repo.path);
     const head = branchHead(repo.path, 'feature/slow');
     const since = Math.floor(Date.now() / 1000);
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/slow'], target: 'main' });
@@ -56,11 +56,7 @@ describe('worker restart mid-gate', () => {
     assert.equal(outcome.gates[0].exitCode, 0);
     assert.equal(await containersCreated(stack.docker, since, runLabel), 1, 'no second gate container was started');
     assert.equal(branchHead(repo.path, 'main'), head);
-    const reflog = execFileSync('git', ['-C', repo.path, 'reflog', 'show', '--format=%H', 'refs/heads/main'], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .filter(Boolean);
-    assert.deepEqual(reflog, [head], 'main was updated exactly once after the fixture was made');
+    assert.deepEqual(refUpdates(repo.path), [head], 'main was updated exactly once after the fixture was made');
   });
 
   it('SIGKILL the worker during the fixup session: the landing completes correctly, once', async () => {
@@ -71,7 +67,7 @@ describe('worker restart mid-gate', () => {
       },
       branches: [{ name: 'feature/needs-fix', commits: [{ message: 'feature', files: { 'f.txt': 'f\n' } }] }],
     });
-    execFileSync('git', ['-C', repo.path, 'config', 'core.logAllRefUpdates', 'always']);
+    keepRefLog(repo.path);
     const since = Math.floor(Date.now() / 1000);
     // The slow fixer waits 6 s (time to kill the worker mid-session), then commits FIXED.
     stack.scriptScenario('slow-write-fixed', { slowMs: 6000, edits: [{ file: 'FIXED', replace: 'yes\n' }] });
@@ -100,7 +96,6 @@ describe('worker restart mid-gate', () => {
     assert.equal(session.attempts[0]!.reattached, true);
     // This run's session only (the session id alone is the same in every landing with a fixup).
     assert.equal(await containersCreated(stack.docker, since, [`tarmac.run=${created.body.id}`, 'tarmac.session=fixup-1-implementer-1']), 1);
-    const reflog = execFileSync('git', ['-C', repo.path, 'reflog', 'show', '--format=%H', 'refs/heads/main'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
-    assert.deepEqual(reflog, [outcome.mergedSha], 'main was updated exactly once');
+    assert.deepEqual(refUpdates(repo.path), [outcome.mergedSha], 'main was updated exactly once');
   });
 });

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { waitFor, type Stack } from './stack';
+import { keepRefLog } from './git';
 
 /**
  * A target repository for merge-queue tests (batches of 4). Its gate is `sh check.sh`. The pacer
@@ -40,16 +38,10 @@ export function queueRepo(features: string[], { batchSize = 4, environment }: { 
     ],
   });
   // The origin keeps a reflog of the target: every value it took, in order.
-  execFileSync('git', ['-C', repo.path, 'config', 'core.logAllRefUpdates', 'always']);
+  keepRefLog(repo.path);
   return repo;
 }
 
-/** Every value the target took on the origin since the fixture was made, oldest first (its reflog). */
-export function targetValues(repo: FixtureRepo): string[] {
-  // Each line: old value, new value, who, when; the first line's old value is the one before the log began.
-  const lines = readFileSync(join(repo.path, 'logs', 'refs', 'heads', 'main'), 'utf8').trim().split('\n').map((line) => line.split(' '));
-  return [lines[0]![0]!, ...lines.map((line) => line[1]!)];
-}
 
 export async function startLanding(stack: Pick<Stack, 'api'>, repo: FixtureRepo, branch: string, extra: Record<string, unknown> = {}): Promise<string> {
   const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: [branch], target: 'main', ...extra });

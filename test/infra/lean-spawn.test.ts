@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { leanPipe, leanRun } from '../../activities/git/lean-spawn';
+import { git } from '../helpers/git';
 
 const alive = (pid: number) => {
   try {
@@ -58,10 +59,10 @@ describe('the spawn helper: host commands started by a small process', () => {
 
   it("pipes one command's output into the next (git archive | tar -x), and reports each one's failure", async () => {
     const repo = join(dir, 'repo');
-    spawnSync('git', ['init', '-q', repo]);
+    git(dir, 'init', '-q', repo);
     writeFileSync(join(repo, 'file.txt'), 'content\n');
-    spawnSync('git', ['-C', repo, 'add', '.']);
-    spawnSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'one']);
+    git(repo, 'add', '.');
+    git(repo, 'commit', '-q', '-m', 'one');
     const out = join(dir, 'out');
     spawnSync('mkdir', [out]);
     const [archive, tar] = await leanPipe({ command: 'git', args: ['-C', repo, 'archive', '--format=tar', 'HEAD'] }, { command: 'tar', args: ['-x', '-C', out] });

@@ -8,6 +8,7 @@ import type { FixOutcome } from '../../core/fix-types';
 import { createFixtureRepo, type Files } from '../../infra/fixture-repo';
 import { readEvents } from '../helpers/sse';
 import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
+import { fileAt, git } from '../helpers/git';
 
 /**
  * Grounded fix loops on small repositories this file builds (names and layouts are the test's own;
@@ -25,7 +26,7 @@ describe('grounded fix loops: repro from the request or the repository, repaired
 
   async function fix(files: Files, body: Record<string, unknown>): Promise<{ outcome: FixOutcome; repoPath: string; base: string; id: string }> {
     const repo = createFixtureRepo({ base: files });
-    const base = execFileSync('git', ['-C', repo.path, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
+    const base = git(repo.path, 'rev-parse', 'main');
     const created = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'main', ...body });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, 'the fix loop');
@@ -81,7 +82,7 @@ describe('grounded fix loops: repro from the request or the repository, repaired
     assert.deepEqual(Object.keys(change), ['mk/run.mk']);
     assert.deepEqual([change['mk/run.mk']!.removed, change['mk/run.mk']!.added.length], [[], 3], 'three lines added, none removed');
     assert.equal(
-      execFileSync('git', ['-C', repoPath, 'show', `${outcome.fixBranch}:mk/run.mk`], { encoding: 'utf8' }),
+      fileAt(repoPath, outcome.fixBranch!, 'mk/run.mk'),
       '# services\n.PHONY: start_all stop\nstart_all: build\n\t@echo all services started\n\n.PHONY: start-all\nstart-all: start_all\n\nstop:\n\t@echo stopped\n',
       'the alias right after the real target',
     );

@@ -5,6 +5,7 @@ import type { FixOutcome } from '../../core/fix-types';
 import { createFixtureRepo, type Files } from '../../infra/fixture-repo';
 import { readEvents } from '../helpers/sse';
 import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
+import { fileAt, git } from '../helpers/git';
 
 /** Fix-loop scenarios, each from a fresh fixture repo, judged by files on disk and the outcome metadata. */
 describe('fix loop scenarios', () => {
@@ -18,7 +19,7 @@ describe('fix loop scenarios', () => {
 
   async function fix(files: Files, body: Record<string, unknown>): Promise<{ outcome: FixOutcome; repoPath: string; base: string; id: string }> {
     const repo = createFixtureRepo({ base: files });
-    const base = execFileSync('git', ['-C', repo.path, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
+    const base = git(repo.path, 'rev-parse', 'main');
     const created = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'main', ...body });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, 'the fix loop');
@@ -35,7 +36,6 @@ describe('fix loop scenarios', () => {
       return (error as { status?: number }).status ?? 1;
     }
   }
-  const show = (repoPath: string, ref: string, file: string) => execFileSync('git', ['-C', repoPath, 'show', `${ref}:${file}`], { encoding: 'utf8' });
 
   it('a Makefile lacking `up` whose script exists → the playbook adds the target; `make up` exits 0', async () => {
     const { outcome, repoPath } = await fix(
@@ -94,7 +94,7 @@ describe('fix loop scenarios', () => {
     assert.equal(outcome.outcome, 'fixed', outcome.summary);
     assert.equal(outcome.playbookUsed, 'npm-script-from-make');
     assert.deepEqual(outcome.filesChanged, ['package.json']);
-    assert.equal(show(repoPath, outcome.fixBranch!, 'test/app.test.js'), show(repoPath, base, 'test/app.test.js'), 'the test file is untouched');
+    assert.equal(fileAt(repoPath, outcome.fixBranch!, 'test/app.test.js'), fileAt(repoPath, base, 'test/app.test.js'), 'the test file is untouched');
     assert.equal(runOnBranch(repoPath, outcome.fixBranch!, 'make check'), 0);
   });
 
@@ -114,7 +114,7 @@ describe('fix loop scenarios', () => {
     assert.equal(outcome.outcome, 'fixed', outcome.summary);
     assert.equal(outcome.playbookUsed, null);
     assert.deepEqual(outcome.filesChanged, ['src/max.js'], 'only the source changed; an edit to the test would be a failure');
-    assert.equal(show(repoPath, outcome.fixBranch!, 'test.js'), show(repoPath, base, 'test.js'));
+    assert.equal(fileAt(repoPath, outcome.fixBranch!, 'test.js'), fileAt(repoPath, base, 'test.js'));
     assert.equal(outcome.reproExitCode, 0);
     assert.equal(runOnBranch(repoPath, outcome.fixBranch!, 'make test'), 0);
   });

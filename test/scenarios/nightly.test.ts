@@ -8,6 +8,7 @@ import type { NightlyOutcome } from '../../core/nightly-types';
 import { nightlyScheduleId } from '../../core/node/schedule-id';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { git, treeOf } from '../helpers/git';
 
 /**
  * Nightly schedules through the real HTTP API, on the real stack: a Temporal Schedule
@@ -23,7 +24,6 @@ describe('nightly schedules', () => {
     await stack?.stop();
   });
 
-  const git = (repoPath: string, ...args: string[]) => execFileSync('git', ['-C', repoPath, ...args], { encoding: 'utf8' }).trim();
   /** Runs a command in the runner image on a branch's tree of the origin, as the gate would. */
   function runOnRef(repoPath: string, ref: string, command: string): number {
     const dir = execFileSync('mktemp', ['-d'], { encoding: 'utf8' }).trim();
@@ -228,7 +228,7 @@ describe('nightly schedules', () => {
 
     const { workflowId, outcome } = await triggerAndWait(created.body.id);
     assert.equal(outcome.status, 'green', outcome.summary);
-    assert.deepEqual(outcome.gates.map((gate) => [gate.suiteId, gate.status, gate.treeSha]), [['test', 'passed', git(repo.path, 'rev-parse', `${before}^{tree}`)]]);
+    assert.deepEqual(outcome.gates.map((gate) => [gate.suiteId, gate.status, gate.treeSha]), [['test', 'passed', treeOf(repo.path, before)]]);
     assert.equal(outcome.repairBranch, undefined);
     assert.equal(outcome.landing, undefined);
     assert.equal(outcome.fixLoop, undefined);

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,8 +16,7 @@ import type { EnvironmentRef } from '../../core/environment-types';
 import type { GateSuiteResult } from '../../core/types';
 import { createFixtureRepo, type FixtureRepo } from '../../infra/fixture-repo';
 import { containersCreated } from '../helpers/stack';
-
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).trim();
+import { cloneRepo, git, treeOf } from '../helpers/git';
 
 /**
  * A setup is attacker input (the branch's lockfile's install scripts; a declaration's commands):
@@ -51,7 +49,7 @@ describe('environments as an attacker sees them: the setup reaches nothing of th
     runIds.push(runId);
     const paths = runPaths(dir, runId);
     mkdirSync(paths.runDir, { recursive: true });
-    execFileSync('git', ['clone', '--quiet', repo.path, paths.worktree]);
+    cloneRepo(repo.path, paths.worktree);
     const sha = git(repo.path, 'rev-parse', 'main');
     return { runId, repo: repo.url, commitSha: sha, baseSha: sha, declaration: declaration(setup, env) };
   }
@@ -70,7 +68,7 @@ describe('environments as an attacker sees them: the setup reaches nothing of th
     const root = join(environmentsDir(dataDir), environment.key.slice(7), 'root');
     assert.ok(lstatSync(join(root, 'leak')).isSymbolicLink(), 'kept as a link, never resolved on the host');
     const gates = createGateActivities({ dataDir, hostId: 'test-host', docker });
-    const suite: RunGateSuiteInput = { runId: input.runId, repo: input.repo, commitSha: input.commitSha, treeSha: git(repo.path, 'rev-parse', 'main^{tree}'), suite: { id: 'probe', run: ['sh', '-c', 'cat leak; ls root-link/; echo probe-done'] }, image: 'tarmac/runner:bookworm', timeoutMs: 60_000, round: 1, reuse: false, environment };
+    const suite: RunGateSuiteInput = { runId: input.runId, repo: input.repo, commitSha: input.commitSha, treeSha: treeOf(repo.path, 'main'), suite: { id: 'probe', run: ['sh', '-c', 'cat leak; ls root-link/; echo probe-done'] }, image: 'tarmac/runner:bookworm', timeoutMs: 60_000, round: 1, reuse: false, environment };
     const result = await new MockActivityEnvironment({}, { logger }).run<[RunGateSuiteInput], GateSuiteResult, typeof gates.runGateSuite>(gates.runGateSuite, suite);
     const log = readFileSync(join(dataDir, result.logRef), 'utf8');
     assert.match(log, /probe-done/);

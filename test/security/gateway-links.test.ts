@@ -15,9 +15,9 @@ import { containerUser } from '../../activities/git/git';
 import type { FixOutcome } from '../../core/fix-types';
 import { createFixtureRepo } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { commitFiles, git } from '../helpers/git';
 
 const image = 'tarmac/agent-script:bookworm';
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
 const isRoot = process.getuid?.() === 0;
 
 type ToolAnswer = { text: string; isError: boolean; ms: number };
@@ -283,11 +283,8 @@ describe('security: playbooks never follow a committed link on the host', () => 
     const dataDir = join(base, runId);
     const worktree = join(dataDir, 'runs', runId, 'worktree');
     mkdirSync(worktree, { recursive: true });
-    git(worktree, 'init', '-q');
     setup(worktree);
-    git(worktree, 'add', '-A');
-    git(worktree, 'commit', '-q', '-m', 'base');
-    const head = git(worktree, 'rev-parse', 'HEAD');
+    const head = commitFiles(worktree, 'base');
     mkdirSync(join(dataDir, 'logs'), { recursive: true });
     writeFileSync(join(dataDir, 'logs', 'repro.log'), log);
     const applied = await createFixActivities({ dataDir }).applyPlaybook({ runId, logRef: 'logs/repro.log' });

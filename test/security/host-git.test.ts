@@ -7,8 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import type { FixOutcome } from '../../core/fix-types';
 import { createFixtureRepo, gateFile, type Files } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
-
-const git = (dir: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-C', dir, ...args], { encoding: 'utf8' }).trim();
+import { git } from '../helpers/git';
 
 /**
  * What an agent can do to its workspace's git, from branch content: hooks (through
