@@ -104,18 +104,6 @@ export function placed(state: LandingState): { host: Activities; gate: GateFile;
   return { host: state.host, gate: state.gate, head: state.head };
 }
 
-/**
- * The failure type and message of an activity failure, read from its cause — or from the error
- * itself when it has no cause: a local activity's failure arrives as the ApplicationFailure the
- * activity threw, not wrapped in an ActivityFailure.
- */
-export function failureOf(error: unknown): { type?: string; message: string } {
-  const cause = (error as { cause?: { type?: string; message?: string } }).cause;
-  const message = cause?.message ?? (error instanceof Error ? error.message : String(error));
-  const type = cause ? cause.type : (error as { type?: string }).type;
-  return { ...(type ? { type } : {}), message };
-}
-
 /** Records the workspace head the phases go on with. */
 export function setHead(ctx: LandingContext, state: LandingState, head: Head): void {
   state.head = head;

@@ -8,7 +8,8 @@ import type { LandingOutcome, LandingRequest } from '../../core/types';
 import { localCapsule } from '../activity-options';
 import { hostLost } from '../pinned';
 import { continueAsNewDue, continueLanding, resumedState, type LandingResume } from './continue';
-import { failureOf, initialState, type LandingContext, type LandingState, type Next, type Phase } from './context';
+import { initialState, type LandingContext, type LandingState, type Next, type Phase } from './context';
+import { causeOf } from '../run-record';
 import { fixup } from './fixup';
 import { gate } from './gate';
 import { installHandlers } from './handlers';
@@ -125,7 +126,7 @@ function endedBy(error: unknown, tracker: LandingTracker): LandingOutcome {
     return tracker.fail(FailureCode.budgetExhausted, `${message}; stopped in phase ${tracker.phase}; nothing was merged`, { message });
   }
   // Anything else a phase did not turn into an outcome: failed, with the cause's own type when it has one.
-  const failure = failureOf(error);
+  const failure = causeOf(error);
   return tracker.fail(FailureCode.internal, `failed in phase ${tracker.phase}: ${failure.message}`, failure);
 }
 
@@ -154,7 +155,7 @@ async function finale({ runId, tracker, queue }: LandingContext, state: LandingS
     }
     tracker.enter('done');
   } catch (error) {
-    outcome.summary += ` (cleanup failed: ${failureOf(error).message})`;
+    outcome.summary += ` (cleanup failed: ${causeOf(error).message})`;
     tracker.enter('done');
     await release();
     await host['capsule.recordOutcome']({ outcome }).catch(() => undefined);

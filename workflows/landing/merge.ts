@@ -1,7 +1,8 @@
 import { getExternalWorkflowHandle } from '@temporalio/workflow';
 import { FailureCode } from '../../core/failures';
 import { releaseSignal } from '../../core/messages';
-import { end, failureOf, go, placed, type LandingContext, type LandingState, type Next } from './context';
+import { end, go, placed, type LandingContext, type LandingState, type Next } from './context';
+import { causeOf } from '../run-record';
 import { invalidEnvironment, invalidGateFile } from './steps';
 import { batchTicket } from './verify';
 import { excusedText } from './flake';
@@ -25,7 +26,7 @@ export async function merge(ctx: LandingContext, state: LandingState): Promise<N
     );
     tracker.facts.mergedSha = merged.mergedSha;
   } catch (error) {
-    const failure = failureOf(error);
+    const failure = causeOf(error);
     if (failure.type !== FailureCode.targetMoved) throw error;
     if (state.mergeTries >= maxMergeTries) return end(tracker.fail(FailureCode.targetMoved, `${failure.message}; gave up after ${state.mergeTries} tries; nothing was merged`, { message: failure.message }));
     if (batchTicket(ctx, state) && ctx.queue.id) return await requeue(ctx, failure.message);

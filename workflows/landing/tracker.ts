@@ -11,10 +11,10 @@ import type {
   StepRecord,
   StepTiming,
 } from '../../core/types';
-import { endsAs, type RunFailureCode } from '../../core/failures';
 import { metrics } from '../metrics';
 import { QuestionDesk } from '../questions';
 import { RunJournal } from '../run-journal';
+import { RunRecord, type RunFailure } from '../run-record';
 import type { JournalHandoff } from '../../core/events';
 import { searchAttributes } from '../../core/search-attributes';
 
@@ -70,8 +70,7 @@ export function emptyMeters(): Meters {
  * meters and gate results. The `status` query returns `view()`; the outcome is
  * built from the same record so the two never disagree.
  */
-export class LandingTracker {
-  phase: LandingPhase = 'validate';
+export class LandingTracker extends RunRecord<'landing', LandingPhase, LandingOutcome> {
   readonly steps: StepRecord[] = [];
   readonly meters = emptyMeters();
   readonly gates: GateSuiteResult[] = [];
@@ -95,7 +94,9 @@ export class LandingTracker {
     readonly runId: string,
     readonly request: LandingRequest,
     private readonly effects: TrackerEffects = workflowEffects,
-  ) {}
+  ) {
+    super('landing', 'validate');
+  }
 
   /**
    * The record a landing that continues as new hands to its next run (workflows/landing/continue.ts):
@@ -127,11 +128,10 @@ export class LandingTracker {
     this.desk.questions.push(...carried.questions);
   }
 
-  enter(phase: LandingPhase): void {
+  protected override entered(phase: LandingPhase, from: LandingPhase): void {
     const now = Date.now();
-    const ended = this.phaseStartedAt === undefined ? undefined : { phase: this.phase, durationMs: now - this.phaseStartedAt };
+    const ended = this.phaseStartedAt === undefined ? undefined : { phase: from, durationMs: now - this.phaseStartedAt };
     this.phaseStartedAt = now;
-    this.phase = phase;
     this.effects.phaseEntered(phase, ended);
     this.journal.record({ kind: 'phase', phase });
   }
@@ -185,16 +185,7 @@ export class LandingTracker {
     return value;
   }
 
-  /**
-   * Ends the landing on a failure of the table, with the table's landing status. The recorded
-   * type is `code`, or the cause's own (`type`) when the failure came from elsewhere.
-   */
-  fail(code: RunFailureCode, summary: string, failure: Omit<NonNullable<LandingOutcome['failure']>, 'type'> & { type?: string }): LandingOutcome {
-    const { type = code, ...rest } = failure;
-    return this.finish(endsAs('landing', code), summary, { type, ...rest });
-  }
-
-  finish(status: LandingStatus, summary: string, failure?: LandingOutcome['failure']): LandingOutcome {
+  finish(status: LandingStatus, summary: string, failure?: RunFailure): LandingOutcome {
     this.meters.wallTimeMs = Date.now() - this.startedAt;
     const heads: BranchHead[] = this.request.heads;
     this.outcome = {

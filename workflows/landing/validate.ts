@@ -4,7 +4,8 @@ import { FailureCode } from '../../core/failures';
 import { placementQueue } from '../../core/queues';
 import { capsule } from '../activity-options';
 import { pinnedTo } from '../pinned';
-import { end, failureOf, go, type LandingContext, type LandingState, type Next } from './context';
+import { end, go, type LandingContext, type LandingState, type Next } from './context';
+import { causeOf } from '../run-record';
 import { invalidEnvironment, invalidGateFile } from './steps';
 
 /**
@@ -20,7 +21,7 @@ export async function validate(ctx: LandingContext, state: LandingState): Promis
   // On this worker when it is a host (no trip); else through the placement queue, to a worker that is.
   const placement = await tracker.compound('capsule.placeLanding', () =>
     local['capsule.placeLanding'](input).catch(async (error: unknown) => {
-      if (failureOf(error).type !== FailureCode.wrongHost) throw error;
+      if (causeOf(error).type !== FailureCode.wrongHost) throw error;
       return await proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(ctx.taskQueue) })['capsule.placeLanding'](input);
     }),
   );
