@@ -8,11 +8,11 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { simpleGit } from 'simple-git';
 import { cachedAgentCli, pinnedAgentCli } from '../../infra/agent-clis';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { runWithStdin, writeMcpFixtureServer } from '../helpers/agent-cli';
+import { commitFiles } from '../helpers/git';
 
 const claude = cachedAgentCli('claude-code');
 const pin = pinnedAgentCli('claude-code');
@@ -31,8 +31,7 @@ describe('Claude Code against the scripted model endpoint', { skip }, () => {
     mkdirSync(repo);
     mkdirSync(home);
     writeFileSync(join(repo, 'README.md'), 'Hello from the fixture.\n');
-    const git = simpleGit(repo);
-    await git.init().addConfig('user.email', 'test@example.com').addConfig('user.name', 'Test').add('.').commit('init');
+    commitFiles(repo, 'init');
     script = {
       version: 1,
       conversations: [

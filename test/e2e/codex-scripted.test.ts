@@ -8,11 +8,11 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { simpleGit } from 'simple-git';
 import { cachedAgentCli, pinnedAgentCli } from '../../infra/agent-clis';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { runWithStdin, writeMcpFixtureServer } from '../helpers/agent-cli';
+import { commitFiles } from '../helpers/git';
 
 const codex = cachedAgentCli('codex');
 const pin = pinnedAgentCli('codex');
@@ -47,7 +47,7 @@ describe('Codex against the scripted model endpoint (Responses API)', { skip }, 
     mkdirSync(repo);
     mkdirSync(codexHome);
     writeFileSync(join(repo, 'README.md'), 'Hello from the fixture.\n');
-    await simpleGit(repo).init().addConfig('user.email', 'test@example.com').addConfig('user.name', 'Test').add('.').commit('init');
+    commitFiles(repo, 'init');
     model = await startScriptedModel({ script });
     // A provider entry pointing at the endpoint; a model name codex knows, so it offers apply_patch.
     writeFileSync(
