@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite: typecheck, lint, unit tests (pure code), infra checks, the Temporal server on
-# PostgreSQL with two worker hosts (test/cluster), then end-to-end tests against a real Temporal dev
-# server, the real Docker engine and real git, and last the chaos suite at its bounded size (test/chaos).
+# The whole test suite: typecheck and lint (side by side), then every test file: the unit tests in one
+# process (test/run-unit.ts), infra checks, the Temporal server on PostgreSQL with two worker hosts
+# (test/cluster), end-to-end tests against a real Temporal dev server, the real Docker engine and real
+# git, scenarios and attacks — two files at a time (TARMAC_TEST_CONCURRENCY, default 2: each file has a
+# stack of its own, on ports of its own) — and last, alone, the chaos suite at its bounded size
+# (test/chaos: its time ratio must not measure another file's load).
 # Run through `npm test`, which runs `scripts/setup.sh --tests --cluster` first (what only the tests need).
+# With file arguments: just those files, one at a time, after typecheck and lint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Node 24 (package.json engines): the node on PATH when it is that new, else the one setup put in the cache.
@@ -12,20 +16,53 @@ tarmac_node_ok || { echo "[test] error: node $(node --version 2>/dev/null || ech
 echo "[test] node $(node --version) ($(command -v node))"
 # The tests make their own stacks: a developer's .env (tokens, keys, ports) must not reach them.
 export TARMAC_ENV_FILE=
-echo "[test] typecheck"; npx tsc --noEmit -p tsconfig.json
-echo "[test] lint"; npx eslint .
+started=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - started )) s"; }
+
+echo "[test] typecheck and lint"
+typecheck_out=$(mktemp)
+npx tsc --noEmit -p tsconfig.json >"$typecheck_out" 2>&1 &
+typecheck_pid=$!
+lint_status=0
+npx eslint . || lint_status=$?
+typecheck_status=0
+wait "$typecheck_pid" || typecheck_status=$?
+cat "$typecheck_out"; rm -f "$typecheck_out"
+[ "$typecheck_status" -eq 0 ] || { echo "[test] typecheck failed"; exit "$typecheck_status"; }
+[ "$lint_status" -eq 0 ] || { echo "[test] lint failed"; exit "$lint_status"; }
+echo "[test] typecheck and lint: $(elapsed)"
+
 shopt -s nullglob
-files=(test/unit/*.test.ts test/infra/*.test.ts test/cluster/*.test.ts test/e2e/*.test.ts test/scenarios/*.test.ts test/security/*.test.ts test/chaos/*.test.ts)
-if [ "$#" -gt 0 ]; then files=("$@"); fi
-echo "[test] ${#files[@]} test files"
-# A TAP record of the run beside the spec output: when the run fails, its failing entries (with a file's
-# exit code and signal, which the spec reporter leaves out) and the diagnostics the files printed (an
-# error thrown after a test ended is one) are printed again last, where a log's tail shows them.
+concurrency="${TARMAC_TEST_CONCURRENCY:-2}"
+if [ "$#" -gt 0 ]; then
+  files=("$@"); concurrency=1; alone=()
+else
+  files=(test/run-unit.ts test/infra/*.test.ts test/cluster/*.test.ts test/e2e/*.test.ts test/scenarios/*.test.ts test/security/*.test.ts)
+  alone=(test/chaos/*.test.ts)
+fi
 record="${TARMAC_TEST_RECORD:-artifacts/test-run.tap}"
 mkdir -p "$(dirname "$record")"
+rm -f "$record"
 status=0
-node --import tsx --test --test-reporter=spec --test-reporter-destination=stdout --test-reporter=tap --test-reporter-destination="$record" \
-  --test-concurrency=1 "${files[@]}" || status=$?
+
+# One `node --test` over a list of files: spec output to the log, a TAP record (appended to $record:
+# when the run fails, its failing entries — with a file's exit code and signal, which the spec
+# reporter leaves out — and the diagnostics the files printed are printed again last, where a log's
+# tail shows them) and the time of each file (test/reporters/file-times.mts).
+run_files() {
+  local n="$1" part="$2"; shift 2
+  echo "[test] $# test files, $n at a time"
+  node --import tsx --test --test-concurrency="$n" \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$record.$part" \
+    --test-reporter=./test/reporters/file-times.mts --test-reporter-destination=stdout \
+    "$@" || status=$?
+  cat "$record.$part" >>"$record"; rm -f "$record.$part"
+  echo "[test] $part: $(elapsed)"
+}
+run_files "$concurrency" files "${files[@]}"
+if [ "${#alone[@]}" -gt 0 ]; then TARMAC_TEST_TIMES=artifacts/test-file-times-alone.json run_files 1 alone "${alone[@]}"; fi
+
 if [ "$status" -ne 0 ]; then
   echo "[test] failed (status $status); from the TAP record $record:"
   echo "[test] the diagnostics the test files printed that name an error (the last 30):"
@@ -34,4 +71,5 @@ if [ "$status" -ne 0 ]; then
   # Each `not ok` line with its YAML block (up to the block's `...`), error text cut at 40 lines a block.
   awk '/^ *not ok /{on=1; n=0} on{ if (n < 40) print; n++ } on && /^ *\.\.\.$/{on=0}' "$record" | tail -n 120
 fi
+echo "[test] done in $(elapsed) (setup not included)"
 exit "$status"
