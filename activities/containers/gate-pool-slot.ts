@@ -158,3 +158,5 @@ export function createPoolSlots({ dataDir, docker, poolId }: { dataDir: string; 
     },
   };
 }
+
+export type PoolSlots = ReturnType<typeof createPoolSlots>;

@@ -33,18 +33,16 @@
  * gone; at a clean stop its idle ones.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { warmEnvironmentKeys } from '../../policies/gate-pool-keys';
-import { createStepContainer, labelKeys, type ContainerSpec } from './containers';
-import { environmentMount } from '../environments/environments';
-import { currentEnvironmentRoot, imageHasBash, keyHex, poolContainerProblem, type PoolEnvironmentRoot } from './gate-pool-environments';
-import { createPoolSlots, gatePoolId, poolLabelKeys, poolWaiter, type SlotFile } from './gate-pool-slot';
-import { containerUser, handToContainerUser } from '../git/git';
-import { leanRun } from '../git/lean-spawn';
-import { recordInManifest, mirrorPath, runPaths, writeFileAtomic } from '../stores/run-store';
+import { labelKeys } from './containers';
+import { claimedSlots, makeWaitingContainer, moveToRun, removeEarlierContainers, removeSlot, unusable } from './gate-pool-containers';
+import { currentEnvironmentRoot, imageHasBash, type PoolEnvironmentRoot } from './gate-pool-environments';
+import { createPoolSlots, gatePoolId, poolLabelKeys, type SlotFile } from './gate-pool-slot';
+import { containerUser } from '../git/git';
+import { writeFileAtomic } from '../stores/run-store';
 
 export { gatePoolId, goScript, poolLabelKeys, poolWaiter } from './gate-pool-slot';
 
@@ -82,25 +80,18 @@ export function createGatePool(deps: GatePoolDeps) {
   /** Environment keys with a container, most recently used first (policies/gate-pool-keys.ts), and their shelves. */
   let keys: string[] = [];
   const shelves = new Map<string, Shelf>();
-  /** Whether an image (by ID) has bash, asked once per image. */
-  const bash = new Map<string, Promise<boolean>>();
   let stopped = false;
   let fills: Promise<void> = Promise.resolve();
 
   const slots = createPoolSlots({ dataDir, docker, poolId });
-  const { slotPaths, claimedDir, readSlot, removeContainer, removeSlotContainers } = slots;
+  const { claimedDir, readSlot, removeContainer, removeSlotContainers } = slots;
   /** An idle slot that will never be claimed: its container (by label) and its directory. */
   const dropIdle = async (slot: SlotFile) => {
     await removeSlotContainers(slot.slot).catch(() => undefined);
     await rm(join(poolDir, slot.slot), { recursive: true, force: true });
   };
   const allShelves = () => [runner, ...keys.flatMap((key) => shelves.get(key) ?? [])];
-  const writeState = () =>
-    writeFileAtomic(
-      join(poolDir, 'state.json'),
-      `${JSON.stringify({ size, idle: runner.idle.length, filling: runner.filling, environments: keys.map((key) => ({ key, idle: shelves.get(key)?.idle.length ?? 0, filling: shelves.get(key)?.filling ?? 0, skipped: shelves.get(key)?.skipped === true })) })}\n`,
-      { durable: false },
-    ).catch(() => undefined);
+  const writeState = () => writeFileAtomic(join(poolDir, 'state.json'), `${JSON.stringify(poolState(size, runner, keys, shelves))}\n`, { durable: false }).catch(() => undefined);
 
   /** A key no longer kept (fallen off the list, or its environment gone): its waiting containers go. */
   const forget = async (key: string) => {
@@ -110,26 +101,13 @@ export function createGatePool(deps: GatePoolDeps) {
     if (shelf) await Promise.all(shelf.idle.splice(0).map(dropIdle));
   };
 
-  /** The slots runs of this data dir have claimed (their `gate-pool-slot` directories). */
-  const claimedSlots = async (): Promise<Set<string>> => {
-    const runs = join(dataDir, 'runs');
-    const found = await Promise.all((await readdir(runs).catch(() => [] as string[])).map((run) => readSlot(join(runs, run, 'gate-pool-slot'))));
-    return new Set(found.flatMap((slot) => (slot ? [slot.slot] : [])));
-  };
-
   const newSlot = () => `${Date.now().toString(36)}-${randomBytes(5).toString('hex')}`;
   const baseLabels = () => ({ [labelKeys.role]: 'gate', [poolLabelKeys.pool]: poolId, 'tarmac.host': hostId });
   /** The wait needs bash: asked once per image, with a throwaway container of the pool's labels. */
-  const hasBash = (imageId: string): Promise<boolean> => {
-    let asked = bash.get(imageId);
-    if (!asked) {
-      const slot = `probe-${newSlot()}`;
-      asked = imageHasBash(docker, imageId, { labels: { ...baseLabels(), [poolLabelKeys.slot]: slot }, user: `${user.uid}:${user.gid}`, name: `tarmac-pool-${poolId}-${slot}` });
-      bash.set(imageId, asked);
-      asked.catch(() => bash.delete(imageId));
-    }
-    return asked;
-  };
+  const hasBash = bashProbe((imageId) => {
+    const slot = `probe-${newSlot()}`;
+    return imageHasBash(docker, imageId, { labels: { ...baseLabels(), [poolLabelKeys.slot]: slot }, user: `${user.uid}:${user.gid}`, name: `tarmac-pool-${poolId}-${slot}` });
+  });
 
   /** Makes one waiting container in a fresh slot: on the default runner, or on an environment's base with its files. */
   const makeOne = async (shelf: Shelf): Promise<void> => {
@@ -144,39 +122,7 @@ export function createGatePool(deps: GatePoolDeps) {
         return;
       }
     }
-    const slot = newSlot();
-    const { dir, workspace, control, slotFile } = slotPaths(join(poolDir, slot));
-    await mkdir(workspace, { recursive: true });
-    // The environment's mount point inside the read-only control mount: made here, Docker cannot make it there.
-    await mkdir(environment ? join(control, 'env') : control, { recursive: true });
-    const fifo = await leanRun({ command: 'mkfifo', args: ['-m', '0666', join(control, 'wake')] });
-    if (fifo.code !== 0) throw new Error(`mkfifo exited ${fifo.code}: ${fifo.stderr.toString().trim()}`);
-    await handToContainerUser(workspace);
-    const imageId = environment ? environment.imageId : (await docker.getImage(image).inspect()).Id;
-    const spec: Omit<ContainerSpec, 'labels'> & { labels: Record<string, string> } = {
-      labels: { ...baseLabels(), [poolLabelKeys.slot]: slot, ...(environment ? { [poolLabelKeys.environment]: keyHex(environment.key) } : {}) },
-      image: imageId,
-      entrypoint: ['/bin/bash', '-c', poolWaiter],
-      cmd: [],
-      user: `${user.uid}:${user.gid}`,
-      env: ['HOME=/tmp', 'CI=1'],
-      binds: [`${workspace}:/workspace:rw`, `${control}:/tarmac:ro`, ...(environment ? [`${environment.path}:${environmentMount}:ro`] : [])],
-      workingDir: '/workspace',
-      timeoutMs: 0,
-      logFile: '',
-    };
-    const made: SlotFile = { slot, containerId: '', imageId, ...(environment ? { environment: { key: environment.key, identity: environment.identity } } : {}) };
-    let container: Docker.Container | undefined;
-    try {
-      container = await createStepContainer(docker, spec, `tarmac-pool-${poolId}-${slot}`, 16 * 1024 * 1024);
-      made.containerId = container.id;
-      await writeFile(slotFile, JSON.stringify(made));
-      await container.start();
-    } catch (error) {
-      if (container) await removeContainer(container.id).catch(() => undefined);
-      await rm(dir, { recursive: true, force: true });
-      throw error;
-    }
+    const made = await makeWaitingContainer({ docker, poolId, poolDir, image, user, labels: baseLabels(), slot: newSlot(), environment, slots });
     // Stopped, or the key fell off the list while its container was made: it serves no one.
     if (stopped || (shelf.key && shelves.get(shelf.key) !== shelf)) return await dropIdle(made);
     shelf.idle.push(made);
@@ -184,38 +130,9 @@ export function createGatePool(deps: GatePoolDeps) {
 
   /** Makes containers until every shelf is full, the default runner's first (one at a time: a start competes for the host's cores). */
   const fill = (): Promise<void> => {
-    fills = fills.then(async () => {
-      for (;;) {
-        const shelf = stopped ? undefined : allShelves().find((each) => !each.skipped && each.idle.length + each.filling < each.want);
-        if (!shelf) return;
-        shelf.filling += 1;
-        await writeState();
-        try {
-          await makeOne(shelf);
-        } catch (error) {
-          deps.log?.warn('a gate pool container could not be made; gates start their own', { error: String(error), ...(shelf.key ? { key: shelf.key } : {}) });
-          return;
-        } finally {
-          shelf.filling -= 1;
-          await writeState();
-        }
-      }
-    });
+    const next = () => (stopped ? undefined : allShelves().find((each) => !each.skipped && each.idle.length + each.filling < each.want));
+    fills = fills.then(() => fillShelves({ next, makeOne, writeState, ...(deps.log ? { log: deps.log } : {}) }));
     return fills;
-  };
-
-  /** Why a waiting container may not run a suite of this environment (or of none); undefined: it may. */
-  const unusable = async (slot: SlotFile, environment: string | undefined): Promise<string | undefined> => {
-    const [state, runnerImageId, current] = await Promise.all([
-      docker.getContainer(slot.containerId).inspect(),
-      environment ? undefined : docker.getImage(image).inspect().then((info) => info.Id),
-      environment ? currentEnvironmentRoot(dataDir, environment) : undefined,
-    ]);
-    if (!environment) return poolContainerProblem(state, { imageId: runnerImageId! });
-    // The collection or the retention sweep removed the environment (or removed it and it was built again) since the container was made.
-    if (!current) return 'its environment was removed';
-    if (slot.environment?.key !== environment || slot.environment.identity !== current.identity) return 'its environment was removed and built again';
-    return poolContainerProblem(state, { imageId: current.imageId, environment: current });
   };
 
   /** An environment's waiting containers whose files are no longer that environment's on the host (collected, rebuilt): removed. */
@@ -237,16 +154,7 @@ export function createGatePool(deps: GatePoolDeps) {
     start: async (): Promise<void> => {
       if (size <= 0) return;
       await mkdir(poolDir, { recursive: true });
-      // Found by the pool's label; unclaimed while its slot is still in the pool's directory (a claimed
-      // slot was moved into its run's, made before its container and removed after it).
-      const listed = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${poolId}`] }) });
-      // A claimed one whose run's directory is gone (removed by retention after a host was lost) is no one's.
-      const claimed = await claimedSlots();
-      for (const info of listed) {
-        const slot = info.Labels[poolLabelKeys.slot] ?? '.none';
-        if (existsSync(join(poolDir, slot)) || !claimed.has(slot)) await removeContainer(info.Id).catch(() => undefined);
-      }
-      for (const entry of await readdir(poolDir, { withFileTypes: true })) if (entry.isDirectory()) await rm(join(poolDir, entry.name), { recursive: true, force: true });
+      await removeEarlierContainers({ docker, poolId, poolDir, claimed: await claimedSlots(dataDir, readSlot), removeContainer });
       void fill();
     },
 
@@ -254,13 +162,7 @@ export function createGatePool(deps: GatePoolDeps) {
     stop: async (): Promise<void> => {
       stopped = true;
       await fills.catch(() => undefined);
-      const left = allShelves().flatMap((shelf) => shelf.idle.splice(0));
-      await Promise.all(
-        left.map(async (slot) => {
-          await removeContainer(slot.containerId).catch(() => undefined);
-          await rm(join(poolDir, slot.slot), { recursive: true, force: true });
-        }),
-      );
+      await Promise.all(allShelves().flatMap((shelf) => shelf.idle.splice(0).map((slot) => removeSlot(slot, poolDir, removeContainer))));
     },
 
     /** Resolves once nothing is being made (tests, the bench): the default runner's idle containers, and each kept environment's. */
@@ -296,33 +198,18 @@ export function createGatePool(deps: GatePoolDeps) {
       const shelf = environment ? shelves.get(environment) : runner;
       const slot = shelf?.idle.shift();
       if (!slot) return false;
-      const from = join(poolDir, slot.slot);
       try {
-        const problem = await unusable(slot, environment);
+        const problem = await unusable({ docker, dataDir, image }, slot, environment);
         if (problem) throw new Error(problem);
       } catch (error) {
         deps.log?.info('a gate pool container was not usable; removed', { slot: slot.slot, error: String(error) });
-        await removeContainer(slot.containerId).catch(() => undefined);
-        await rm(from, { recursive: true, force: true });
+        await removeSlot(slot, poolDir, removeContainer);
         void fill();
         return false;
       }
-      // Listed first: should the host die right after the move, the run's cleanup still finds it.
-      await recordInManifest(runPaths(dataDir, runId).manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [dir] });
-      await mkdir(runPaths(dataDir, runId).runDir, { recursive: true });
-      await rename(from, dir);
+      await moveToRun({ dataDir, hostId, runId, repo, from: join(poolDir, slot.slot), dir });
       void writeState();
-      // Another once the claimed one has run (or soon, should its landing wait before its gate).
-      const refill = setTimeout(() => void fill(), 2_000);
-      refill.unref();
-      void docker
-        .getContainer(slot.containerId)
-        .wait()
-        .catch(() => undefined)
-        .finally(() => {
-          clearTimeout(refill);
-          void fill();
-        });
+      refillAfter(docker, slot.containerId, fill);
       return true;
     },
 
@@ -336,3 +223,60 @@ export function createGatePool(deps: GatePoolDeps) {
 
 export type GatePool = ReturnType<typeof createGatePool>;
 
+/** What the pool's state file says: the default runner's shelf and each kept key's. */
+function poolState(size: number, runner: Shelf, keys: string[], shelves: Map<string, Shelf>) {
+  return {
+    size,
+    idle: runner.idle.length,
+    filling: runner.filling,
+    environments: keys.map((key) => ({ key, idle: shelves.get(key)?.idle.length ?? 0, filling: shelves.get(key)?.filling ?? 0, skipped: shelves.get(key)?.skipped === true })),
+  };
+}
+
+/** Whether an image (by ID) has bash, asked once per image (a failed ask is asked again). */
+function bashProbe(ask: (imageId: string) => Promise<boolean>): (imageId: string) => Promise<boolean> {
+  const bash = new Map<string, Promise<boolean>>();
+  return (imageId) => {
+    let asked = bash.get(imageId);
+    if (!asked) {
+      asked = ask(imageId);
+      bash.set(imageId, asked);
+      asked.catch(() => bash.delete(imageId));
+    }
+    return asked;
+  };
+}
+
+/** Another container once the claimed one has run (or soon, should its landing wait before its gate). */
+function refillAfter(docker: Docker, containerId: string, fill: () => Promise<void>): void {
+  const refill = setTimeout(() => void fill(), 2_000);
+  refill.unref();
+  void docker
+    .getContainer(containerId)
+    .wait()
+    .catch(() => undefined)
+    .finally(() => {
+      clearTimeout(refill);
+      void fill();
+    });
+}
+
+/** Makes a container for the next shelf short of its want, until none is (or one cannot be made: gates start their own). */
+async function fillShelves(input: { next: () => Shelf | undefined; makeOne: (shelf: Shelf) => Promise<void>; writeState: () => Promise<unknown>; log?: GatePoolDeps['log'] }): Promise<void> {
+  const { next, makeOne, writeState, log } = input;
+  for (;;) {
+    const shelf = next();
+    if (!shelf) return;
+    shelf.filling += 1;
+    await writeState();
+    try {
+      await makeOne(shelf);
+    } catch (error) {
+      log?.warn('a gate pool container could not be made; gates start their own', { error: String(error), ...(shelf.key ? { key: shelf.key } : {}) });
+      return;
+    } finally {
+      shelf.filling -= 1;
+      await writeState();
+    }
+  }
+}
