@@ -51,14 +51,16 @@ interface VerifyFacts {
 /** Most verify reads begun ahead and not yet taken (each is taken once; the oldest go first). */
 const maxFactsAhead = 64;
 
-/** Capsules of a landing that work in its run workspace (`runs/<id>/worktree`). */
-export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; hostId: string }) {
-  const workspaceGit = (runId: string) => automationGit(runPaths(dataDir, runId).worktree);
-
+/**
+ * Verify's reads of a run's two SHAs: begun ahead (the placement, once the first rebase is done,
+ * so that verify finds them read when the gate is over) and taken once by verify in this process
+ * (a verify elsewhere, or a read that failed, reads them again).
+ */
+function createVerifyFacts(dataDir: string) {
   /** Every fact verify checks, read on exactly the two SHAs; the reads are independent, so side by side. */
   const readVerifyFacts = async (runId: string, targetSha: string, headSha: string): Promise<VerifyFacts> => {
-    const git = workspaceGit(runId);
     const worktree = runPaths(dataDir, runId).worktree;
+    const git = automationGit(worktree);
     const [commitsOver, trees, ancestry, gateFacts, markerDiff] = await Promise.all([
       git.raw(['rev-list', '--count', `${targetSha}..${headSha}`]),
       catFileBatch(worktree, [`${headSha}^{tree}`, `${targetSha}^{tree}`]),
@@ -69,9 +71,37 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
     ]);
     return { commitsOver, trees, ancestry, gateFacts, markerDiff };
   };
-  /** Verify reads begun while the gate runs (readVerifyFactsAhead), by run and the two SHAs. */
+  /** Verify reads begun while the gate runs, by run and the two SHAs. */
   const factsAhead = new Map<string, Promise<VerifyFacts>>();
   const factsKey = (runId: string, targetSha: string, headSha: string) => `${runId}\0${targetSha}\0${headSha}`;
+  return {
+    /** Begins the reads now; not awaited. */
+    readAhead(runId: string, targetSha: string, headSha: string): void {
+      const key = factsKey(runId, targetSha, headSha);
+      if (factsAhead.has(key)) return;
+      for (const oldest of factsAhead.keys()) {
+        if (factsAhead.size < maxFactsAhead) break;
+        factsAhead.delete(oldest);
+      }
+      const reading = readVerifyFacts(runId, targetSha, headSha);
+      reading.catch(() => factsAhead.delete(key));
+      factsAhead.set(key, reading);
+    },
+    /** The facts read ahead on these very SHAs (facts of two commits do not change), else read now. */
+    async take(runId: string, targetSha: string, headSha: string): Promise<VerifyFacts> {
+      const key = factsKey(runId, targetSha, headSha);
+      const ahead = factsAhead.get(key);
+      factsAhead.delete(key);
+      return (await ahead?.catch(() => undefined)) ?? (await readVerifyFacts(runId, targetSha, headSha));
+    },
+  };
+}
+
+/** Capsules of a landing that work in its run workspace (`runs/<id>/worktree`). */
+export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; hostId: string }) {
+  const workspaceGit = (runId: string) => automationGit(runPaths(dataDir, runId).worktree);
+
+  const verifyFacts = createVerifyFacts(dataDir);
 
   return {
     /** Creates the run's workspace at the target head (the rebase builds on it) and records it in the manifest. */
@@ -138,17 +168,7 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      * that verify finds them read when the gate is over. Not awaited; taken once by verify in
      * this process (a verify elsewhere reads them itself).
      */
-    readVerifyFactsAhead: ({ runId, targetSha, headSha }: { runId: string; targetSha: string; headSha: string }): void => {
-      const key = factsKey(runId, targetSha, headSha);
-      if (factsAhead.has(key)) return;
-      for (const oldest of factsAhead.keys()) {
-        if (factsAhead.size < maxFactsAhead) break;
-        factsAhead.delete(oldest);
-      }
-      const reading = readVerifyFacts(runId, targetSha, headSha);
-      reading.catch(() => factsAhead.delete(key));
-      factsAhead.set(key, reading);
-    },
+    readVerifyFactsAhead: ({ runId, targetSha, headSha }: { runId: string; targetSha: string; headSha: string }): void => verifyFacts.readAhead(runId, targetSha, headSha),
 
     /**
      * The last mechanical check before merge: the landing adds commits, changes the
@@ -160,10 +180,7 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
       // Every fact read from git, on exactly the SHAs to be merged: the workflow's view is not the
       // only guard. Read while the gate ran when the placement began them on these very SHAs (facts
       // of two commits do not change); a read that failed is read again here.
-      const key = factsKey(runId, targetSha, headSha);
-      const ahead = factsAhead.get(key);
-      factsAhead.delete(key);
-      const { commitsOver, trees, ancestry, gateFacts, markerDiff } = (await ahead?.catch(() => undefined)) ?? (await readVerifyFacts(runId, targetSha, headSha));
+      const { commitsOver, trees, ancestry, gateFacts, markerDiff } = await verifyFacts.take(runId, targetSha, headSha);
       return verifyVerdict({
         commitsOver: Number(commitsOver.trim()),
         headTree: trees[0]?.oid ?? '',
