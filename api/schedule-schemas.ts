@@ -45,7 +45,7 @@ export const ScheduleDefinitionSchema = Type.Object({
 });
 export type ScheduleDefinition = Static<typeof ScheduleDefinitionSchema>;
 
-const ScheduleSummarySchema = Type.Object({
+export const ScheduleSummarySchema = Type.Object({
   id: Type.String({ description: 'schedule id, derived from repo and target; also the prefix of its runs\' workflow ids' }),
   ...ScheduleDefinitionSchema.properties,
   paused: Type.Boolean(),
@@ -57,6 +57,9 @@ export const ScheduleCreatedSchema = Type.Object({
   duplicate: Type.Boolean({ description: 'true when this (repo, target) already had the same schedule; that one is returned' }),
   links: Type.Object({ self: Type.String(), trigger: Type.String() }),
 });
+
+export type ScheduleSummary = Static<typeof ScheduleSummarySchema>;
+export type ScheduleCreated = Static<typeof ScheduleCreatedSchema>;
 
 export const ScheduleListSchema = Type.Object({ schedules: Type.Array(ScheduleSummarySchema) });
 
@@ -75,3 +78,9 @@ export const ScheduleViewSchema = Type.Object({
   running: Type.Array(Type.String({ description: 'workflow ids of nightly runs in progress' })),
   recentRuns: Type.Array(RecentRunSchema, { description: 'newest first' }),
 });
+export type ScheduleView = Static<typeof ScheduleViewSchema>;
+
+export const ScheduleTriggeredSchema = Type.Object({ id: Type.String(), triggered: Type.Boolean() });
+export type ScheduleTriggered = Static<typeof ScheduleTriggeredSchema>;
+export const ScheduleDeletedSchema = Type.Object({ id: Type.String(), deleted: Type.Boolean() });
+export type ScheduleDeleted = Static<typeof ScheduleDeletedSchema>;

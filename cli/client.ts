@@ -1,192 +1,40 @@
-import type { Quarantine } from '../core/quarantine';
 /**
  * A small typed client of the Tarmac REST API over the global `fetch`.
- * Every error becomes a `CliError` whose message a user can act on.
+ * Every error becomes a `CliError` whose message a user can act on. What crosses the wire is
+ * typed by the API's own schemas (api/schemas.ts): a field renamed there breaks this file's build.
  */
-import type { LandingOutcome, Meters, StepRecord, GateSuiteResult, BranchHead } from '../core/types';
+import type { Static } from '@sinclair/typebox';
+import type { ScheduleCreate as ScheduleCreateBody, ScheduleCreated, ScheduleDeleted, ScheduleSummary, ScheduleTriggered, ScheduleView } from '../api/schedule-schemas';
+import type {
+  AnswerAccepted,
+  BudgetAnswer,
+  BudgetCommand,
+  CancelRequested,
+  EnvironmentView,
+  FixCreate,
+  LandingCreate,
+  LandingCreated,
+  LandingRetried,
+  LandingView,
+  QuarantineLifted,
+  QuarantineView,
+  QueueView,
+  ReviewCreate,
+  RunCreated,
+  RunListQuery,
+  RunSummary,
+  RunView,
+} from '../api/schemas';
 import type { CliConfig } from './config';
 import { ApiCallError, CliError } from './errors';
 
-export interface LandingCreated {
-  id: string;
-  duplicate: boolean;
-  repo: string;
-  target: string;
-  targetSha: string;
-  heads: BranchHead[];
-  links: { self: string };
-}
+export type { BudgetCommand, EnvironmentView, LandingView, QuarantineView, QueueView, RunSummary, ScheduleSummary, ScheduleView };
 
-/** A retry of a landing that did not land: a new run on the retried run's heads. */
-export interface LandingRetried extends LandingCreated {
-  retryOf: string;
-  attempt: number;
-}
+/** GET /v1/runs filters, as the command line gives them; every one optional. */
+export type RunListFilter = { [Name in keyof Static<typeof RunListQuery>]?: string | number };
 
-export interface LandingView {
-  id: string;
-  workflowStatus: string;
-  phase: string;
-  steps: StepRecord[];
-  gates: GateSuiteResult[];
-  meters: Partial<Meters>;
-  pendingQuestions: { id: string; question: string; from?: string; why?: string }[];
-  reviews: Record<string, unknown>[];
-  outcome?: LandingOutcome;
-}
-
-export interface LandingCreate {
-  repo: string;
-  branches: string[];
-  target: string;
-  agents?: { resolver?: string; fixer?: string };
-  /** Priority lane in the target queue (-100..100, default 0): higher lanes are admitted first. */
-  priority?: number;
-}
-
-export interface FixCreate {
-  repo: string;
-  branch: string;
-  request: string;
-  reproCommand?: string;
-  maxRepairs?: number;
-  agents?: { implementer?: string; architect?: string };
-}
-
-/** A suite quarantined on a target (GET /v1/quarantines). */
-export type QuarantineView = Quarantine & { repo: string; target: string };
-
-/** An environment cached on the API's host (GET /v1/environments). */
-export interface EnvironmentView {
-  key: string;
-  repo: string;
-  baseImage: string;
-  sizeBytes: number;
-  builtAt: string;
-  lastUsedAt: string;
-  buildMs: number;
-  usedBy: string[];
-  builtBy: { runId: string };
-  inputs: { path: string; oid?: string; absent?: true }[];
-  products: string[];
-  egress: { host: string; port: number; allowed: boolean; bytesUp: number; bytesDown: number; reason?: string }[];
-  declaration: { source: string; file: string; image?: string; setup: string[]; inputs: string[]; egress?: string[]; envNames: string[] };
-}
-
-export interface RunCreated {
-  id: string;
-  duplicate: boolean;
-  links: { self: string };
-}
-
-export interface RunView {
-  id: string;
-  /** The workflow type: landing, reviewPanel, fixLoop, nightly, agentSession… */
-  type: string;
-  workflowStatus: string;
-  status: unknown;
-  result?: unknown;
-}
-
-/** GET /v1/runs filters; every one optional. */
-export interface RunListFilter {
-  kind?: string;
-  repo?: string;
-  target?: string;
-  branch?: string;
-  phase?: string;
-  outcome?: string;
-  status?: string;
-  limit?: number;
-}
-
-export interface RunSummary {
-  id: string;
-  kind: string;
-  workflowStatus: string;
-  startTime: string;
-  closeTime?: string;
-  repo?: string;
-  target?: string;
-  branches?: string[];
-  phase?: string;
-  outcome?: string;
-  parent?: string;
-}
-
-/** One landing in a target queue's waiting line (GET /v1/queues/:repo/:target). */
-export interface QueueEntry {
-  landingId: string;
-  /** 0: next to go. */
-  position: number;
-  lane: number;
-  seq: number;
-  batchable: boolean;
-  /** Expected time until its turn is over; absent until the queue has timed a turn. */
-  etaMs?: number;
-}
-
-/** A target queue now: who holds the target, the batch in flight, the waiting line. */
-export interface QueueView {
-  repo: string;
-  target: string;
-  queueId: string;
-  running: boolean;
-  current?: string;
-  batch?: { id: string; members: string[] };
-  waiting: QueueEntry[];
-  admitted: number;
-  batches: number;
-  turnInFlightMs?: number;
-  recentTurnMs: number[];
-}
-
-export interface ReviewCreate {
-  repo: string;
-  base: string;
-  head: string;
-  panel: string;
-  quorum?: number;
-}
-
-export type BudgetCommand = { action: 'extend'; tokens?: number; costUsd?: number; sessions?: number; wallMs?: number } | { action: 'stop' };
-
-export interface BudgetAnswer {
-  accepted: boolean;
-  budget?: { tokens?: number; costUsd?: number; sessions?: number; wallMs?: number; onExhausted?: string };
-}
-
-export interface ScheduleCreate {
-  repo: string;
-  target: string;
-  cron?: string;
-  timezone?: string;
-  paused?: boolean;
-  agents?: { implementer?: string };
-}
-
-export interface ScheduleSummary {
-  id: string;
-  repo: string;
-  target: string;
-  cron: string;
-  timezone: string;
-  agents?: { implementer?: string; ladder?: string[] };
-  paused: boolean;
-  nextRuns: string[];
-}
-
-export interface ScheduleCreated extends ScheduleSummary {
-  duplicate: boolean;
-  links: { self: string; trigger: string };
-}
-
-export interface ScheduleView extends ScheduleSummary {
-  note?: string;
-  actionsTaken: number;
-  running: string[];
-  recentRuns: { workflowId: string; scheduledAt: string; takenAt: string; workflowStatus: string; outcome?: Record<string, unknown> }[];
-}
+/** POST /v1/schedules as a client sends it: the fields with a default may be left out. */
+export type ScheduleCreate = Omit<ScheduleCreateBody, 'cron' | 'timezone' | 'paused'> & Partial<Pick<ScheduleCreateBody, 'cron' | 'timezone' | 'paused'>>;
 
 /** What a failed `fetch` means to the user: the URL and the reason. */
 export function unreachable(url: string, error: unknown): CliError {
@@ -252,13 +100,13 @@ export class TarmacClient {
     return (await this.request<LandingView>('GET', `/v1/landings/${encodeURIComponent(id)}`)).body;
   }
 
-  async answer(id: string, text: string, questionId?: string): Promise<{ accepted: boolean; questionId: string }> {
+  async answer(id: string, text: string, questionId?: string): Promise<AnswerAccepted> {
     const body = { text, ...(questionId ? { questionId } : {}) };
-    return (await this.request<{ accepted: boolean; questionId: string }>('POST', `/v1/runs/${encodeURIComponent(id)}/answers`, body)).body;
+    return (await this.request<AnswerAccepted>('POST', `/v1/runs/${encodeURIComponent(id)}/answers`, body)).body;
   }
 
-  async cancel(id: string): Promise<{ id: string; cancelRequested: boolean }> {
-    return (await this.request<{ id: string; cancelRequested: boolean }>('POST', `/v1/landings/${encodeURIComponent(id)}/cancel`)).body;
+  async cancel(id: string): Promise<CancelRequested> {
+    return (await this.request<CancelRequested>('POST', `/v1/landings/${encodeURIComponent(id)}/cancel`)).body;
   }
 
   async retry(id: string): Promise<LandingRetried> {
@@ -308,12 +156,12 @@ export class TarmacClient {
     return (await this.request<ScheduleView>('GET', `/v1/schedules/${encodeURIComponent(id)}`)).body;
   }
 
-  async triggerSchedule(id: string): Promise<{ id: string; triggered: boolean }> {
-    return (await this.request<{ id: string; triggered: boolean }>('POST', `/v1/schedules/${encodeURIComponent(id)}/trigger`)).body;
+  async triggerSchedule(id: string): Promise<ScheduleTriggered> {
+    return (await this.request<ScheduleTriggered>('POST', `/v1/schedules/${encodeURIComponent(id)}/trigger`)).body;
   }
 
-  async deleteSchedule(id: string): Promise<{ id: string; deleted: boolean }> {
-    return (await this.request<{ id: string; deleted: boolean }>('DELETE', `/v1/schedules/${encodeURIComponent(id)}`)).body;
+  async deleteSchedule(id: string): Promise<ScheduleDeleted> {
+    return (await this.request<ScheduleDeleted>('DELETE', `/v1/schedules/${encodeURIComponent(id)}`)).body;
   }
 
   async quarantines(filter: { repo?: string; target?: string }): Promise<QuarantineView[]> {
@@ -328,8 +176,8 @@ export class TarmacClient {
     return (await this.request<{ environments: EnvironmentView[] }>('GET', `/v1/environments${text}`)).body.environments;
   }
 
-  async liftQuarantine(suiteId: string, repo: string, target: string): Promise<{ lifted: boolean; repo: string; target: string; suiteId: string }> {
+  async liftQuarantine(suiteId: string, repo: string, target: string): Promise<QuarantineLifted> {
     const query = new URLSearchParams({ repo, target }).toString();
-    return (await this.request<{ lifted: boolean; repo: string; target: string; suiteId: string }>('DELETE', `/v1/quarantines/${encodeURIComponent(suiteId)}?${query}`)).body;
+    return (await this.request<QuarantineLifted>('DELETE', `/v1/quarantines/${encodeURIComponent(suiteId)}?${query}`)).body;
   }
 }

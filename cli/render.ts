@@ -192,8 +192,7 @@ export function statusLines(view: LandingView): string[] {
   }
   for (const question of view.pendingQuestions) lines.push(`question ${question.id}${asker(question)}: ${question.question}`, `  answer with: tarmac answer ${view.id} "<text>"`);
   for (const review of view.reviews) {
-    const field = (name: string) => (typeof review[name] === 'string' ? review[name] : '?');
-    lines.push(`review: ${field('status')} (REVIEW_CACHE=${field('cache')})${typeof review.summary === 'string' ? ` — ${review.summary}` : ''}`);
+    lines.push(`review: ${review.status} (REVIEW_CACHE=${review.cache}) — ${review.summary}`);
   }
   if (view.outcome) lines.push(...outcomeLines(view.outcome, view.meters));
   else lines.push(`meters: ${metersLine(view.meters)}`);

@@ -2,8 +2,8 @@
  * What `tarmac watch` knows about a run, folded from its event stream. Pure: the
  * messages come in, a new state goes out; no I/O, no clock.
  */
-import type { RunEvent } from '../core/events';
-import type { LandingOutcome, Meters } from '../core/types';
+import type { LandingOutcomeView, RunEvent } from '../api/schemas';
+import type { Meters } from '../core/types';
 import type { SseMessage } from './sse';
 
 /** A runner log line (`log`) and the stream's last message (`end`), besides the journal events. */
@@ -12,7 +12,7 @@ export type EndEvent = { kind: 'end'; workflowStatus: string; outcome?: OutcomeL
 export type WatchEvent = RunEvent | LogEvent | EndEvent;
 
 /** The part of an outcome the CLI shows; `end` may carry the whole LandingOutcome. */
-export type OutcomeLike = { status: string; summary: string } & Partial<Omit<LandingOutcome, 'status' | 'summary'>>;
+export type OutcomeLike = { status: string; summary: string } & Partial<Omit<LandingOutcomeView, 'status' | 'summary'>>;
 
 export interface StepView {
   name: string;

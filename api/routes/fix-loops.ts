@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
-import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/node/config';
 import type { FixRequest } from '../../core/fix-types';
 import { loadRecipes } from '../../core/node/recipes';
@@ -11,39 +10,13 @@ import { startRun } from '../start-run';
 import { assertAgentsRunnable } from '../agents';
 import { invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
-import { ErrorSchema } from '../schemas';
-
-const harnessModel = Type.String({ minLength: 3, maxLength: 200, description: 'harness#model' });
-const FixCreateSchema = Type.Object(
-  {
-    repo: Type.String({ minLength: 1, maxLength: 4096 }),
-    branch: Type.String({ minLength: 1, maxLength: 255 }),
-    request: Type.String({ minLength: 3, maxLength: 20_000, description: 'what is wrong, in words; routes the loop' }),
-    reproCommand: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 2000, description: 'run with `sh -c` in the runner image; without it the loop grounds its repro in the request and what the repository defines (or ends no-repro)' }),
-    ),
-    maxRepairs: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
-    agents: Type.Optional(
-      Type.Object(
-        {
-          implementer: Type.Optional(harnessModel),
-          architect: Type.Optional(harnessModel),
-          ladder: Type.Optional(Type.Array(harnessModel, { minItems: 1, maxItems: 20 })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-  },
-  { additionalProperties: false },
-);
-
-const created = Type.Object({ id: Type.String(), duplicate: Type.Boolean(), links: Type.Object({ self: Type.String() }) });
+import { ErrorSchema, FixCreateSchema, RunCreatedSchema } from '../schemas';
 
 /** POST /v1/fix-loops: a fix loop on a branch; its fixes land on a run-owned branch. */
 export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: Config }> = async (app, { client, config }) => {
   app.post(
     '/fix-loops',
-    { schema: { summary: 'Start a fix loop (idempotent on repo, branch head, request and repro command)', body: FixCreateSchema, response: { 201: created, 200: created, 400: ErrorSchema, 401: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema } } },
+    { schema: { summary: 'Start a fix loop (idempotent on repo, branch head, request and repro command)', body: FixCreateSchema, response: { 201: RunCreatedSchema, 200: RunCreatedSchema, 400: ErrorSchema, 401: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema } } },
     async (request, reply) => {
       const body = request.body;
       const problem = branchNameProblem(body.branch);

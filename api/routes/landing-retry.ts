@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter, WorkflowNotFoundError } from '@temporalio/common';
-import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/node/config';
 import { FailureCode } from '../../core/failures';
 import { retryLandingId } from '../../core/node/landing-id';
@@ -11,14 +10,8 @@ import type { LandingOutcome, LandingRequest } from '../../core/types';
 import { assertAgentsRunnable } from '../agents';
 import { ApiError } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
-import { ErrorSchema, LandingCreatedSchema, LandingIdParams } from '../schemas';
+import { ErrorSchema, LandingIdParams, LandingRetriedSchema } from '../schemas';
 import { startRun } from '../start-run';
-
-const LandingRetriedSchema = Type.Object({
-  ...LandingCreatedSchema.properties,
-  retryOf: Type.String({ description: 'the run this one retries (it keeps its id and its history)' }),
-  attempt: Type.Integer({ minimum: 2, description: 'which attempt at these heads this run is (the first run is attempt 1)' }),
-});
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 500: ErrorSchema };
 

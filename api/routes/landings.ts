@@ -2,7 +2,6 @@ import { resolve } from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/node/config';
 import { startRun } from '../start-run';
 import { FailureCode } from '../../core/failures';
@@ -17,7 +16,7 @@ import { landingRecord, searchAttributes } from '../../core/search-attributes';
 import { assertAgentsRunnable } from '../agents';
 import { ApiError, invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
-import { ErrorSchema, LandingCreatedSchema, LandingCreateSchema, LandingIdParams, LandingListQuery, LandingListSchema, LandingViewSchema } from '../schemas';
+import { AnswerAcceptedSchema, AnswerSchema, CancelRequestedSchema, ErrorSchema, LandingCreatedSchema, LandingCreateSchema, LandingIdParams, LandingListQuery, LandingListSchema, LandingViewSchema } from '../schemas';
 
 export interface LandingRouteOptions {
   client: Client;
@@ -197,8 +196,8 @@ export const landingControlRoutes: FastifyPluginAsyncTypebox<{ client: Client }>
               ? "Answer a run's pending question (a landing's, a fix loop's or a standalone review panel's: its own or its agents'); an empty text is a decision not to go on (needs-decision)"
               : "Answer the landing's pending question (only approve, approved or yes approve a gate-file change; an agent's question gets the text as its answer; an empty text stops it with needs-decision)",
           params: LandingIdParams,
-          body: Type.Object({ text: Type.String({ maxLength: 10_000 }), questionId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) }, { additionalProperties: false }),
-          response: { 200: Type.Object({ accepted: Type.Boolean(), questionId: Type.String() }), 409: ErrorSchema, ...errors },
+          body: AnswerSchema,
+          response: { 200: AnswerAcceptedSchema, 409: ErrorSchema, ...errors },
         },
       },
       async (request) => {
@@ -226,7 +225,7 @@ export const landingControlRoutes: FastifyPluginAsyncTypebox<{ client: Client }>
       schema: {
         summary: 'Cancel a landing: its containers stop, cleanup runs, the outcome is cancelled',
         params: LandingIdParams,
-        response: { 202: Type.Object({ id: Type.String(), cancelRequested: Type.Boolean() }), 409: ErrorSchema, ...errors },
+        response: { 202: CancelRequestedSchema, 409: ErrorSchema, ...errors },
       },
     },
     async (request, reply) => {

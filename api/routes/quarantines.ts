@@ -10,20 +10,7 @@ import { searchAttributes } from '../../core/search-attributes';
 import { runListQuery } from '../../core/visibility-query';
 import { ApiError } from '../errors';
 import { canonicalRepo, checkedTarget } from '../target-filter';
-import { ErrorSchema } from '../schemas';
-
-const QuarantineSchema = Type.Object({
-  repo: Type.String(),
-  target: Type.String(),
-  suiteId: Type.String(),
-  since: Type.String({ description: 'when the suite was first quarantined (of this quarantine)' }),
-  until: Type.String({ description: 'when it ends by itself' }),
-  settled: Type.Union([Type.Literal('flaky'), Type.Literal('pre-existing')], { description: 'what the evidence showed: green when run again on the same tree, or red on the base too' }),
-  landingId: Type.String({ description: 'the landing whose evidence put it here (the latest, when quarantined again)' }),
-  treeSha: Type.String({ description: 'the tree it was red on' }),
-  logRefs: Type.Array(Type.String(), { description: 'logs of the red run and its evidence runs (relative to the data dir of the host that ran them)' }),
-  links: Type.Object({ landing: Type.String() }),
-});
+import { ErrorSchema, QuarantineLiftedSchema, QuarantineSchema } from '../schemas';
 
 const QuarantineListQuery = Type.Object(
   {
@@ -92,7 +79,7 @@ export const quarantineRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = a
         summary: "Lift a suite's quarantine on a target before it expires: its red blocks landings again",
         params: SuiteParams,
         querystring: QuarantineLiftQuery,
-        response: { 200: Type.Object({ lifted: Type.Literal(true), repo: Type.String(), target: Type.String(), suiteId: Type.String() }), 404: ErrorSchema, ...errors },
+        response: { 200: QuarantineLiftedSchema, 404: ErrorSchema, ...errors },
       },
     },
     async (request) => {

@@ -7,32 +7,8 @@ import { queueStatusQuery, type QueueStatusView } from '../../core/messages';
 import { searchAttributes } from '../../core/search-attributes';
 import { runListQuery } from '../../core/visibility-query';
 import { queueEta } from '../../policies/batch';
-import { ErrorSchema } from '../schemas';
+import { ErrorSchema, QueueViewSchema } from '../schemas';
 import { canonicalRepo, checkedTarget } from '../target-filter';
-
-const QueueEntrySchema = Type.Object({
-  landingId: Type.String(),
-  position: Type.Integer({ description: '0: next to go' }),
-  lane: Type.Integer({ description: 'priority lane (higher first)' }),
-  seq: Type.Integer({ description: 'arrival order; a landing that comes back (a batch culprit after its fixup round) keeps it' }),
-  batchable: Type.Boolean({ description: 'may be tested in a speculative batch (the gate file asks for batches, its gate file unchanged)' }),
-  etaMs: Type.Optional(Type.Integer({ description: 'expected time until its turn is over, from the queue’s recent turns (absent until the queue timed one)' })),
-  links: Type.Object({ landing: Type.String() }),
-});
-
-export const QueueViewSchema = Type.Object({
-  repo: Type.String(),
-  target: Type.String(),
-  queueId: Type.String(),
-  running: Type.Boolean({ description: 'false when no queue runs for this target (nothing has asked to merge to it, or it is gone)' }),
-  current: Type.Optional(Type.String({ description: 'the landing that holds the target now (it merges itself)' })),
-  batch: Type.Optional(Type.Object({ id: Type.String(), members: Type.Array(Type.String()), links: Type.Object({ self: Type.String() }) }, { description: 'the speculative batch in flight' })),
-  waiting: Type.Array(QueueEntrySchema),
-  admitted: Type.Integer({ description: 'landings admitted so far (alone or in batches)' }),
-  batches: Type.Integer({ description: 'batches run so far' }),
-  turnInFlightMs: Type.Optional(Type.Integer({ description: 'how long the turn in flight has run' })),
-  recentTurnMs: Type.Array(Type.Integer(), { description: 'durations of recent turns (a landing’s hold, or a whole batch), newest last' }),
-});
 
 const QueueParams = Type.Object({
   repo: Type.String({ minLength: 1, maxLength: 4096, description: 'the repository as given to POST /v1/landings, URL-encoded (a path or git URL)' }),

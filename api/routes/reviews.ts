@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
-import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/node/config';
 import { loadRecipes } from '../../core/node/recipes';
 import { branchNameProblem } from '../../core/refs';
@@ -9,19 +8,8 @@ import type { PanelRequest } from '../../core/review-types';
 import { searchAttributes } from '../../core/search-attributes';
 import { invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
-import { ErrorSchema } from '../schemas';
+import { ErrorSchema, ReviewCreateSchema, RunCreatedSchema } from '../schemas';
 import { startRun } from '../start-run';
-
-const ReviewCreateSchema = Type.Object(
-  {
-    repo: Type.String({ minLength: 1, maxLength: 4096 }),
-    base: Type.String({ minLength: 1, maxLength: 255, description: 'branch the change is reviewed against' }),
-    head: Type.String({ minLength: 1, maxLength: 255, description: 'branch whose tree is reviewed' }),
-    panel: Type.String({ minLength: 1, maxLength: 100, description: 'a panel of recipes/panels.json' }),
-    quorum: Type.Optional(Type.Integer({ minimum: 1, maximum: 12 })),
-  },
-  { additionalProperties: false },
-);
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema };
 
@@ -33,7 +21,7 @@ export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: C
       schema: {
         summary: 'Start a review panel over base...head (the findings cache makes a reviewed tree free)',
         body: ReviewCreateSchema,
-        response: { 201: Type.Object({ id: Type.String(), duplicate: Type.Boolean(), links: Type.Object({ self: Type.String() }) }), 200: Type.Object({ id: Type.String(), duplicate: Type.Boolean(), links: Type.Object({ self: Type.String() }) }), ...errors },
+        response: { 201: RunCreatedSchema, 200: RunCreatedSchema, ...errors },
       },
     },
     async (request, reply) => {

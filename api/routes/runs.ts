@@ -3,29 +3,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { Type } from '@sinclair/typebox';
 import { FailureCode } from '../../core/failures';
 import { budgetUpdate } from '../../core/messages';
 import { isLocalPathText, parseRepoLocation } from '../../core/repo-location';
 import { searchAttributes } from '../../core/search-attributes';
 import { filterValueProblem, runListQuery } from '../../core/visibility-query';
 import { ApiError, invalid } from '../errors';
-import { ErrorSchema, LandingIdParams, LandingListQuery } from '../schemas';
-
-const BudgetCommandSchema = Type.Union([
-  Type.Object(
-    {
-      action: Type.Literal('extend'),
-      tokens: Type.Optional(Type.Integer({ minimum: 1 })),
-      // Not `exclusiveMinimum: 0`: OpenAPI 3.0 (our /docs/json) only knows the boolean form, so that schema was invalid there.
-      costUsd: Type.Optional(Type.Number({ minimum: 0.01, description: 'US dollars to add, at least one cent' })),
-      sessions: Type.Optional(Type.Integer({ minimum: 1 })),
-      wallMs: Type.Optional(Type.Integer({ minimum: 1 })),
-    },
-    { additionalProperties: false },
-  ),
-  Type.Object({ action: Type.Literal('stop') }, { additionalProperties: false }),
-]);
+import { BudgetAnswerSchema, BudgetCommandSchema, ErrorSchema, LandingIdParams, listedRunKinds, RunListQuery, RunListSchema, RunViewSchema } from '../schemas';
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
 
@@ -33,40 +17,6 @@ function notFound(id: string, error: unknown): never {
   if (error instanceof WorkflowNotFoundError) throw new ApiError(FailureCode.notFound, `no run ${id}`);
   throw error;
 }
-
-/** The kinds of run an operator starts or schedules (sessions are listed under their run). */
-export const listedRunKinds = ['landing', 'review-panel', 'fix-loop', 'nightly'] as const;
-
-const RunListQuery = Type.Object(
-  {
-    kind: Type.Optional(
-      Type.Union(
-        [...listedRunKinds, 'agent-session', 'merge-batch'].map((kind) => Type.Literal(kind)),
-        { description: "One kind of run; default landings, review panels, fix loops and nightlies (a landing's sessions and a target queue's speculative batches only when asked for)" },
-      ),
-    ),
-    ...LandingListQuery.properties,
-  },
-  { additionalProperties: false },
-);
-
-const RunListSchema = Type.Object({
-  runs: Type.Array(
-    Type.Object({
-      id: Type.String(),
-      kind: Type.String({ description: 'landing, review-panel, fix-loop, nightly, agent-session or merge-batch' }),
-      workflowStatus: Type.String(),
-      startTime: Type.String(),
-      closeTime: Type.Optional(Type.String()),
-      repo: Type.Optional(Type.String()),
-      target: Type.Optional(Type.String()),
-      branches: Type.Optional(Type.Array(Type.String())),
-      phase: Type.Optional(Type.String()),
-      outcome: Type.Optional(Type.String()),
-      parent: Type.Optional(Type.String({ description: 'the run that started this one (a landing\'s panel or fix loop, a batch\'s target queue)' })),
-    }),
-  ),
-});
 
 /** Any run (landing, session, panel…): its status query, and its budget update. */
 export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (app, { client }) => {
@@ -122,7 +72,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (a
         summary: "Status of any run (the workflow's `status` query)",
         params: LandingIdParams,
         response: {
-          200: Type.Object({ id: Type.String(), type: Type.String(), workflowStatus: Type.String(), status: Type.Unknown(), result: Type.Optional(Type.Unknown()) }),
+          200: RunViewSchema,
           ...errors,
         },
       },
@@ -143,7 +93,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (a
         summary: 'Extend the budget of a run paused for it, or stop the run',
         params: LandingIdParams,
         body: BudgetCommandSchema,
-        response: { 200: Type.Object({ accepted: Type.Boolean(), budget: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }), 409: ErrorSchema, 413: ErrorSchema, ...errors },
+        response: { 200: BudgetAnswerSchema, 409: ErrorSchema, 413: ErrorSchema, ...errors },
       },
     },
     async (request) => {

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleDescription, type ScheduleHandle } from '@temporalio/client';
-import { Type } from '@sinclair/typebox';
 import type { Config } from '../../core/node/config';
 import { cronProblem, timezoneProblem } from '../../core/cron';
 import { workflowTaskTimeout } from '../../core/timeouts';
@@ -13,7 +12,16 @@ import { searchAttributes } from '../../core/search-attributes';
 import { assertAgentsRunnable } from '../agents';
 import { ApiError, invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
-import { ScheduleCreatedSchema, ScheduleCreateSchema, ScheduleIdParams, ScheduleListSchema, ScheduleViewSchema, type ScheduleDefinition } from '../schedule-schemas';
+import {
+  ScheduleCreatedSchema,
+  ScheduleCreateSchema,
+  ScheduleDeletedSchema,
+  ScheduleIdParams,
+  ScheduleListSchema,
+  ScheduleTriggeredSchema,
+  ScheduleViewSchema,
+  type ScheduleDefinition,
+} from '../schedule-schemas';
 import { ErrorSchema } from '../schemas';
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 500: ErrorSchema };
@@ -174,7 +182,7 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
       schema: {
         summary: 'Run the nightly now (409 while a run of it is still in progress)',
         params: ScheduleIdParams,
-        response: { 202: Type.Object({ id: Type.String(), triggered: Type.Boolean() }), 409: ErrorSchema, ...errors },
+        response: { 202: ScheduleTriggeredSchema, 409: ErrorSchema, ...errors },
       },
     },
     async (request, reply) => {
@@ -193,7 +201,7 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
       schema: {
         summary: 'Delete a nightly schedule (a run in progress finishes; no new ones start)',
         params: ScheduleIdParams,
-        response: { 200: Type.Object({ id: Type.String(), deleted: Type.Boolean() }), ...errors },
+        response: { 200: ScheduleDeletedSchema, ...errors },
       },
     },
     async (request) => {

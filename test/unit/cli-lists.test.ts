@@ -124,7 +124,7 @@ describe('tarmac environments: one environment a row', () => {
       inputs: [],
       products: ['node_modules'],
       egress: [],
-      declaration: { source: 'gate-file', file: '.config/tarmac/land-gate.json', setup: ['npm ci'], inputs: ['package-lock.json'], envNames: [] },
+      declaration: { source: 'gate-file' as const, file: '.config/tarmac/land-gate.json', setup: ['npm ci'], inputs: ['package-lock.json'], envNames: [] },
     });
     assert.deepEqual(
       environmentLines([

@@ -257,9 +257,9 @@ describe('the merge queue: tarmac queue, and the batch lineage of a landing', ()
       current: 'land.app.main.p',
       turnInFlightMs: 12_000,
       waiting: [
-        { landingId: 'land.app.main.a', position: 0, lane: 5, seq: 3, batchable: true, etaMs: 42_000 },
-        { landingId: 'land.app.main.c', position: 1, lane: 0, seq: 2, batchable: true, etaMs: 42_000 },
-        { landingId: 'land.app.main.long-name', position: 2, lane: -1, seq: 1, batchable: false, etaMs: 185_000 },
+        { landingId: 'land.app.main.a', position: 0, lane: 5, seq: 3, batchable: true, etaMs: 42_000, links: { landing: '/v1/landings/land.app.main.a' } },
+        { landingId: 'land.app.main.c', position: 1, lane: 0, seq: 2, batchable: true, etaMs: 42_000, links: { landing: '/v1/landings/land.app.main.c' } },
+        { landingId: 'land.app.main.long-name', position: 2, lane: -1, seq: 1, batchable: false, etaMs: 185_000, links: { landing: '/v1/landings/land.app.main.long-name' } },
       ],
       recentTurnMs: [20_000, 40_000, 30_000],
     };
@@ -280,9 +280,9 @@ describe('the merge queue: tarmac queue, and the batch lineage of a landing', ()
     const view: QueueView = {
       ...base,
       batches: 2,
-      batch: { id: batchId, members: ['land.a', 'land.b'] },
+      batch: { id: batchId, members: ['land.a', 'land.b'], links: { self: `/v1/runs/${batchId}` } },
       turnInFlightMs: 3_400,
-      waiting: [{ landingId: 'land.c', position: 0, lane: 0, seq: 5, batchable: true }],
+      waiting: [{ landingId: 'land.c', position: 0, lane: 0, seq: 5, batchable: true, links: { landing: '/v1/landings/land.c' } }],
       recentTurnMs: [],
     };
     assert.deepEqual(queueLines(view), [
@@ -308,8 +308,8 @@ describe('the merge queue: tarmac queue, and the batch lineage of a landing', ()
   it('every queue that runs, one a row: the holder (a landing or a batch), the line, the next ETA', () => {
     assert.deepEqual(
       queueListLines([
-        { ...base, current: 'land.app.main.p', waiting: [{ landingId: 'land.a', position: 0, lane: 0, seq: 1, batchable: true, etaMs: 65_000 }], recentTurnMs: [60_000] },
-        { ...base, target: 'release/2', queueId: 'queue.app.release_2.0', batch: { id: 'queue.app.release_2.0.batch-1', members: ['land.r'] }, waiting: [], admitted: 1, recentTurnMs: [] },
+        { ...base, current: 'land.app.main.p', waiting: [{ landingId: 'land.a', position: 0, lane: 0, seq: 1, batchable: true, etaMs: 65_000, links: { landing: '/v1/landings/land.a' } }], recentTurnMs: [60_000] },
+        { ...base, target: 'release/2', queueId: 'queue.app.release_2.0', batch: { id: 'queue.app.release_2.0.batch-1', members: ['land.r'], links: { self: '/v1/runs/queue.app.release_2.0.batch-1' } }, waiting: [], admitted: 1, recentTurnMs: [] },
       ]),
       [
         'TARGET     HOLDER                               WAITING  NEXT ETA   ADMITTED  BATCHES  REPO',
