@@ -102,80 +102,20 @@ export async function startEgressGateway(options: EgressGatewayOptions): Promise
   const { recordPath } = options;
   if (recordPath) await mkdir(dirname(recordPath), { recursive: true });
 
-  const entries: EgressConnection[] = [];
-  let taken = 0;
-  let open = 0;
+  const ledger = new EgressLedger(limits, recordPath);
   let closed = false;
-  let writing: Promise<void> = Promise.resolve();
-  let writeError: Error | undefined;
   const sockets = new Set<Socket>();
   const inFlight = new Set<Promise<void>>();
-
-  function finish(entry: Draft): void {
-    const done: EgressConnection = { ...entry, endedAt: new Date().toISOString() };
-    entries.push(done);
-    if (!recordPath) return;
-    const line = `${JSON.stringify(done)}\n`;
-    // Appends are chained so lines never interleave; the first failure is reported by close().
-    writing = writing.then(() => appendFile(recordPath, line)).catch((error: Error) => void (writeError ??= error));
-  }
-
-  /**
-   * Takes a connection slot, synchronously (before any await, so concurrent requests cannot all pass
-   * the check); the answer is a refusal when none is free, else the function that gives it back once.
-   */
-  function takeSlot(): { refused: Extract<Admission, { ok: false }> } | { release: () => void } {
-    if (taken >= limits.records) return { refused: { ok: false, status: 503, reason: `the egress gateway has recorded ${limits.records} connections, its limit` } };
-    taken += 1;
-    if (open >= limits.connections) return { refused: { ok: false, status: 503, reason: `the egress gateway has ${limits.connections} connections open, its limit` } };
-    open += 1;
-    let released = false;
-    return {
-      release: () => {
-        if (!released) open -= 1;
-        released = true;
-      },
-    };
-  }
-
-  /** The checks before any byte goes out: the policy on the name, then every address it resolves to. */
-  async function admit(host: string, port: number | undefined): Promise<Admission> {
-    const decision = egressDecision({ host, port, allow });
-    if (!decision.allow) return { ok: false, status: 403, reason: decision.reason };
-    let addresses: string[];
-    try {
-      addresses = await resolveHost(decision.host);
-    } catch (error) {
-      return { ok: false, status: 502, allowed: true, reason: `${decision.host} could not be resolved (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
-    }
-    if (addresses.length === 0) return { ok: false, status: 502, allowed: true, reason: `${decision.host} resolved to no address` };
-    for (const address of addresses) {
-      const checked = addressDecision(address, decision.host);
-      if (!checked.allow) return { ok: false, status: 403, reason: checked.reason, address };
-    }
-    return { ok: true, host: decision.host, addresses };
-  }
-
-  /** The record of a refusal, or of a failure before any connection (allowed, with the failure as `error`). */
-  const refusal = (base: Pick<EgressConnection, 'kind' | 'host' | 'port' | 'startedAt'>, admission: Extract<Admission, { ok: false }>): Draft => ({
-    ...base,
-    allowed: admission.allowed === true,
-    ...(admission.allowed ? { error: admission.reason } : { reason: admission.reason }),
-    ...(admission.address ? { address: admission.address } : {}),
-    status: admission.status,
-    bytesUp: 0,
-    bytesDown: 0,
-  });
-  const refusalText = (admission: Extract<Admission, { ok: false }>) => `tarmac egress gateway: ${admission.status === 403 ? 'refused: ' : ''}${admission.reason}`;
+  const finish = (entry: Draft) => ledger.finish(entry);
 
   /** Admits and connects, or answers and records why not; the open connection to a checked address otherwise. */
   async function openUpstream(base: Pick<EgressConnection, 'kind' | 'host' | 'port' | 'startedAt'>, refuse: (status: number, text: string) => void): Promise<{ upstream: Socket; entry: Draft; release: () => void } | undefined> {
-    const slot = takeSlot();
+    const slot = ledger.takeSlot();
     if ('refused' in slot) {
       refuse(slot.refused.status, refusalText(slot.refused));
       return void finish(refusal(base, slot.refused));
     }
-    const admission = await admit(base.host, base.port === 0 ? undefined : base.port);
+    const admission = await admit(base.host, base.port === 0 ? undefined : base.port, allow, resolveHost);
     if (!admission.ok) {
       slot.release();
       refuse(admission.status, refusalText(admission));
@@ -217,8 +157,7 @@ export async function startEgressGateway(options: EgressGatewayOptions): Promise
       const hint = /^https:\/\//i.test(request.url ?? '') ? 'use CONNECT for https' : 'send CONNECT host:443 or an absolute http:// URI';
       answerResponse(response, 400, `tarmac egress gateway: ${request.method} ${(request.url ?? '').slice(0, 200)} is not a proxy request (${hint})`);
       // Not a connection anywhere: recorded (while there is room) so that the record shows what the setup tried.
-      if (taken >= limits.records) return;
-      taken += 1;
+      if (!ledger.takeRecord()) return;
       return finish({ kind: 'http', host: String(request.headers.host ?? '').slice(0, 255), port: 0, allowed: false, reason: 'not a proxy request', status: 400, bytesUp: 0, bytesDown: 0, startedAt });
     }
     const base = { kind: 'http' as const, host: target.hostname.slice(0, 255), port: target.port === '' ? 80 : Number(target.port), startedAt };
@@ -252,15 +191,110 @@ export async function startEgressGateway(options: EgressGatewayOptions): Promise
   return {
     socketPath: socket.socketPath,
     socketDir: socket.socketDir,
-    record: () => structuredClone(entries),
+    record: () => ledger.entries(),
     close: async () => {
       closed = true;
       const stopping = socket.close();
       for (const connection of sockets) connection.destroy();
       await stopping;
       await Promise.allSettled([...inFlight]);
-      await writing;
-      if (writeError) throw new Error(`the egress record ${recordPath} could not be written: ${writeError.message}`);
+      await ledger.written();
     },
   };
 }
+
+/**
+ * The gateway's record and its bounds: connections recorded (at most `records`) and open (at most
+ * `connections`), each entry appended to the record file as it ends.
+ */
+class EgressLedger {
+  readonly #entries: EgressConnection[] = [];
+  #taken = 0;
+  #open = 0;
+  #writing: Promise<void> = Promise.resolve();
+  #writeError: Error | undefined;
+
+  constructor(
+    private readonly limits: typeof egressGatewayLimits,
+    private readonly recordPath: string | undefined,
+  ) {}
+
+  finish(entry: Draft): void {
+    const done: EgressConnection = { ...entry, endedAt: new Date().toISOString() };
+    this.#entries.push(done);
+    const { recordPath } = this;
+    if (!recordPath) return;
+    const line = `${JSON.stringify(done)}\n`;
+    // Appends are chained so lines never interleave; the first failure is reported by close().
+    this.#writing = this.#writing.then(() => appendFile(recordPath, line)).catch((error: Error) => void (this.#writeError ??= error));
+  }
+
+  /** Room for one more record (not a connection); false when the record is full. */
+  takeRecord(): boolean {
+    if (this.#taken >= this.limits.records) return false;
+    this.#taken += 1;
+    return true;
+  }
+
+  /**
+   * Takes a connection slot, synchronously (before any await, so concurrent requests cannot all pass
+   * the check); the answer is a refusal when none is free, else the function that gives it back once.
+   */
+  takeSlot(): { refused: Extract<Admission, { ok: false }> } | { release: () => void } {
+    const { limits } = this;
+    if (this.#taken >= limits.records) return { refused: { ok: false, status: 503, reason: `the egress gateway has recorded ${limits.records} connections, its limit` } };
+    this.#taken += 1;
+    if (this.#open >= limits.connections) return { refused: { ok: false, status: 503, reason: `the egress gateway has ${limits.connections} connections open, its limit` } };
+    this.#open += 1;
+    let released = false;
+    return {
+      release: () => {
+        if (!released) this.#open -= 1;
+        released = true;
+      },
+    };
+  }
+
+  entries(): EgressConnection[] {
+    return structuredClone(this.#entries);
+  }
+
+  /** Waits for the record's lines to be written; the first failure is thrown. */
+  async written(): Promise<void> {
+    await this.#writing;
+    if (this.#writeError) throw new Error(`the egress record ${this.recordPath} could not be written: ${this.#writeError.message}`);
+  }
+}
+
+/** The checks before any byte goes out: the policy on the name, then every address it resolves to. */
+async function admit(host: string, port: number | undefined, allow: string[], resolveHost: (host: string) => Promise<string[]>): Promise<Admission> {
+  const decision = egressDecision({ host, port, allow });
+  if (!decision.allow) return { ok: false, status: 403, reason: decision.reason };
+  let addresses: string[];
+  try {
+    addresses = await resolveHost(decision.host);
+  } catch (error) {
+    return { ok: false, status: 502, allowed: true, reason: `${decision.host} could not be resolved (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
+  }
+  if (addresses.length === 0) return { ok: false, status: 502, allowed: true, reason: `${decision.host} resolved to no address` };
+  for (const address of addresses) {
+    const checked = addressDecision(address, decision.host);
+    if (!checked.allow) return { ok: false, status: 403, reason: checked.reason, address };
+  }
+  return { ok: true, host: decision.host, addresses };
+}
+
+/** The record of a refusal, or of a failure before any connection (allowed, with the failure as `error`). */
+function refusal(base: Pick<EgressConnection, 'kind' | 'host' | 'port' | 'startedAt'>, admission: Extract<Admission, { ok: false }>): Draft {
+  return {
+    ...base,
+    allowed: admission.allowed === true,
+    ...(admission.allowed ? { error: admission.reason } : { reason: admission.reason }),
+    ...(admission.address ? { address: admission.address } : {}),
+    status: admission.status,
+    bytesUp: 0,
+    bytesDown: 0,
+  };
+}
+
+const refusalText = (admission: Extract<Admission, { ok: false }>) => `tarmac egress gateway: ${admission.status === 403 ? 'refused: ' : ''}${admission.reason}`;
