@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { FixOutcome } from '../../core/fix-types';
-import { createFixtureRepo, type Files } from '../../infra/fixture-repo';
 import { readEvents } from '../helpers/sse';
-import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
-import { fileAt, git } from '../helpers/git';
+import { fixLoop, runOnRef } from '../helpers/fix-loop';
+import { startStack, testToken, type Stack } from '../helpers/stack';
+import { fileAt } from '../helpers/git';
 
 /**
  * Grounded fix loops on small repositories this file builds (names and layouts are the test's own;
@@ -24,14 +20,6 @@ describe('grounded fix loops: repro from the request or the repository, repaired
     await stack?.stop();
   });
 
-  async function fix(files: Files, body: Record<string, unknown>): Promise<{ outcome: FixOutcome; repoPath: string; base: string; id: string }> {
-    const repo = createFixtureRepo({ base: files });
-    const base = git(repo.path, 'rev-parse', 'main');
-    const created = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'main', ...body });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, 'the fix loop');
-    return { outcome: run.body.result as FixOutcome, repoPath: repo.path, base, id: created.body.id as string };
-  }
 
   /** The fix branch's change, line by line: file → lines removed and added (`git diff -U0`). */
   function lineDiff(repoPath: string, base: string, branch: string): Record<string, { removed: string[]; added: string[] }> {
@@ -47,22 +35,9 @@ describe('grounded fix loops: repro from the request or the repository, repaired
     return files;
   }
 
-  /** Runs a command in the runner image on the fix branch's tree, network none, as the gate would. */
-  function runOnBranch(repoPath: string, branch: string, command: string): { status: number; output: string } {
-    const dir = mkdtempSync(join(tmpdir(), 'tarmac-grounding-'));
-    try {
-      execFileSync('sh', ['-c', `git -C ${repoPath} archive ${branch} | tar -x -C ${dir} && chown -R 1000:1000 ${dir}`]);
-      const output = execFileSync('docker', ['run', '--rm', '--network', 'none', '--user', '1000:1000', '-e', 'HOME=/tmp', '-v', `${dir}:/workspace`, '-w', '/workspace', 'tarmac/runner:bookworm', 'sh', '-c', `${command} 2>&1`], { encoding: 'utf8' });
-      return { status: 0, output };
-    } catch (error) {
-      return { status: (error as { status?: number }).status ?? 1, output: String((error as { stdout?: string }).stdout ?? '') };
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
 
   it("a make target defined in an included makefile under a near-miss name: `make start-all` from the user's words → an alias next to start_all in mk/run.mk", async () => {
-    const { outcome, repoPath, base } = await fix(
+    const { outcome, repoPath, base } = await fixLoop(stack, 
       {
         Makefile: 'include mk/run.mk\n\n.PHONY: build\nbuild:\n\t@echo built\n',
         'mk/run.mk': '# services\n.PHONY: start_all stop\nstart_all: build\n\t@echo all services started\n\nstop:\n\t@echo stopped\n',
@@ -86,13 +61,13 @@ describe('grounded fix loops: repro from the request or the repository, repaired
       '# services\n.PHONY: start_all stop\nstart_all: build\n\t@echo all services started\n\n.PHONY: start-all\nstart-all: start_all\n\nstop:\n\t@echo stopped\n',
       'the alias right after the real target',
     );
-    const run = runOnBranch(repoPath, outcome.fixBranch!, 'make start-all');
+    const run = runOnRef(repoPath, outcome.fixBranch!, 'make start-all');
     assert.equal(run.status, 0, run.output);
     assert.match(run.output, /all services started/);
   });
 
   it('an npm project (no makefile) whose entry point requires a near-miss path: "the app will not start" → `npm start` from package.json → the one-line import fix', async () => {
-    const { outcome, repoPath, base } = await fix(
+    const { outcome, repoPath, base } = await fixLoop(stack, 
       {
         'package.json': '{\n  "name": "greeter-app",\n  "private": true,\n  "scripts": {\n    "start": "node src/index.js",\n    "lint": "node -e \\"process.exit(0)\\""\n  }\n}\n',
         'src/index.js': "const { greet } = require('./lib/greetings');\n\nconsole.log(greet('world'));\n",
@@ -111,13 +86,13 @@ describe('grounded fix loops: repro from the request or the repository, repaired
     assert.deepEqual(lineDiff(repoPath, base, outcome.fixBranch!), {
       'src/index.js': { removed: ["const { greet } = require('./lib/greetings');"], added: ["const { greet } = require('./lib/greeting');"] },
     });
-    const run = runOnBranch(repoPath, outcome.fixBranch!, 'npm start');
+    const run = runOnRef(repoPath, outcome.fixBranch!, 'npm start');
     assert.equal(run.status, 0, run.output);
     assert.match(run.output, /hello, world/);
   });
 
   it('a missing npm script with a near miss: `npm run serve_api` from the pasted error → one alias line in package.json', async () => {
-    const { outcome, repoPath, base } = await fix(
+    const { outcome, repoPath, base } = await fixLoop(stack, 
       {
         'package.json': '{\n  "name": "api",\n  "private": true,\n  "scripts": {\n    "serve-api": "node server.js",\n    "test": "node -e \\"process.exit(0)\\""\n  }\n}\n',
         'server.js': "console.log('api ready (dry run)');\n",
@@ -132,13 +107,13 @@ describe('grounded fix loops: repro from the request or the repository, repaired
     assert.equal(outcome.playbookUsed, 'npm-script-alias');
     assert.equal(outcome.sessions.length, 0, 'no agent session');
     assert.deepEqual(lineDiff(repoPath, base, outcome.fixBranch!), { 'package.json': { removed: [], added: ['    "serve_api": "npm run serve-api",'] } });
-    const run = runOnBranch(repoPath, outcome.fixBranch!, 'npm run serve_api');
+    const run = runOnRef(repoPath, outcome.fixBranch!, 'npm run serve_api');
     assert.equal(run.status, 0, run.output);
     assert.match(run.output, /api ready/);
   });
 
   it('no grounded repro: the request names no command ("make sure" is none) and the repository defines nothing to start → no-repro, nothing run, no command invented', async () => {
-    const { outcome, id } = await fix({ Makefile: 'lint:\n\t@echo linted\n', 'src/server.js': "console.log('up');\n" }, { request: 'please make sure the server starts' });
+    const { outcome, id } = await fixLoop(stack, { Makefile: 'lint:\n\t@echo linted\n', 'src/server.js': "console.log('up');\n" }, { request: 'please make sure the server starts' });
     assert.equal(outcome.outcome, 'no-repro', outcome.summary);
     assert.equal(outcome.failureType, 'no-grounded-repro');
     assert.equal(outcome.reproCommand, '');
@@ -159,7 +134,7 @@ describe('grounded fix loops: repro from the request or the repository, repaired
   it('the same command failing the same way twice → back to the playbooks, none applies → command-thrashing, without another identical agent round', async () => {
     // The agent commits a change that has nothing to do with the failure: the repro fails exactly as before.
     stack.scriptScenario('touch-notes', { edits: [{ file: 'notes.md', replace: 'notes, edited\n' }] });
-    const { outcome, id } = await fix(
+    const { outcome, id } = await fixLoop(stack, 
       { Makefile: 'test:\n\tnode test.js\n', 'test.js': "console.error('expected 5, got 2'); process.exit(1);\n", 'notes.md': 'notes\n' },
       { request: 'the tests fail', maxRepairs: 3, agents: { implementer: 'script#fixer:touch-notes', ladder: ['script#fixer:touch-notes'] } },
     );

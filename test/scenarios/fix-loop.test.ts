@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import type { FixOutcome } from '../../core/fix-types';
-import { createFixtureRepo, type Files } from '../../infra/fixture-repo';
 import { readEvents } from '../helpers/sse';
-import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
-import { fileAt, git } from '../helpers/git';
+import { fixLoop, runOnRef } from '../helpers/fix-loop';
+import { startStack, testToken, type Stack } from '../helpers/stack';
+import { fileAt } from '../helpers/git';
 
 /** Fix-loop scenarios, each from a fresh fixture repo, judged by files on disk and the outcome metadata. */
 describe('fix loop scenarios', () => {
@@ -17,28 +15,9 @@ describe('fix loop scenarios', () => {
     await stack?.stop();
   });
 
-  async function fix(files: Files, body: Record<string, unknown>): Promise<{ outcome: FixOutcome; repoPath: string; base: string; id: string }> {
-    const repo = createFixtureRepo({ base: files });
-    const base = git(repo.path, 'rev-parse', 'main');
-    const created = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'main', ...body });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, 'the fix loop');
-    return { outcome: run.body.result as FixOutcome, repoPath: repo.path, base, id: created.body.id as string };
-  }
-  /** Runs a command in the runner image on the fix branch's tree, as the gate would. */
-  function runOnBranch(repoPath: string, branch: string, command: string): number {
-    const dir = execFileSync('mktemp', ['-d'], { encoding: 'utf8' }).trim();
-    execFileSync('sh', ['-c', `git -C ${repoPath} archive ${branch} | tar -x -C ${dir} && chown -R 1000:1000 ${dir}`]);
-    try {
-      execFileSync('docker', ['run', '--rm', '--network', 'none', '--user', '1000:1000', '-e', 'HOME=/tmp', '-v', `${dir}:/workspace`, '-w', '/workspace', 'tarmac/runner:bookworm', 'sh', '-c', command], { stdio: 'ignore' });
-      return 0;
-    } catch (error) {
-      return (error as { status?: number }).status ?? 1;
-    }
-  }
 
   it('a Makefile lacking `up` whose script exists → the playbook adds the target; `make up` exits 0', async () => {
-    const { outcome, repoPath } = await fix(
+    const { outcome, repoPath } = await fixLoop(stack, 
       { Makefile: 'test:\n\ttrue\n', 'scripts/up.sh': 'echo services are up\n' },
       { request: 'the app does not start with make up' },
     );
@@ -51,11 +30,11 @@ describe('fix loop scenarios', () => {
     assert.deepEqual(outcome.filesChanged, ['Makefile']);
     assert.equal(outcome.sessions.length, 0, 'no agent was needed');
     assert.ok(outcome.fixBranch);
-    assert.equal(runOnBranch(repoPath, outcome.fixBranch, 'make up'), 0, '`make up` exits 0 on the fix branch');
+    assert.equal(runOnRef(repoPath, outcome.fixBranch, 'make up').status, 0, '`make up` exits 0 on the fix branch');
   });
 
   it('a fix loop has its own live events: GET /v1/runs/:id/events shows its phases, repro runs, log lines and outcome', async () => {
-    const { outcome, id } = await fix({ Makefile: 'test:\n\ttrue\n', 'scripts/up.sh': 'echo services are up\n' }, { request: 'the app does not start with make up' });
+    const { outcome, id } = await fixLoop(stack, { Makefile: 'test:\n\ttrue\n', 'scripts/up.sh': 'echo services are up\n' }, { request: 'the app does not start with make up' });
     assert.equal(outcome.outcome, 'fixed', outcome.summary);
     const events = await readEvents(`${stack.apiUrl}/v1/runs/${id}/events`, testToken, { stop: (event) => event.event === 'end' });
     const of = (kind: string) => events.filter((event) => event.event === kind).map((event) => event.data);
@@ -81,7 +60,7 @@ describe('fix loop scenarios', () => {
   });
 
   it('`make check` calls `npm run typecheck`, which package.json lacks → fixed; the test files are untouched', async () => {
-    const { outcome, repoPath, base } = await fix(
+    const { outcome, repoPath, base } = await fixLoop(stack, 
       {
         Makefile: 'check:\n\tnpm run typecheck\n\tnode test/app.test.js\n',
         'package.json': '{\n  "name": "fixture",\n  "private": true,\n  "scripts": { "test": "node test/app.test.js" }\n}\n',
@@ -95,12 +74,12 @@ describe('fix loop scenarios', () => {
     assert.equal(outcome.playbookUsed, 'npm-script-from-make');
     assert.deepEqual(outcome.filesChanged, ['package.json']);
     assert.equal(fileAt(repoPath, outcome.fixBranch!, 'test/app.test.js'), fileAt(repoPath, base, 'test/app.test.js'), 'the test file is untouched');
-    assert.equal(runOnBranch(repoPath, outcome.fixBranch!, 'make check'), 0);
+    assert.equal(runOnRef(repoPath, outcome.fixBranch!, 'make check').status, 0);
   });
 
   it('an inverted comparison is fixed in the source by an agent; the suite passes', async () => {
     stack.scriptScenario('fix-max', { edits: [{ file: 'src/max.js', find: 'a < b', replace: 'a > b' }] });
-    const { outcome, repoPath, base } = await fix(
+    const { outcome, repoPath, base } = await fixLoop(stack, 
       {
         Makefile: 'test:\n\tnode test.js\n',
         'src/max.js': 'module.exports = (a, b) => (a < b ? a : b);\n',
@@ -116,11 +95,11 @@ describe('fix loop scenarios', () => {
     assert.deepEqual(outcome.filesChanged, ['src/max.js'], 'only the source changed; an edit to the test would be a failure');
     assert.equal(fileAt(repoPath, outcome.fixBranch!, 'test.js'), fileAt(repoPath, base, 'test.js'));
     assert.equal(outcome.reproExitCode, 0);
-    assert.equal(runOnBranch(repoPath, outcome.fixBranch!, 'make test'), 0);
+    assert.equal(runOnRef(repoPath, outcome.fixBranch!, 'make test').status, 0);
   });
 
   it('an agent whose rounds change nothing on disk ends the loop as thrashing, with an outcome', async () => {
-    const { outcome } = await fix(
+    const { outcome } = await fixLoop(stack, 
       { Makefile: 'test:\n\tnode -e "process.exit(3)"\n' },
       { request: 'the tests fail', agents: { implementer: 'script#claims-success', ladder: ['script#claims-success'] }, maxRepairs: 3 },
     );
@@ -131,7 +110,7 @@ describe('fix loop scenarios', () => {
   });
 
   it('a design question is routed to an architect and answered, without a repro', async () => {
-    const { outcome } = await fix({ 'README.md': '# x\n' }, { request: 'should we split the API into two services?', agents: { architect: 'script#reviewer', ladder: ['script#reviewer'] } });
+    const { outcome } = await fixLoop(stack, { 'README.md': '# x\n' }, { request: 'should we split the API into two services?', agents: { architect: 'script#reviewer', ladder: ['script#reviewer'] } });
     assert.equal(outcome.routedTo, 'architect');
     assert.equal(outcome.intent, 'design-question');
     assert.equal(outcome.outcome, 'answered', outcome.summary);

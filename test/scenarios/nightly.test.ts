@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -7,6 +6,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import type { NightlyOutcome } from '../../core/nightly-types';
 import { nightlyScheduleId } from '../../core/node/schedule-id';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
+import { runOnRef } from '../helpers/fix-loop';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
 import { git, treeOf } from '../helpers/git';
 
@@ -24,17 +24,6 @@ describe('nightly schedules', () => {
     await stack?.stop();
   });
 
-  /** Runs a command in the runner image on a branch's tree of the origin, as the gate would. */
-  function runOnRef(repoPath: string, ref: string, command: string): number {
-    const dir = execFileSync('mktemp', ['-d'], { encoding: 'utf8' }).trim();
-    execFileSync('sh', ['-c', `git -C ${repoPath} archive ${ref} | tar -x -C ${dir} && chown -R 1000:1000 ${dir}`]);
-    try {
-      execFileSync('docker', ['run', '--rm', '--network', 'none', '--user', '1000:1000', '-e', 'HOME=/tmp', '-v', `${dir}:/workspace`, '-w', '/workspace', 'tarmac/runner:bookworm', 'sh', '-c', command], { stdio: 'ignore' });
-      return 0;
-    } catch (error) {
-      return (error as { status?: number }).status ?? 1;
-    }
-  }
   /** Workflow ids of one kind of run on a repo, as the Web UI filter finds them. */
   async function runsOf(kind: string, repo: string, extra = ''): Promise<string[]> {
     const ids: string[] = [];
@@ -165,7 +154,7 @@ describe('nightly schedules', () => {
       },
     });
     const before = branchHead(repo.path, 'main');
-    assert.notEqual(runOnRef(repo.path, 'main', 'make smoke'), 0, 'the gate is red on the target head');
+    assert.notEqual(runOnRef(repo.path, 'main', 'make smoke').status, 0, 'the gate is red on the target head');
     const created = await stack.api('POST', '/v1/schedules', { repo: repo.url, target: 'main' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
 
@@ -185,7 +174,7 @@ describe('nightly schedules', () => {
     const repairHead = branchHead(repo.path, repairBranch);
     assert.equal(git(repo.path, 'rev-list', '--count', `${before}..${repairHead}`), '1');
     assert.equal(git(repo.path, 'diff', '--name-only', before, repairHead), 'Makefile');
-    assert.equal(runOnRef(repo.path, repairBranch, 'make smoke'), 0, 'the repair branch passes the gate');
+    assert.equal(runOnRef(repo.path, repairBranch, 'make smoke').status, 0, 'the repair branch passes the gate');
 
     // The landing of that branch ran under the API's id and merged: the target advanced to a green commit.
     assert.equal(outcome.landing?.status, 'landed', outcome.landing?.summary);
@@ -198,7 +187,7 @@ describe('nightly schedules', () => {
     assert.notEqual(after, before, 'the target advanced');
     assert.equal(after, outcome.landing?.mergedSha);
     assert.doesNotThrow(() => git(repo.path, 'merge-base', '--is-ancestor', repairHead, after), 'the target contains the repair');
-    assert.equal(runOnRef(repo.path, 'main', 'make smoke'), 0, 'the gate passes on the new target head');
+    assert.equal(runOnRef(repo.path, 'main', 'make smoke').status, 0, 'the gate passes on the new target head');
 
     // What the Web UI filters on: the nightly's outcome; the landing under its usual kind and branch.
     const nightlies = await waitFor(() => runsOf('nightly', repo.url, ` AND TarmacOutcome = 'repaired' AND TarmacTarget = 'main'`), (ids) => ids.length === 1, 30_000, 'the nightly in visibility');
