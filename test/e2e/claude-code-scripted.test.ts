@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { cachedAgentCli, pinnedAgentCli } from '../../infra/agent-clis';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
-import { runWithStdin, writeMcpFixtureServer } from '../helpers/agent-cli';
+import { mcpRewriteScript, runWithStdin, writeMcpFixtureServer } from '../helpers/agent-cli';
 import { commitFiles } from '../helpers/git';
 
 const claude = cachedAgentCli('claude-code');
@@ -120,20 +120,7 @@ describe('Claude Code against the scripted model endpoint', { skip }, () => {
     const server = writeMcpFixtureServer(root);
     const mcpConfig = join(root, 'mcp.json');
     writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { tarmac: { command: server.command, args: server.args } } }));
-    const mcpModel = await startScriptedModel({
-      script: {
-        version: 1,
-        conversations: [
-          {
-            turns: [
-              { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: join(work, 'notes.txt') } }], usage: { inputTokens: 100, outputTokens: 10 } },
-              { toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: join(work, 'notes.txt'), content: 'after\n' } }], usage: { inputTokens: 200, outputTokens: 20 } },
-              { text: 'Wrote notes.txt through the gateway tools.', usage: { inputTokens: 300, outputTokens: 30 } },
-            ],
-          },
-        ],
-      },
-    });
+    const mcpModel = await startScriptedModel({ script: mcpRewriteScript(join(work, 'notes.txt')) });
     try {
       const env = { PATH: process.env.PATH, HOME: join(root, 'home'), ANTHROPIC_BASE_URL: mcpModel.url, ANTHROPIC_API_KEY: 'dummy', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', ENABLE_TOOL_SEARCH: 'false' };
       const args = ['-p', '--output-format', 'json', '--mcp-config', mcpConfig, '--strict-mcp-config', '--allowedTools', 'mcp__tarmac__read_file,mcp__tarmac__write_file'];

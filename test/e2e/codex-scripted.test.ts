@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { cachedAgentCli, pinnedAgentCli } from '../../infra/agent-clis';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
-import { runWithStdin, writeMcpFixtureServer } from '../helpers/agent-cli';
+import { mcpRewriteScript, runWithStdin, writeMcpFixtureServer } from '../helpers/agent-cli';
 import { commitFiles } from '../helpers/git';
 
 const codex = cachedAgentCli('codex');
@@ -116,20 +116,7 @@ describe('Codex against the scripted model endpoint (Responses API)', { skip }, 
     assert.ok(known, 'the bundled catalog has a model with the classic tool surface');
     writeFileSync(join(root, 'catalog.json'), JSON.stringify({ models: [{ ...known, slug: 'scripted-codex', display_name: 'Scripted', supports_search_tool: false, upgrade: null }] }));
     const server = writeMcpFixtureServer(root);
-    const mcpModel = await startScriptedModel({
-      script: {
-        version: 1,
-        conversations: [
-          {
-            turns: [
-              { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: join(work, 'notes.txt') } }], usage: { inputTokens: 100, outputTokens: 10 } },
-              { toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: join(work, 'notes.txt'), content: 'after\n' } }], usage: { inputTokens: 200, outputTokens: 20 } },
-              { text: 'Wrote notes.txt through the gateway tools.', usage: { inputTokens: 300, outputTokens: 30 } },
-            ],
-          },
-        ],
-      },
-    });
+    const mcpModel = await startScriptedModel({ script: mcpRewriteScript(join(work, 'notes.txt')) });
     try {
       writeFileSync(
         join(home, 'config.toml'),

@@ -1,6 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Script } from '../../infra/scripted-model/script';
 
 export interface CliRun {
   code: number | null;
@@ -24,6 +25,25 @@ export function runWithStdin(command: string, args: string[], options: { cwd: st
     });
     child.stdin.end(options.stdin);
   });
+}
+
+/**
+ * A scripted-model script that rewrites `file` through the MCP fixture server's tools (namespace
+ * `mcp__tarmac`): reads it, writes `after\n` to it, answers. 600 input and 60 output tokens in all.
+ */
+export function mcpRewriteScript(file: string): Script {
+  return {
+    version: 1,
+    conversations: [
+      {
+        turns: [
+          { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: file } }], usage: { inputTokens: 100, outputTokens: 10 } },
+          { toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: file, content: 'after\n' } }], usage: { inputTokens: 200, outputTokens: 20 } },
+          { text: 'Wrote notes.txt through the gateway tools.', usage: { inputTokens: 300, outputTokens: 30 } },
+        ],
+      },
+    ],
+  };
 }
 
 /**
