@@ -4,22 +4,11 @@
  * Pure, like model.ts: test/unit/dashboard.test.ts checks it as tables.
  */
 import { formatBytes } from '../../core/byte-size';
-import type { EgressEntry } from '../../core/environment-types';
-import type { EnvironmentUse } from '../../core/types';
+import type { EgressEntry, EnvironmentUse, EnvironmentView as WireEnvironment } from '../../api/schemas';
 import { humanDuration } from './model';
 
 /** GET /v1/environments, the fields the page shows. */
-export interface EnvironmentView {
-  key: string;
-  repo: string;
-  baseImage: string;
-  sizeBytes: number;
-  lastUsedAt: string;
-  buildMs: number;
-  usedBy: string[];
-  builtBy: { runId: string };
-  egress: EgressEntry[];
-}
+export type EnvironmentView = Pick<WireEnvironment, 'key' | 'repo' | 'baseImage' | 'sizeBytes' | 'lastUsedAt' | 'buildMs' | 'usedBy' | 'builtBy' | 'egress'>;
 
 /** One host a setup reached (or tried to), its connections added up. */
 export interface EgressHost {

@@ -3,7 +3,7 @@
  * the run page's panel of a landing's environments (its outcome's `environments`).
  */
 import { useEffect, useState } from 'preact/hooks';
-import type { EnvironmentUse } from '../../core/types';
+import type { EnvironmentUse } from '../../api/schemas';
 import { api } from './api';
 import { environmentRows, environmentUseRows, type EgressHost, type EnvironmentView } from './environment-model';
 

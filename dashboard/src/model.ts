@@ -3,20 +3,13 @@
  * /v1/landings/:id), the outcome, the journal events of the stream, and each session's own
  * status (GET /v1/runs/<run>.<session>). Pure: no DOM, no fetch (test/unit/dashboard-model.test.ts).
  */
+import type { GateResult as GateSuiteResult, LandingOutcomeView as LandingOutcome, LandingView, QueueView, RunEvent, Step as StepRecord, WireMeters as Meters } from '../../api/schemas';
 import type { BatchOutcome } from '../../core/batch-types';
-import type { RunEvent } from '../../core/events';
 import type { SessionStatusView } from '../../core/session-types';
-import type { GateSuiteResult, LandingOutcome, LandingStatusView, Meters, ReviewRecord, StepRecord } from '../../core/types';
 
-/** GET /v1/landings/:id as JSON (the status view, with the outcome once there is one). */
-export type LandingView = Pick<LandingStatusView, 'phase' | 'steps' | 'gates' | 'pendingQuestions' | 'budget' | 'pausedFor'> & {
-  id: string;
-  workflowStatus: string;
-  meters: Partial<Meters>;
-  reviews: ReviewRecord[];
-  statusUnavailable?: string;
-  outcome?: LandingOutcome;
-};
+// The wire types are the API's schemas (api/schemas.ts); a session's status and a batch's outcome
+// come through GET /v1/runs/:id, whose `status` and `result` the API passes on untyped.
+export type { LandingView, QueueView };
 
 /** What marks a step, a gate result or a session on the page (each shown as a badge and a data-marker). */
 export type Marker =
@@ -289,21 +282,6 @@ export function batchMembers(outcome: Pick<BatchOutcome, 'results'>): { landingI
     if (result.kind === 'culprit') return { landingId, result: result.kind, round: result.round, detail: `the culprit: round ${result.round} red (${result.failing.join(', ')}); a fixup round, then back in the queue` };
     return { landingId, result: result.kind, detail: `goes on alone: ${result.reason}` };
   });
-}
-
-/** GET /v1/queues/:repo/:target (and each entry of GET /v1/queues). */
-export interface QueueView {
-  repo: string;
-  target: string;
-  queueId: string;
-  running: boolean;
-  current?: string;
-  batch?: { id: string; members: string[] };
-  waiting: { landingId: string; position: number; lane: number; seq: number; batchable: boolean; etaMs?: number }[];
-  admitted: number;
-  batches: number;
-  turnInFlightMs?: number;
-  recentTurnMs: number[];
 }
 
 export interface QueuePanel {

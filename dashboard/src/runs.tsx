@@ -1,22 +1,9 @@
 /** The list of runs (GET /v1/runs) with the list API's filters, kept in the page's hash. */
 import { useEffect, useState } from 'preact/hooks';
+import type { RunSummary } from '../../api/schemas';
 import { LandingPhase, LandingStatus } from '../../core/types';
 import { executionStatuses } from '../../core/visibility-query';
 import { api, query } from './api';
-
-interface RunSummary {
-  id: string;
-  kind: string;
-  workflowStatus: string;
-  startTime: string;
-  closeTime?: string;
-  repo?: string;
-  target?: string;
-  branches?: string[];
-  phase?: string;
-  outcome?: string;
-  parent?: string;
-}
 
 const filterNames = ['kind', 'repo', 'target', 'branch', 'phase', 'outcome', 'status', 'limit'] as const;
 type Filters = Partial<Record<(typeof filterNames)[number], string>>;

@@ -274,8 +274,8 @@ describe('the merge queue on the dashboard: a landing\'s batch lineage, a batch\
       current: 'land.p',
       turnInFlightMs: 75_000,
       waiting: [
-        { landingId: 'land.low', position: 1, lane: -1, seq: 1, batchable: false, etaMs: 3_725_000 },
-        { landingId: 'land.high', position: 0, lane: 5, seq: 2, batchable: true, etaMs: 9_500 },
+        { landingId: 'land.low', position: 1, lane: -1, seq: 1, batchable: false, etaMs: 3_725_000, links: { landing: '/v1/landings/land.low' } },
+        { landingId: 'land.high', position: 0, lane: 5, seq: 2, batchable: true, etaMs: 9_500, links: { landing: '/v1/landings/land.high' } },
       ],
       admitted: 3,
       batches: 1,
@@ -290,7 +290,7 @@ describe('the merge queue on the dashboard: a landing\'s batch lineage, a batch\
       ],
       turns: 'A turn takes 15 s (median of the last 4).',
     });
-    const batched = queuePanel({ ...queue, current: undefined, batch: { id: batchId, members: ['land.a', 'land.b'] }, waiting: [{ landingId: 'land.c', position: 0, lane: 0, seq: 3, batchable: true }], recentTurnMs: [] });
+    const batched = queuePanel({ ...queue, current: undefined, batch: { id: batchId, members: ['land.a', 'land.b'] }, waiting: [{ landingId: 'land.c', position: 0, lane: 0, seq: 3, batchable: true, links: { landing: '/v1/landings/land.c' } }], recentTurnMs: [] });
     assert.deepEqual(batched.holder, { kind: 'batch', id: batchId, members: ['land.a', 'land.b'] });
     assert.deepEqual(batched.line, [{ landingId: 'land.c', position: 0, lane: '0', batchable: true, eta: 'not known yet' }]);
     assert.equal(batched.turns, 'No turn timed yet: no ETA.');
