@@ -122,7 +122,8 @@ describe('tarmac CLI against the real stack', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('on a terminal, land --watch redraws one block in place and ends on the whole picture', { skip: !hasScript && 'script(1) is not installed' }, async () => {
+  it('on a terminal, land --watch redraws one block in place and ends on the whole picture', async () => {
+    assert.ok(hasScript, 'script(1) is not installed (Debian: bsdutils, an essential package)');
     // Another tree than the first test's demo repository: its gate runs (no gate-cache hit) while the screen is redrawn.
     const repo = demoRepo({}, { 'terminal.txt': 'a tree of its own\n' });
     const command = `stty cols 100 rows 40; exec ${process.execPath} --import ${join(root, 'node_modules/tsx/dist/loader.mjs')} ${join(root, 'bin/tarmac.ts')} land ${repo.url} feature/greeting --onto main --watch`;

@@ -57,7 +57,9 @@ const gateChange = (name: string) => [
  * and the real API on Temporal's time-skipping test server; `env.sleep` moves the server's clock
  * on by hours in a moment. What a wait costs in history is counted before and after.
  */
-describe('multi-hour waits (time skipped): a question waits for hours at no cost in history', { skip: hasTestServer ? false : `no time-skipping test server at ${testServer}: run scripts/fetch-test-server.sh (setup runs it)` }, () => {
+describe('multi-hour waits (time skipped): a question waits for hours at no cost in history', () => {
+  // Fails, never skips: setup fetches the server, and a missing one must not pass as a skip.
+  before(() => assert.ok(hasTestServer, `no time-skipping test server at ${testServer}: run scripts/fetch-test-server.sh (setup runs it)`));
   let env: TestWorkflowEnvironment;
   let app: FastifyInstance;
   let worker: ChildProcess | undefined;

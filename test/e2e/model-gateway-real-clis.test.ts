@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { chownSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { demuxDockerLog } from '../../activities/containers/containers';
 import { agentUser } from '../../activities/git/git';
@@ -88,7 +88,9 @@ describe('real CLIs through the forwarder and the model gateway (network none)',
     return { root, model, gateway, dir, workspace: ownedDir(root, 'workspace') };
   }
 
-  describe('Claude Code', { skip: claude ? false : 'Claude Code is not in the cache; run `bash scripts/fetch-agent-clis.sh`' }, () => {
+  describe('Claude Code', () => {
+    // Fails, never skips: setup fetches the CLIs, and a missing one must not pass as a skip.
+    before(() => assert.ok(claude, 'Claude Code is not in the cache; run `bash scripts/fetch-agent-clis.sh`'));
     const script: Script = {
       version: 1,
       conversations: [
@@ -144,7 +146,8 @@ describe('real CLIs through the forwarder and the model gateway (network none)',
     });
   });
 
-  describe('Codex', { skip: codex ? false : 'Codex is not in the cache; run `bash scripts/fetch-agent-clis.sh`' }, () => {
+  describe('Codex', () => {
+    before(() => assert.ok(codex, 'Codex is not in the cache; run `bash scripts/fetch-agent-clis.sh`'));
     const script: Script = {
       version: 1,
       conversations: [
