@@ -10,7 +10,7 @@ import { createFixtureRepo, gateFile } from '../infra/fixture-repo';
 import type { Stack } from '../test/helpers/stack';
 import { weighHistory, type PayloadSite } from './history-walk';
 
-export const historyTargets = { events: 1_000, payloadBytes: 64 * 1024 } as const;
+const historyTargets = { events: 1_000, payloadBytes: 64 * 1024 } as const;
 
 export interface WorkflowWeight {
   workflowId: string;

@@ -10,12 +10,12 @@
  * landings merged alone and the queue's turns; and the ratio batch-1 wall / batch-N wall. The variants alternate which
  * goes first from one repetition to the next. A landing that does not land fails the section.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type Docker from 'dockerode';
 import type { BatchOutcome } from '../core/batch-types';
 import { createFixtureRepo, gateFile, type FixtureRepo } from '../infra/fixture-repo';
+import { isAncestor, keepRefLog, refValues } from '../test/helpers/git';
 import type { Stack } from '../test/helpers/stack';
 import { middleOf, percentile } from './stats';
 
@@ -75,7 +75,7 @@ const gateScript = 'sleep 2\ntest -s README || { echo "README missing"; exit 1; 
 let fixtures = 0;
 
 /** A fresh origin: `landings` branches `feature/q<i>` each adding its own file; the gate asks for batches of `batchSize` when > 1. */
-export function queueBenchFixture(landings: number, batchSize: number): { repo: FixtureRepo; branches: string[] } {
+function queueBenchFixture(landings: number, batchSize: number): { repo: FixtureRepo; branches: string[] } {
   const names = Array.from({ length: landings }, (_, index) => `q${index + 1}`);
   const repo = createFixtureRepo({
     base: {
@@ -87,25 +87,8 @@ export function queueBenchFixture(landings: number, batchSize: number): { repo: 
     branches: names.map((name) => ({ name: `feature/${name}`, commits: [{ message: `feature ${name}`, files: { [`features/${name}`]: `${name}\n` } }] })),
   });
   // The origin keeps a reflog of the target: every value it takes, in order.
-  execFileSync('git', ['-C', repo.path, 'config', 'core.logAllRefUpdates', 'always']);
+  keepRefLog(repo.path);
   return { repo, branches: names.map((name) => `feature/${name}`) };
-}
-
-/** The target's values since the reflog began (none when it never moved), oldest first. */
-function targetValues(repo: FixtureRepo): string[] {
-  const log = join(repo.path, 'logs', 'refs', 'heads', 'main');
-  if (!existsSync(log)) return [];
-  const lines = readFileSync(log, 'utf8').trim().split('\n').map((line) => line.split(' '));
-  return [lines[0]![0]!, ...lines.map((line) => line[1]!)];
-}
-
-function isAncestor(repo: FixtureRepo, older: string, newer: string): boolean {
-  try {
-    execFileSync('git', ['-C', repo.path, 'merge-base', '--is-ancestor', older, newer]);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Gate containers created since `since` (seconds), counted by the run (`tarmac.run`) that made them. */
@@ -166,7 +149,7 @@ async function runVariant(stack: Stack, landings: number, batchSize: number): Pr
       else if (batchSet.has(run)) byBatches += count;
     }
 
-    const values = targetValues(repo);
+    const values = refValues(repo.path);
     const latencies = results.map((result) => result.ms);
     return {
       batchSize,
@@ -176,7 +159,7 @@ async function runVariant(stack: Stack, landings: number, batchSize: number): Pr
       maxMs: Math.max(...latencies),
       gateContainers: { total: byLandings + byBatches, byLandings, byBatches },
       targetMoves: Math.max(0, values.length - 1),
-      fastForwardsOnly: values.every((value, index) => index === 0 || isAncestor(repo, values[index - 1]!, value)),
+      fastForwardsOnly: values.every((value, index) => index === 0 || isAncestor(repo.path, values[index - 1]!, value)),
       mergedAlone: results.filter((result) => !result.outcome.batch).length,
       batches,
       gateRounds: batches.reduce((sum, batch) => sum + batch.rounds, 0),

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 /** A process's resident set now (`VmRSS`) and its peak since it started (`VmHWM`), in bytes, from /proc. */
-export function readRss(pid: number): { rss: number; hwm: number } {
+function readRss(pid: number): { rss: number; hwm: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024;
   return { rss: kib('VmRSS'), hwm: kib('VmHWM') };
