@@ -7,8 +7,8 @@ import { Value } from '@sinclair/typebox/value';
 import { durationPattern } from '../../core/duration';
 import { fieldName } from '../../core/gate-file';
 import type { MakeDatabase } from '../../core/fix-types';
-import { applyLineEdits } from '../../core/line-edit';
-import { matchPlaybook, playbookKinds, type Playbook } from '../../core/playbooks';
+import { applyLineEdits } from '../../policies/line-edit';
+import { matchPlaybook, playbookKinds, type Playbook } from '../../policies/playbooks';
 import { defaultRecipesDir } from '../../core/node/recipes';
 import type { GroundingRules } from '../../policies/grounding';
 import { ConfinedPathError, lstatNoFollow, readFileNoFollow, writeFileNoFollow, type EntryKind } from '../stores/confined-fs';
@@ -25,7 +25,7 @@ const PlaybooksRecipeSchema = Type.Object({
         id: Type.String({ pattern: '^[a-z0-9-]+$' }),
         description: Type.Optional(Type.String()),
         signature: Type.String({ minLength: 1 }),
-        /** The matcher (core/playbooks.ts) the signature's named groups go to. */
+        /** The matcher (policies/playbooks.ts) the signature's named groups go to. */
         kind: Type.Union(playbookKinds.map((kind) => Type.Literal(kind))),
       },
       { additionalProperties: false },

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { findRule, parseMakeDatabase, ruleTargets, textualMakeTargets } from '../../core/make-database';
+import { findRule, parseMakeDatabase, ruleTargets, textualMakeTargets } from '../../policies/make-database';
 
 // A real `make -p` print-out (GNU Make 4.3 in the runner image) of fixtures/make-database: a
 // Makefile including mk/run.mk, a target-specific variable, two targets on one line, a rule made

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { addPackageScript, applyLineEdits, appendLines } from '../../core/line-edit';
-import { nearMiss, pathNearness, typoDistance } from '../../core/near-miss';
+import { addPackageScript, applyLineEdits, appendLines } from '../../policies/line-edit';
+import { nearMiss, pathNearness, typoDistance } from '../../policies/near-miss';
 
 describe('nearMiss', () => {
   const table: { name: string; missing: string; defined: string[]; expected: string | undefined }[] = [

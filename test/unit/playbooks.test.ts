@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { playbooksFrom } from '../../activities/fix/fix';
 import type { MakeDatabase } from '../../core/fix-types';
-import { applyLineEdits } from '../../core/line-edit';
-import { matchers, matchPlaybook, playbookKinds, type PlaybookTree } from '../../core/playbooks';
+import { applyLineEdits } from '../../policies/line-edit';
+import { matchers, matchPlaybook, playbookKinds, type PlaybookTree } from '../../policies/playbooks';
 
 const { playbooks } = playbooksFrom(JSON.parse(readFileSync(join(__dirname, '../../recipes/playbooks.json'), 'utf8')));
 const tree = (files: Record<string, string>, make: MakeDatabase | null = null): PlaybookTree => ({ read: (path) => files[path], files: Object.keys(files), make });

@@ -5,7 +5,7 @@
  * This module reads that print-out, finds a rule's lines in a makefile's text, and, when make could
  * not be asked, reads the rules of one makefile as text. Pure.
  */
-import type { MakeDatabase, MakeTarget } from './fix-types';
+import type { MakeDatabase, MakeTarget } from '../core/fix-types';
 
 /** The phony goal the fix loop's database run asks make for, so make updates nothing else. */
 export const databaseGoal = 'tarmac-database';

@@ -7,7 +7,7 @@
  * equally near names). Pure: the tree is read through `tree.read`; the capsule writes and commits.
  */
 import { findRule, textualMakeTargets, type RuleLines } from './make-database';
-import type { MakeDatabase } from './fix-types';
+import type { MakeDatabase } from '../core/fix-types';
 import { addPackageScript, appendLines, isMinimal, maxEdits, parsePackageJson, type LineEdit } from './line-edit';
 import { nearMiss, pathNearness } from './near-miss';
 
