@@ -21,7 +21,7 @@ export interface PayloadSite {
   path: string;
 }
 
-export interface HistoryWeight {
+interface HistoryWeight {
   events: number;
   eventsByKind: Record<string, number>;
   /** Signals received, by signal name (a child's journal events arrive as signals). */

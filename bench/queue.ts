@@ -19,13 +19,13 @@ import { isAncestor, keepRefLog, refValues } from '../test/helpers/git';
 import type { Stack } from '../test/helpers/stack';
 import { middleOf, percentile } from './stats';
 
-export interface QueueOptions {
+interface QueueOptions {
   landings: number;
   batchSize: number;
   repeats: number;
 }
 
-export interface QueueVariant {
+interface QueueVariant {
   /** 1: one merge at a time (no `queue` in the gate file). */
   batchSize: number;
   wallMs: number;
