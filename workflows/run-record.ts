@@ -20,8 +20,8 @@ export type FailureCodeOf<Kind extends RunKind> = Kind extends 'fix' ? FixFailur
 
 /** The status a run of `kind` ends with when `code` ends it: the failure table's row. */
 export function outcomeOf<Kind extends RunKind>(kind: Kind, code: FailureCodeOf<Kind>): RunEnds[Kind] {
-  if (kind === 'fix') return fixOutcomeOf(code as FixFailureType) as RunEnds[Kind];
-  return endsAs(kind as keyof Ends, code as RunFailureCode) as RunEnds[Kind];
+  const status = kind === 'fix' ? fixOutcomeOf(code as FixFailureType) : endsAs(kind, code as RunFailureCode);
+  return status as RunEnds[Kind];
 }
 
 /** Where in a file a failure points (a landing's gate file or environment), when it does. */

@@ -1,18 +1,13 @@
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities, DispatchPlan } from '../activities';
-import { parseDuration } from '../core/duration';
-import { FailureCode } from '../core/failures';
-import type { SessionAttemptReport, SessionOutcome, SessionRequest } from '../core/session-types';
-import { decideNext, type AttemptClass, type SessionDecision } from '../policies/session-policy';
-import { capsule } from './activity-options';
-import { placeOnHost, runAttempt, type Placement } from './session/attempt';
-import { SessionRecord } from './session/record';
-
-/** The failure type and message of an activity failure, read from its cause (`TARMAC_INTERNAL` when it has no type). */
-function failureOf(error: unknown): { type: string; message: string } {
-  const cause = (error as { cause?: { type?: string; message?: string } }).cause;
-  return { type: cause?.type ?? FailureCode.internal, message: cause?.message ?? (error instanceof Error ? error.message : String(error)) };
-}
+import type { Activities, DispatchPlan } from '../../activities';
+import { parseDuration } from '../../core/duration';
+import { FailureCode } from '../../core/failures';
+import type { SessionAttemptReport, SessionOutcome, SessionRequest } from '../../core/session-types';
+import { decideNext, type AttemptClass, type SessionDecision } from '../../policies/session-policy';
+import { capsule } from '../activity-options';
+import { placeOnHost, runAttempt, type Placement } from './attempt';
+import { SessionRecord } from './record';
+import { typedCauseOf } from '../run-record';
 
 /**
  * agentSession: validate harness#model → prepare (or use the run's workspace) →
@@ -47,7 +42,7 @@ async function dispatch(record: SessionRecord, request: SessionRequest, shared: 
     });
   } catch (error) {
     // Whatever refused the dispatch, nothing was started: the request is what cannot run.
-    const failure = failureOf(error);
+    const failure = typedCauseOf(error);
     return { outcome: record.fail(FailureCode.invalidRequest, `not dispatched: ${failure.message}; no container was started`, failure) };
   }
   record.harnessModel = plan.harnessModel;
@@ -101,7 +96,7 @@ async function runAttempts(record: SessionRecord, plan: DispatchPlan, request: S
     if (isCancellation(error)) {
       return await CancellationScope.nonCancellable(async () => record.finish('cancelled', `cancelled after ${record.attempts.length} attempt(s)`));
     }
-    const failure = failureOf(error);
+    const failure = typedCauseOf(error);
     return record.fail(FailureCode.internal, `failed: ${failure.message}`, failure);
   }
 }
@@ -111,14 +106,14 @@ async function follow(record: SessionRecord, plan: DispatchPlan, decision: Sessi
   const { attempts, meters } = record;
   switch (decision.action) {
     case 'done':
-      return record.finish('delivered', `${record.harnessModel} delivered after ${attempts.length} attempt(s)${seen.commitsAdded ? ` with ${seen.commitsAdded} commit(s)` : ''}: ${seen.result?.summary ?? ''}`, {
+      return record.finish('delivered', `${record.harnessModel} delivered after ${attempts.length} attempt(s)${seen.commitsAdded ? ` with ${seen.commitsAdded} commit(s)` : ''}: ${seen.result?.summary ?? ''}`, undefined, {
         ...(seen.result ? { result: seen.result } : {}),
         headSha: seen.headSha,
         recipeVersion: plan.recipeVersion,
       });
     case 'ask': {
       const asked = seen.result?.questions ?? [];
-      return record.finish('asked', `${record.harnessModel} asked ${asked.length} question(s) after ${attempts.length} attempt(s): ${asked.join(' / ')}`, {
+      return record.finish('asked', `${record.harnessModel} asked ${asked.length} question(s) after ${attempts.length} attempt(s): ${asked.join(' / ')}`, undefined, {
         ...(seen.result ? { result: seen.result } : {}),
         headSha: seen.headSha,
         recipeVersion: plan.recipeVersion,
@@ -134,13 +129,13 @@ async function follow(record: SessionRecord, plan: DispatchPlan, decision: Sessi
     case 'give-up': {
       if (attemptClass === 'budget-exhausted') {
         const why = seen.modelUsage?.lastBudgetRefusal ?? 'the run budget is exhausted';
-        return record.finish('budget-exhausted', `stopped: ${why} (the model gateway refused the next request)`, { recipeVersion: plan.recipeVersion });
+        return record.finish('budget-exhausted', `stopped: ${why} (the model gateway refused the next request)`, undefined, { recipeVersion: plan.recipeVersion });
       }
       if (attemptClass === 'agent-unavailable') {
         const reasons = attempts.flatMap((entry) => (entry.unavailable ? [entry.unavailable] : []));
         return record.fail(FailureCode.agentUnavailable, `agent-unavailable: ${reasons.join('; ')} (no rung of the ladder left; ${reasons.length} of ${attempts.length} attempt(s) started nothing)`, { message: reasons.join('; ') }, { recipeVersion: plan.recipeVersion });
       }
-      return record.finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, { recipeVersion: plan.recipeVersion });
+      return record.finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, undefined, { recipeVersion: plan.recipeVersion });
     }
     case 'wait':
     case 'collect':

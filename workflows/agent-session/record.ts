@@ -1,9 +1,9 @@
 import { condition, getExternalWorkflowHandle, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ReportedRunEvent } from '../../core/events';
 import { budgetUpdate, runEventSignal, sessionStatusQuery } from '../../core/messages';
-import { endsAs, type RunFailureCode } from '../../core/failures';
 import { searchAttributes } from '../../core/search-attributes';
 import type { BudgetCommand, SessionDecisionRecord, SessionMeters, SessionOutcome, SessionRequest, SessionStatusView } from '../../core/session-types';
+import { RunRecord, type RunFailure } from '../run-record';
 import { budgetCommandProblem, budgetExhausted, extendBudget, type BudgetLimits } from '../../policies/budget';
 
 export function emptySessionMeters(): SessionMeters {
@@ -15,12 +15,11 @@ export function emptySessionMeters(): SessionMeters {
  * shows and the outcome is built from. It answers the query and the `budget` update, and tells
  * the run the session works for what happens (its live event stream).
  */
-export class SessionRecord {
+export class SessionRecord extends RunRecord<'session', SessionStatusView['state'], SessionOutcome, Partial<SessionOutcome>> {
   readonly started = Date.now();
   readonly meters = emptySessionMeters();
   readonly decisions: SessionDecisionRecord[] = [];
   readonly attempts: SessionOutcome['attempts'] = [];
-  state: SessionStatusView['state'] = 'validating';
   harnessModel: string;
   budget: (BudgetLimits & { onExhausted: 'pause' | 'stop' }) | undefined;
   pausedFor: string | undefined;
@@ -29,6 +28,7 @@ export class SessionRecord {
   private reports = 0;
 
   constructor(private readonly request: SessionRequest) {
+    super('session', 'validating');
     this.harnessModel = request.harnessModel;
     setHandler(sessionStatusQuery, () => ({
       state: this.state,
@@ -55,15 +55,16 @@ export class SessionRecord {
     );
   }
 
-  /**
-   * Ends the session on a failure of the table, with the table's session status. The recorded
-   * type is `code`, or the cause's own (`failure.type`) when the failure came from elsewhere.
-   */
-  fail(code: RunFailureCode, summary: string, failure: { message: string; type?: string }, extra: Partial<SessionOutcome> = {}): SessionOutcome {
-    return this.finish(endsAs('session', code), summary, { failure: { type: failure.type ?? code, message: failure.message }, ...extra });
+  /** The session's state (validating, preparing, running, paused-budget, done): its phase. */
+  get state(): SessionStatusView['state'] {
+    return this.phase;
   }
 
-  finish(status: SessionOutcome['status'], summary: string, extra: Partial<SessionOutcome> = {}): SessionOutcome {
+  set state(state: SessionStatusView['state']) {
+    this.phase = state;
+  }
+
+  finish(status: SessionOutcome['status'], summary: string, failure?: RunFailure, extra: Partial<SessionOutcome> = {}): SessionOutcome {
     this.meters.wallTimeMs = Date.now() - this.started;
     this.state = 'done';
     this.pausedFor = undefined;
@@ -77,6 +78,7 @@ export class SessionRecord {
       attempts: [...this.attempts],
       decisions: [...this.decisions],
       meters: { ...this.meters },
+      ...(failure ? { failure: { type: failure.type, message: failure.message } } : {}),
       ...extra,
     };
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: status }]);

@@ -1,18 +1,19 @@
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import { parseDuration } from '../core/duration';
-import { FixFailure } from '../core/failures';
-import type { FixOutcome, FixRequest } from '../core/fix-types';
-import { placementQueue } from '../core/queues';
-import type { SessionOutcome } from '../core/session-types';
-import { budgetExhausted } from '../policies/budget';
-import { afterFailedVerify } from '../policies/repeated-failure';
-import { discoverRepro } from '../policies/repro-discovery';
-import { capsule } from './activity-options';
-import { FixRecord, type PartialFixOutcome } from './fix/record';
-import { hostLost } from './pinned';
-import { askAgent, undecided } from './questions';
-import { agent, readFacts, repro, roundToolFailures, tryPlaybooks, type ReproRun } from './fix/steps';
+import type { Activities } from '../../activities';
+import { parseDuration } from '../../core/duration';
+import { FixFailure } from '../../core/failures';
+import type { FixOutcome, FixRequest } from '../../core/fix-types';
+import { placementQueue } from '../../core/queues';
+import type { SessionOutcome } from '../../core/session-types';
+import { budgetExhausted } from '../../policies/budget';
+import { afterFailedVerify } from '../../policies/repeated-failure';
+import { discoverRepro } from '../../policies/repro-discovery';
+import { capsule } from '../activity-options';
+import { FixRecord, type PartialFixOutcome } from './record';
+import { causeOf } from '../run-record';
+import { hostLost } from '../pinned';
+import { askAgent, undecided } from '../questions';
+import { agent, readFacts, repro, roundToolFailures, tryPlaybooks, type ReproRun } from './steps';
 
 /** The recipe's wait for an answer to a question (none: as long as it takes). */
 function questionWaitMs(request: FixRequest): number | undefined {
@@ -51,7 +52,7 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
         record.host = undefined;
         continue;
       }
-      const message = error instanceof Error ? ((error as { cause?: Error }).cause?.message ?? error.message) : String(error);
+      const { message } = causeOf(error);
       partial = isCancellation(error) ? record.fail(FixFailure.cancelled, `cancelled in phase ${record.state.phase}`) : record.fail(FixFailure.error, `failed in phase ${record.state.phase}: ${message}`);
     }
     break;

@@ -1,7 +1,7 @@
 import { setHandler } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { parseDuration } from '../../core/duration';
-import { fixOutcomeOf, type FixFailureType } from '../../core/failures';
+import type { FixFailureType } from '../../core/failures';
 import type { FixOutcome, FixRequest, Intent, RepoFacts, ReproSource } from '../../core/fix-types';
 import { eventsQuery, fixLoopStatusQuery, runEventSignal } from '../../core/messages';
 import type { SessionRequest } from '../../core/session-types';
@@ -11,6 +11,7 @@ import type { ReproChoice } from '../../policies/repro-discovery';
 import { hostQueue } from '../../core/queues';
 import { QuestionDesk } from '../questions';
 import { RunJournal } from '../run-journal';
+import { RunRecord, type RunFailure } from '../run-record';
 
 export type PartialFixOutcome = Omit<FixOutcome, 'filesChanged' | 'fixBranch'>;
 
@@ -18,7 +19,7 @@ export type PartialFixOutcome = Omit<FixOutcome, 'filesChanged' | 'fixBranch'>;
  * A fix loop's record: its routing, the state the `status` query shows and the outcome is built
  * from, its own live journal (GET /v1/runs/:id/events), and where it works (host, base commit).
  */
-export class FixRecord {
+export class FixRecord extends RunRecord<'fix', string, PartialFixOutcome> {
   readonly started = Date.now();
   readonly intent: Intent;
   readonly routedTo: ReturnType<typeof roleFor>;
@@ -66,6 +67,7 @@ export class FixRecord {
   groundRounds = 0;
 
   constructor(readonly request: FixRequest) {
+    super('fix', 'discover');
     this.desk = new QuestionDesk(this.journal, request.reportTo);
     this.hostLostAfterMs = parseDuration(request.recipes?.limits.session.hostLostAfter ?? '5m') ?? 5 * 60_000;
     this.intent = classifyIntent(request.request);
@@ -98,18 +100,14 @@ export class FixRecord {
     this.reproReason = [choice.reason, ...facts.notes].join('; ');
   }
 
-  enter(phase: string): void {
+  protected override entered(phase: string): void {
     this.state.phase = phase;
     this.journal.record({ kind: 'phase', phase });
   }
 
-  /** Ends the loop on a failure of its vocabulary, with the outcome the failure table gives it. */
-  fail(type: FixFailureType, summary: string): PartialFixOutcome {
-    return this.finish(fixOutcomeOf(type), summary, type);
-  }
-
-  finish(kind: FixOutcome['outcome'], summary: string, failureType: FixFailureType | null = null): PartialFixOutcome {
+  finish(kind: FixOutcome['outcome'], summary: string, failure?: RunFailure): PartialFixOutcome {
     const { state } = this;
+    const failureType = (failure?.type ?? null) as FixFailureType | null;
     return {
       outcome: kind,
       summary,

@@ -1,16 +1,17 @@
 import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Activities, StackedMember } from '../activities';
-import type { BatchMember, BatchMemberResult, BatchOutcome, BatchRequest, BatchRound } from '../core/batch-types';
-import { FailureCode } from '../core/failures';
-import { defaultRunnerImage, suiteTimeoutMs, type GateFile } from '../core/gate-file';
-import { batchMemberGoneSignal, batchResultSignal, batchStatusQuery, type BatchStatusView } from '../core/messages';
-import { hostQueue } from '../core/queues';
-import { bisectStep } from '../policies/batch';
-import { environmentBuild, gateSuite } from './activity-options';
-import type { EnvironmentDeclaration } from '../core/environment';
-import type { EnvironmentRef } from '../core/environment-types';
-import { metrics } from './metrics';
-import { pinnedTo } from './pinned';
+import type { Activities, StackedMember } from '../../activities';
+import type { BatchMember, BatchMemberResult, BatchOutcome, BatchRequest, BatchRound } from '../../core/batch-types';
+import { FailureCode } from '../../core/failures';
+import { defaultRunnerImage, suiteTimeoutMs, type GateFile } from '../../core/gate-file';
+import { batchMemberGoneSignal, batchResultSignal, batchStatusQuery, type BatchStatusView } from '../../core/messages';
+import { hostQueue } from '../../core/queues';
+import { bisectStep } from '../../policies/batch';
+import { environmentBuild, gateSuite } from '../activity-options';
+import type { EnvironmentDeclaration } from '../../core/environment';
+import type { EnvironmentRef } from '../../core/environment-types';
+import { metrics } from '../metrics';
+import { causeOf } from '../run-record';
+import { pinnedTo } from '../pinned';
 
 /**
  * mergeBatch: the target queue's speculative batch (policies/batch.ts). The members' verified
@@ -211,9 +212,9 @@ async function mergePrefix(request: BatchRequest, host: Activities, gate: GateFi
   try {
     await host['capsule.fastForwardTarget']({ runId: batchId, repo, target, expectedTargetSha: onto, headSha: head.headSha });
   } catch (error) {
-    const type = (error as { cause?: { type?: string } }).cause?.type ?? (error as { type?: string }).type;
+    const { type, message } = causeOf(error);
     if (type !== FailureCode.targetMoved && type !== FailureCode.pushRefused) throw error;
-    outcome.summary = `the batch could not merge: ${(error as { cause?: Error }).cause?.message ?? String(error)}; each landing goes on alone`;
+    outcome.summary = `the batch could not merge: ${message}; each landing goes on alone`;
     return undefined;
   }
   const members = prefix.map((member) => member.landingId);

@@ -1,22 +1,23 @@
 import { CancellationScope, executeChild, isCancellation, ParentClosePolicy, patched, proxyActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
-import type { Activities } from '../activities';
-import { parseDuration } from '../core/duration';
-import { FailureCode } from '../core/failures';
-import type { FixOutcome, FixRequest } from '../core/fix-types';
-import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath } from '../core/gate-file';
-import type { NightlyOutcome, NightlyRequest } from '../core/nightly-types';
-import { hostQueue, placementQueue } from '../core/queues';
-import type { RecipeSnapshot } from '../core/recipe-schemas';
-import type { GateSuiteResult, LandingOutcome, LandingRequest } from '../core/types';
-import { capsule, environmentBuild, gateSuite } from './activity-options';
-import type { EnvironmentRef } from '../core/environment-types';
-import { environmentFailureText } from '../policies/environment-text';
-import { afterFix, afterLanding, repairPlan, repairRequest } from '../policies/nightly';
-import { gateVerdict } from '../policies/supersedes';
-import { landingRecord, searchAttributes } from '../core/search-attributes';
-import { workflowTaskTimeout } from '../core/timeouts';
-import { NightlyRecord } from './nightly/record';
+import type { Activities } from '../../activities';
+import { parseDuration } from '../../core/duration';
+import { FailureCode } from '../../core/failures';
+import type { FixOutcome, FixRequest } from '../../core/fix-types';
+import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath } from '../../core/gate-file';
+import type { NightlyOutcome, NightlyRequest } from '../../core/nightly-types';
+import { hostQueue, placementQueue } from '../../core/queues';
+import type { RecipeSnapshot } from '../../core/recipe-schemas';
+import type { GateSuiteResult, LandingOutcome, LandingRequest } from '../../core/types';
+import { capsule, environmentBuild, gateSuite } from '../activity-options';
+import type { EnvironmentRef } from '../../core/environment-types';
+import { environmentFailureText } from '../../policies/environment-text';
+import { afterFix, afterLanding, repairPlan, repairRequest } from '../../policies/nightly';
+import { gateVerdict } from '../../policies/supersedes';
+import { landingRecord, searchAttributes } from '../../core/search-attributes';
+import { workflowTaskTimeout } from '../../core/timeouts';
+import { NightlyRecord } from './record';
+import { typedCauseOf } from '../run-record';
 
 /** What the full gate left to repair: the failing suites and the command that reproduces them. */
 type Red = { failing: string[]; reproCommand: string; targetSha: string };
@@ -37,9 +38,8 @@ export async function nightly(request: NightlyRequest): Promise<NightlyOutcome> 
     if (isCancellation(error)) {
       outcome = record.finish('cancelled', `cancelled in phase ${record.view.phase}`);
     } else {
-      const cause = (error as { cause?: { type?: string; message?: string } }).cause;
-      const message = cause?.message ?? (error instanceof Error ? error.message : String(error));
-      outcome = record.fail(FailureCode.internal, `failed in phase ${record.view.phase}: ${message}`, { type: cause?.type ?? FailureCode.internal, message });
+      const cause = typedCauseOf(error);
+      outcome = record.fail(FailureCode.internal, `failed in phase ${record.view.phase}: ${cause.message}`, cause);
     }
   }
   // The finale runs on every exit path, cancellation included: cleanup by manifest, then the record.

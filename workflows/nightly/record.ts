@@ -1,14 +1,14 @@
 import { log, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { NightlyOutcome, NightlyPhase, NightlyRequest, NightlyStatus, NightlyStatusView } from '../../core/nightly-types';
-import { endsAs, type RunFailureCode } from '../../core/failures';
 import { nightlyStatusQuery } from '../../core/messages';
 import { searchAttributes } from '../../core/search-attributes';
 import type { Meters } from '../../core/types';
 import { nightlyRunId } from '../../policies/nightly';
 import { emptyMeters } from '../landing/tracker';
+import { RunRecord, type RunFailure } from '../run-record';
 
 /** A nightly's record: what the `status` query shows (phase, gates, children) and the outcome is built from. */
-export class NightlyRecord {
+export class NightlyRecord extends RunRecord<'nightly', NightlyPhase, NightlyOutcome> {
   readonly started = Date.now();
   readonly runId = nightlyRunId(workflowInfo().workflowId);
   readonly meters = emptyMeters();
@@ -18,6 +18,7 @@ export class NightlyRecord {
   landed: NightlyOutcome['landing'];
 
   constructor(readonly request: NightlyRequest) {
+    super('nightly', 'inspect');
     this.view = { runId: this.runId, repo: request.repo, target: request.target, phase: 'inspect', gates: [] };
     setHandler(nightlyStatusQuery, () => this.view);
     upsertSearchAttributes([
@@ -27,7 +28,7 @@ export class NightlyRecord {
     ]);
   }
 
-  enter(phase: NightlyPhase): void {
+  protected override entered(phase: NightlyPhase): void {
     this.view.phase = phase;
     upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);
     // In the worker's log as the run enters it (never on replay), like a landing's phases.
@@ -42,15 +43,7 @@ export class NightlyRecord {
     this.meters.costUsd += spent.costUsd;
   }
 
-  /**
-   * Ends the nightly on a failure of the table, with the table's nightly status. The recorded
-   * type is `code`, or the cause's own (`failure.type`: a child's failure) when it has one.
-   */
-  fail(code: RunFailureCode, summary: string, failure: { message: string; type?: string }): NightlyOutcome {
-    return this.finish(endsAs('nightly', code), summary, { type: failure.type ?? code, message: failure.message });
-  }
-
-  finish(status: NightlyStatus, summary: string, failure?: NightlyOutcome['failure']): NightlyOutcome {
+  finish(status: NightlyStatus, summary: string, failure?: RunFailure): NightlyOutcome {
     const { view, request } = this;
     return {
       status,

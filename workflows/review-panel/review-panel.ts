@@ -1,18 +1,19 @@
 import { CancellationScope, executeChild, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Activities, SealedReport } from '../activities';
-import { hostQueue, placementQueue } from '../core/queues';
-import type { CacheStatus, PanelMeters, PanelRequest, PanelReviewer, PanelVerdict, ResolvedPanel, ReviewerReport } from '../core/review-types';
-import type { ConversationRef, SessionOutcome, SessionRequest } from '../core/session-types';
-import { parseDuration } from '../core/duration';
-import { capsule } from './activity-options';
-import { eventsQuery, panelStatusQuery, runEventSignal } from '../core/messages';
-import { metrics } from './metrics';
-import { budgetShare } from '../policies/budget';
-import { askAgent, QuestionDesk, undecided } from './questions';
-import { RunJournal } from './run-journal';
-import { childRecord } from '../core/search-attributes';
-import { workflowTaskTimeout } from '../core/timeouts';
-import { decidePanel, reviewerReportOf, type PanelDecision } from '../policies/quorum';
+import type { Activities, SealedReport } from '../../activities';
+import { hostQueue, placementQueue } from '../../core/queues';
+import type { CacheStatus, PanelMeters, PanelRequest, PanelReviewer, PanelVerdict, ResolvedPanel, ReviewerReport } from '../../core/review-types';
+import type { ConversationRef, SessionOutcome, SessionRequest } from '../../core/session-types';
+import { parseDuration } from '../../core/duration';
+import { capsule } from '../activity-options';
+import { eventsQuery, panelStatusQuery, runEventSignal } from '../../core/messages';
+import { metrics } from '../metrics';
+import { budgetShare } from '../../policies/budget';
+import { askAgent, QuestionDesk, undecided } from '../questions';
+import { RunJournal } from '../run-journal';
+import { causeOf } from '../run-record';
+import { childRecord } from '../../core/search-attributes';
+import { workflowTaskTimeout } from '../../core/timeouts';
+import { decidePanel, reviewerReportOf, type PanelDecision } from '../../policies/quorum';
 
 const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
 
@@ -220,7 +221,7 @@ async function review(at: ReviewSession, harnessModel: string): Promise<{ report
   } catch (error) {
     if (isCancellation(error)) throw error;
     // The session workflow itself failed (terminated, …): no outcome, no verdict.
-    const message = (error as { cause?: { message?: string } }).cause?.message ?? (error instanceof Error ? error.message : String(error));
+    const { message } = causeOf(error);
     return { report: { harnessModel, status: 'errored', findings: [], reason: `its session workflow failed: ${message}` } };
   }
   const report = reviewerReportOf(harnessModel, outcome);

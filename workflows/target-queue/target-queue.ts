@@ -1,9 +1,9 @@
 import { condition, continueAsNew, executeChild, getExternalWorkflowHandle, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { BatchOutcome, BatchRequest, QueueTicket } from '../core/batch-types';
-import { admissionRequestSignal, admitUpdate, admittedSignal, batchMemberGoneSignal, batchResultSignal, queueStatusQuery, releaseSignal, type AdmitRequest } from '../core/messages';
-import { childRecord } from '../core/search-attributes';
-import { workflowTaskTimeout } from '../core/timeouts';
-import { nextBatch, ticketPosition } from '../policies/batch';
+import type { BatchOutcome, BatchRequest, QueueTicket } from '../../core/batch-types';
+import { admissionRequestSignal, admitUpdate, admittedSignal, batchMemberGoneSignal, batchResultSignal, queueStatusQuery, releaseSignal, type AdmitRequest } from '../../core/messages';
+import { childRecord } from '../../core/search-attributes';
+import { workflowTaskTimeout } from '../../core/timeouts';
+import { nextBatch, ticketPosition } from '../../policies/batch';
 
 export interface TargetQueueState {
   /** Landing ids in line order (what queues before lanes carried; kept for their continue-as-new). */
