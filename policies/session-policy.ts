@@ -19,22 +19,21 @@ export interface SessionPolicyInput {
   maxRespawns: number;
   /** Containers per session in all. */
   maxAttempts: number;
-  /** The latest session's container is still running (a reattached, live session). */
-  live: boolean;
 }
 
 export type SessionDecision =
   | { action: 'done' }
   | { action: 'ask'; reason: string }
-  | { action: 'wait'; reason: string }
   | { action: 'collect'; reason: string }
   | { action: 'respawn'; harnessModel: string; reason: string }
   | { action: 'escalate'; harnessModel: string; fromIndex: number; toIndex: number; reason: string }
   | { action: 'give-up'; reason: string };
 
 /**
- * What to do after a session attempt ended. Reuse first: a live session is waited
- * on and a done-but-undelivered one is collected, never given a successor. Then
+ * What to do after a session attempt ended. An attempt ends only when its container has: the
+ * `session.run` activity reattaches to a live container and waits on it, so there is no live
+ * session to decide about here. Reuse first: a done-but-undelivered one is collected, never
+ * given a successor. Then
  * respawn the same harness#model (bounded), then escalate one ladder index when the
  * same class of failure repeats. A lost host is not the model's fault: it is
  * respawned without counting toward escalation.
@@ -42,7 +41,6 @@ export type SessionDecision =
 export function decideNext(input: SessionPolicyInput): SessionDecision {
   const last = input.attempts[input.attempts.length - 1];
   if (!last) return { action: 'respawn', harnessModel: input.ladder[0] ?? '', reason: 'no attempt yet' };
-  if (input.live) return { action: 'wait', reason: 'the session is still running; it gets no successor' };
   if (last.class === 'done-undelivered') return { action: 'collect', reason: 'the session finished with a result that was not collected' };
   if (last.class === 'delivered') return { action: 'done' };
   if (last.class === 'asked') return { action: 'ask', reason: 'the agent asked: the run answers before more agent time is spent' };

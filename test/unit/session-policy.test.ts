@@ -6,11 +6,10 @@ import { decideNext, type AttemptRecord, type SessionDecision } from '../../poli
 const ladder = ['a#1', 'b#2', 'c#3'];
 const attempt = (harnessModel: string, kind: AttemptRecord['class']): AttemptRecord => ({ harnessModel, class: kind });
 
-const table: { name: string; attempts: AttemptRecord[]; live?: boolean; maxRespawns?: number; maxAttempts?: number; expected: Partial<SessionDecision> }[] = [
+const table: { name: string; attempts: AttemptRecord[]; maxRespawns?: number; maxAttempts?: number; expected: Partial<SessionDecision> }[] = [
   { name: 'delivered → done', attempts: [attempt('a#1', 'delivered')], expected: { action: 'done' } },
   { name: 'asked → ask: the run answers, no successor, no escalation', attempts: [attempt('a#1', 'asked')], expected: { action: 'ask' } },
   { name: 'asked even at the attempt limit → ask (not give-up)', attempts: [attempt('a#1', 'crashed'), attempt('a#1', 'asked')], maxAttempts: 2, expected: { action: 'ask' } },
-  { name: 'live session → wait, never a successor', attempts: [attempt('a#1', 'crashed')], live: true, expected: { action: 'wait' } },
   { name: 'done-undelivered → collect', attempts: [attempt('a#1', 'done-undelivered')], expected: { action: 'collect' } },
   { name: 'first failure → respawn the same model', attempts: [attempt('a#1', 'died-before-first-turn')], expected: { action: 'respawn', harnessModel: 'a#1' } },
   {
@@ -56,9 +55,9 @@ const table: { name: string; attempts: AttemptRecord[]; live?: boolean; maxRespa
 ];
 
 describe('decideNext', () => {
-  for (const { name, attempts, live, maxRespawns, maxAttempts, expected } of table) {
+  for (const { name, attempts, maxRespawns, maxAttempts, expected } of table) {
     it(name, () => {
-      const decision = decideNext({ attempts, ladder, live: live ?? false, maxRespawns: maxRespawns ?? 1, maxAttempts: maxAttempts ?? 6 });
+      const decision = decideNext({ attempts, ladder, maxRespawns: maxRespawns ?? 1, maxAttempts: maxAttempts ?? 6 });
       for (const [key, value] of Object.entries(expected)) assert.equal((decision as Record<string, unknown>)[key], value, `${key} in ${JSON.stringify(decision)}`);
     });
   }

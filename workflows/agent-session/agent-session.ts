@@ -81,7 +81,6 @@ async function runAttempts(record: SessionRecord, plan: DispatchPlan, request: S
         ladder: plan.ladder,
         maxRespawns: plan.limits.maxRespawns,
         maxAttempts: plan.limits.maxAttempts,
-        live: false,
       });
       record.decisions.push({
         afterAttempt: seen.attempt,
@@ -137,9 +136,8 @@ async function follow(record: SessionRecord, plan: DispatchPlan, decision: Sessi
       }
       return record.finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, undefined, { recipeVersion: plan.recipeVersion });
     }
-    case 'wait':
     case 'collect':
-      // The activity already waits on a live container and collects a finished one.
+      // The activity already collects a finished container's result.
       return record.finish('failed', `unexpected policy decision ${decision.action}`);
   }
 }
