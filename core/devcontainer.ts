@@ -13,7 +13,7 @@ import {
   TimeoutSchema,
   variablesProblem,
 } from './environment-fields';
-import type { EnvironmentDeclaration } from './environment';
+import type { EnvironmentDeclaration } from './environment-types';
 import { schemaProblem } from './gate-file';
 import { stripJsonComments } from './jsonc';
 

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { fieldName } from './gate-file';
-import { RecipeError } from './recipe-schemas';
+import { RecipeError } from './recipe-error';
 
 /** The model APIs the model gateway speaks. */
 export const modelProviders = ['anthropic', 'openai'] as const;

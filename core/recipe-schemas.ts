@@ -184,14 +184,4 @@ export interface RecipeSnapshot {
 /** All recipes, validated, with the content hash that goes into every run's memo (one snapshot). */
 export type Recipes = RecipeSnapshot;
 
-/** A recipe file that does not load or check: the message names the file and the field. */
-export class RecipeError extends Error {
-  constructor(
-    readonly file: string,
-    readonly field: string,
-    message: string,
-  ) {
-    super(`recipes/${file}: ${field} ${message}`);
-    this.name = 'RecipeError';
-  }
-}
+export { RecipeError } from './recipe-error';

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Context } from '@temporalio/activity';
+import type Docker from 'dockerode';
 import type { ReportedRunEvent, SessionEventType } from '../../core/events';
 import { parseDuration } from '../../core/duration';
 import { splitHarnessModel } from '../../core/harness-models';
@@ -9,8 +10,10 @@ import { adapters, modelProviderOf } from '../../core/harnesses';
 import { containerPaths, type HarnessAdapter } from '../../core/harnesses/types';
 import { runRecipes } from '../../core/node/recipes';
 import { resultContract } from '../../core/harnesses/result-contract';
-import type { Recipes } from '../../core/recipe-schemas';
-import type { ConversationRef, SessionAttemptReport } from '../../core/session-types';
+import type { Harness, RecipeSnapshot, Recipes, SessionLimits } from '../../core/recipe-schemas';
+import type { ConversationRef, SessionAttemptReport, SessionRole, SessionTask } from '../../core/session-types';
+import type { EnvironmentRef } from '../../core/environment-types';
+import type { ModelBudgetLeft } from '../../policies/model-budget';
 import { runEventSignal } from '../../core/messages';
 import { agentAvailability, providerKeys } from '../../core/agent-availability';
 import { containerStdout, labelKeys, runStepContainer, type ContainerResult } from '../containers/containers';
@@ -23,7 +26,46 @@ import { availabilityFacts } from './agent-availability';
 import { readDeliveredResult } from './attempt-result';
 import { loadScriptScenario } from './script-scenarios';
 import { advanceWorkspace, attemptWorkspace, commitsOver, importExport, prepareAttemptCopy, prepareConversation, rebaseStopped, runExport, type AttemptExport, type AttemptWorkspace } from './session-workspace';
-import type { RunSessionInput, SessionActivityDeps } from './sessions';
+
+export interface SessionActivityDeps {
+  dataDir: string;
+  hostId: string;
+  docker: Docker;
+  /** Where the live recipes are (read only for a run started before runs carried their snapshot); default the repository's `recipes/`. */
+  recipesDir?: string;
+  /** Where harness secrets come from (model API keys); default the worker's environment. They stay in the worker: the model gateway adds them. */
+  secrets?: NodeJS.ProcessEnv;
+  /** Where the model gateway forwards, per protocol (config `modelUpstreams`); default the providers' public APIs. */
+  modelUpstreams?: { anthropic: string; openai: string };
+  /** The script harness's scenarios (config `scriptScenariosDir`, a development and test setting); default none. */
+  scriptScenariosDir?: string;
+}
+
+export interface RunSessionInput {
+  runId: string;
+  sessionId: string;
+  attempt: number;
+  role: SessionRole;
+  harnessModel: string;
+  harness: Pick<Harness, 'image' | 'adapter' | 'secrets'>;
+  task: SessionTask;
+  limits: SessionLimits;
+  repo: string;
+  baseSha: string;
+  /** Workflow id whose event journal hears `spawned` / `reattached` / `first-turn` as they happen. */
+  reportTo?: string;
+  /**
+   * What this attempt may still spend on model requests (the run budget minus the meters so
+   * far); the model gateway refuses a request once it is spent. Default: unlimited.
+   */
+  modelBudget?: ModelBudgetLeft;
+  /** The earlier session this one follows up (SessionRequest.continues). */
+  continues?: ConversationRef;
+  /** The run's recipe snapshot: the tool gateway's grounding rules and tool-call limit, the model gateway's prices. */
+  recipes?: RecipeSnapshot;
+  /** The repository environment `run_command` runs in (SessionRequest.environment); none: the session container. */
+  environment?: EnvironmentRef;
+}
 
 /** The session activities' dependencies with their defaults taken. */
 export type AttemptDeps = Required<Pick<SessionActivityDeps, 'dataDir' | 'hostId' | 'docker' | 'secrets' | 'modelUpstreams'>> & Pick<SessionActivityDeps, 'recipesDir' | 'scriptScenariosDir'>;

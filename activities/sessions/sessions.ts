@@ -1,33 +1,19 @@
 import type { ApplicationFailure } from '@temporalio/activity';
 import { Value } from '@sinclair/typebox/value';
-import type Docker from 'dockerode';
 import { failure, FailureCode } from '../../core/failures';
 import { fieldName } from '../../core/gate-file';
 import { checkHarnessModel, splitHarnessModel } from '../../core/harness-models';
 import { BudgetSchema, SessionLimitsSchema, type Budget, type Harness, type RecipeSnapshot, type SessionLimits } from '../../core/recipe-schemas';
 import { runRecipes } from '../../core/node/recipes';
 import type { ResolvedPanel } from '../../core/review-types';
-import type { ConversationRef, SessionAttemptReport, SessionRole, SessionTask } from '../../core/session-types';
-import type { EnvironmentRef } from '../../core/environment-types';
-import { runAttempt } from './attempt';
+import type { SessionAttemptReport } from '../../core/session-types';
+import { runAttempt, type RunSessionInput, type SessionActivityDeps } from './attempt';
+
+export type { RunSessionInput, SessionActivityDeps } from './attempt';
 import { defaultModelUpstreams } from '../gateways/model-protocol';
 import { availabilityFacts } from './agent-availability';
 import { agentAvailability, runnableLadder } from '../../core/agent-availability';
-import type { ModelBudgetLeft } from '../../policies/model-budget';
 
-export interface SessionActivityDeps {
-  dataDir: string;
-  hostId: string;
-  docker: Docker;
-  /** Where the live recipes are (read only for a run started before runs carried their snapshot); default the repository's `recipes/`. */
-  recipesDir?: string;
-  /** Where harness secrets come from (model API keys); default the worker's environment. They stay in the worker: the model gateway adds them. */
-  secrets?: NodeJS.ProcessEnv;
-  /** Where the model gateway forwards, per protocol (config `modelUpstreams`); default the providers' public APIs. */
-  modelUpstreams?: { anthropic: string; openai: string };
-  /** The script harness's scenarios (config `scriptScenariosDir`, a development and test setting); default none. */
-  scriptScenariosDir?: string;
-}
 
 
 export interface ValidateDispatchInput {
@@ -56,31 +42,6 @@ export interface DispatchPlan {
   unavailable?: string;
 }
 
-export interface RunSessionInput {
-  runId: string;
-  sessionId: string;
-  attempt: number;
-  role: SessionRole;
-  harnessModel: string;
-  harness: Pick<Harness, 'image' | 'adapter' | 'secrets'>;
-  task: SessionTask;
-  limits: SessionLimits;
-  repo: string;
-  baseSha: string;
-  /** Workflow id whose event journal hears `spawned` / `reattached` / `first-turn` as they happen. */
-  reportTo?: string;
-  /**
-   * What this attempt may still spend on model requests (the run budget minus the meters so
-   * far); the model gateway refuses a request once it is spent. Default: unlimited.
-   */
-  modelBudget?: ModelBudgetLeft;
-  /** The earlier session this one follows up (SessionRequest.continues). */
-  continues?: ConversationRef;
-  /** The run's recipe snapshot: the tool gateway's grounding rules and tool-call limit, the model gateway's prices. */
-  recipes?: RecipeSnapshot;
-  /** The repository environment `run_command` runs in (SessionRequest.environment); none: the session container. */
-  environment?: EnvironmentRef;
-}
 
 /** A conversation's UUID, the same on every retry of the attempt (attempt.ts). */
 export { conversationUuid } from './attempt';
