@@ -16,8 +16,9 @@ import { createFixtureRepo } from '../../infra/fixture-repo';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { findingsCachePath } from '../../policies/findings-cache-key';
-import { containersCreated, startStack, waitFor, type Stack } from '../helpers/stack';
+import { containersCreated, startStack, type Stack } from '../helpers/stack';
 import { skipUnlessBuilt } from '../helpers/agent-cli';
+import { runResult } from '../helpers/runs';
 
 const panel = loadRecipes().panels.pair!;
 const images = panel.reviewers.map((spec) => loadRecipes().harnesses[spec.split('#')[0]!]!.image);
@@ -74,8 +75,7 @@ describe('real agents: a review panel of Claude Code and Codex', { skip, timeout
   async function review(repoUrl: string) {
     const created = await stack.api('POST', '/v1/reviews', { repo: repoUrl, base: 'main', head: 'feature/sum', panel: 'pair' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 300_000, 'the review');
-    return { id: created.body.id as string, verdict: run.body.result };
+    return { id: created.body.id as string, verdict: await runResult(stack, created.body.id, 'the review', 300_000) };
   }
 
   it('findings parsed and sealed per reviewer; the same tree again → hit, 0 containers, 0 model requests', async () => {

@@ -6,6 +6,7 @@ import { branchHead, createFixtureRepo, gateFile, type Files } from '../../infra
 import { findingsCachePath } from '../../policies/findings-cache-key';
 import { readEvents } from '../helpers/sse';
 import { containersCreated, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
+import { runResult } from '../helpers/runs';
 
 /** Every repo made from these files has the same trees: the cache is keyed by tree, not by repo. */
 function reviewedRepo(panel: string, feature: Files, base: Files = {}, quorum = 3) {
@@ -222,10 +223,10 @@ describe('POST /v1/reviews: a panel on its own', () => {
     const again = await stack.api('POST', '/v1/reviews', body);
     assert.equal(again.status, 200);
     assert.equal(again.body.id, created.body.id);
-    const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 120_000, 'the review');
-    assert.equal(run.body.result.status, 'changes-requested');
-    assert.equal(run.body.result.cache, 'miss');
-    assert.deepEqual(run.body.result.blocking.map((finding: { file: string }) => finding.file), ['src/debug.js']);
+    const result = await runResult(stack, created.body.id, 'the review', 120_000);
+    assert.equal(result.status, 'changes-requested');
+    assert.equal(result.cache, 'miss');
+    assert.deepEqual(result.blocking.map((finding: { file: string }) => finding.file), ['src/debug.js']);
     assert.equal(existsSync(join(stack.dataDir, 'runs', created.body.id, 'worktree')), false, 'its workspace was cleaned up');
 
     // Its own live events: the cache status, each reviewer's session, the verdict.

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import type { FixOutcome } from '../../core/fix-types';
 import { createFixtureRepo, type Files } from '../../infra/fixture-repo';
 import { git } from './git';
-import { waitFor, type Stack } from './stack';
+import type { Stack } from './stack';
+import { runResult } from './runs';
 
 /**
  * Starts a fix loop on a fresh repository of `files` (branch `main`, the request's other fields from
@@ -17,8 +18,8 @@ export async function fixLoop(stack: Pick<Stack, 'api'>, files: Files, body: Rec
   const base = git(repo.path, 'rev-parse', 'main');
   const created = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'main', ...body });
   assert.equal(created.status, 201, JSON.stringify(created.body));
-  const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, 'the fix loop');
-  return { outcome: run.body.result as FixOutcome, repoPath: repo.path, base, id: created.body.id as string };
+  const outcome = (await runResult(stack, created.body.id, 'the fix loop')) as FixOutcome;
+  return { outcome, repoPath: repo.path, base, id: created.body.id as string };
 }
 
 /**

@@ -6,6 +6,7 @@ import type { FixOutcome } from '../../core/fix-types';
 import type { SessionOutcome } from '../../core/session-types';
 import { createFixtureRepo, type Files } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { runResult } from '../helpers/runs';
 
 /** Scenarios of agents working through the platform's tool gateway (MCP over a unix socket). */
 describe('tool gateway scenarios', () => {
@@ -24,8 +25,7 @@ describe('tool gateway scenarios', () => {
     return { id: created.body.id as string, repoPath: repo.path };
   }
   async function result(id: string): Promise<FixOutcome> {
-    const run = await waitFor(() => stack.api('GET', `/v1/runs/${id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, 'the fix loop');
-    return run.body.result as FixOutcome;
+    return (await runResult(stack, id, 'the fix loop')) as FixOutcome;
   }
   const telemetry = (id: string, sessionId = 'implementer-1') => {
     const path = join(stack.dataDir, 'runs', id, 'sessions', sessionId, 'gateway', 'telemetry.jsonl');

@@ -8,6 +8,7 @@ import type { FixOutcome } from '../../core/fix-types';
 import { createFixtureRepo, gateFile, type Files } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
 import { git } from '../helpers/git';
+import { runResult } from '../helpers/runs';
 
 /**
  * What an agent can do to its workspace's git, from branch content: hooks (through
@@ -66,8 +67,7 @@ describe('security: the host never runs git in a repository an agent could write
     const repo = createFixtureRepo({ base: files });
     const created = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'main', ...body });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, 'the fix loop');
-    return run.body.result as FixOutcome;
+    return (await runResult(stack, created.body.id, 'the fix loop')) as FixOutcome;
   }
 
   it('a fix loop whose agent poisons .git/config (hooks, fsmonitor, filters, ssh, ext) publishes its fix and nothing runs on the host', async () => {
