@@ -7,7 +7,7 @@ import type { EnvironmentRef } from '../../core/environment-types';
 import type { ConversationRef } from '../../core/session-types';
 import type { LandingOutcome } from '../../core/types';
 import type { GateVerdict } from '../../policies/supersedes';
-import type { LandingStepContext } from './steps';
+import type { LandingStepContext } from './step-context';
 
 /** The landing's phases, in the order of the design; `retarget` follows a target that moved under a merge. */
 export type Phase = 'validate' | 'prepare' | 'rebase' | 'questions' | 'gate' | 'review' | 'fixup' | 'verify' | 'queue' | 'merge' | 'retarget';

@@ -6,7 +6,7 @@ import { egressText, environmentDetail } from '../../policies/environment-text';
 import { defaultRunnerImage, type GateFile } from '../../core/gate-file';
 import { hostQueue } from '../../core/queues';
 import { environmentBuild } from '../activity-options';
-import type { LandingStepContext } from './steps';
+import type { LandingStepContext } from './step-context';
 
 export type ReadyEnvironment = { environment?: EnvironmentRef } | { failed: EnvironmentFailure };
 

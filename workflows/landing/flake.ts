@@ -8,7 +8,7 @@ import type { EnvironmentRef } from '../../core/environment-types';
 import { decide, flakePolicy, settle, wantsEvidence } from '../../policies/flake';
 import type { GateVerdict } from '../../policies/supersedes';
 import { gateSuite } from '../activity-options';
-import type { LandingStepContext } from './steps';
+import type { LandingStepContext } from './step-context';
 
 /**
  * The history marker of landings that settle a red gate round by evidence (docs/VERSIONING.md): a

@@ -5,39 +5,22 @@ import type { FixOutcome, FixRequest } from '../../core/fix-types';
 import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, suiteTimeoutMs, type GateFile, type GateFileParse } from '../../core/gate-file';
 import { hostQueue } from '../../core/queues';
 import type { PanelRequest, PanelVerdict } from '../../core/review-types';
-import type { BudgetCommand, ConversationRef, SessionOutcome, SessionRequest } from '../../core/session-types';
-import type { LandingOutcome, LandingRequest, Question } from '../../core/types';
+import type { ConversationRef, SessionOutcome, SessionRequest } from '../../core/session-types';
+import type { LandingOutcome, Question } from '../../core/types';
 import { gateSuite } from '../activity-options';
 import { metrics } from '../metrics';
-import type { LandingTracker } from './tracker';
 import type { EnvironmentRef } from '../../core/environment-types';
 import type { EnvironmentParse } from '../../core/environment-source';
 import { settledText, settleRed, type SettleWith } from './flake';
 import { budgetExhausted, budgetLeft, extendBudget } from '../../policies/budget';
-import { changedSubject, classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileApproval, type GateFileFacts } from '../../policies/gate-file-change';
+import { changedSubject, classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileFacts } from '../../policies/gate-file-change';
 import { landingRepairRequest } from '../../policies/intent';
 import { repairPlan } from '../../policies/repair-plan';
 import { gateVerdict } from '../../policies/supersedes';
 import { childRecord } from '../../core/search-attributes';
 import { workflowTaskTimeout } from '../../core/timeouts';
 import { askAgent, undecided } from '../questions';
-
-export interface LandingStepContext {
-  runId: string;
-  taskQueue: string;
-  request: LandingRequest;
-  tracker: LandingTracker;
-  /** The operator's answer to a budget pause (the `budget` update), when one is waiting. */
-  budgetControl: { pending?: BudgetCommand };
-  /** When the landing started (its budget's wall time). */
-  startedAt: number;
-  /** The gate-file version an operator approved in this landing (none until one is), and how many times it was asked. */
-  gateFiles: { approved?: GateFileApproval; asked: number };
-  /** A host-pinned step no worker of the host picks up for this long: the host is lost (the recipe's `limits.session.hostLostAfter`). */
-  hostLostAfterMs?: number;
-  /** How long a question may wait for its answer (the recipe's `limits.questions.wait`); none: as long as it takes. */
-  questionWaitMs?: number;
-}
+import type { LandingStepContext } from './step-context';
 
 /**
  * The landing's compound steps: child sessions, panels and fix loops, gate rounds and
