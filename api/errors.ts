@@ -1,5 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { ScheduleNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { FailureCode, httpStatus, type ApiErrorCode } from '../core/failures';
 import { checkHarnessModel, type HarnessModelRegistry } from '../core/harness-models';
@@ -18,6 +20,30 @@ export class ApiError extends Error {
     this.name = 'ApiError';
     this.statusCode = httpStatus(code);
   }
+}
+
+/** Nothing by that name: a 404 whose message names what was asked for (`no landing land.app.main.0`). */
+export class NotFound extends ApiError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(FailureCode.notFound, message, details);
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * What the route's `:id` names (`landing`, `run`): a workflow Temporal does not know is
+     * answered 404 `no <names> <id>` by the error handler. Default `run`.
+     */
+    names?: string;
+  }
+}
+
+/** Temporal's "no such workflow" or "no such schedule", as the one 404 of the API; undefined for any other error. */
+function notFoundOf(error: unknown, request: FastifyRequest): NotFound | undefined {
+  if (error instanceof WorkflowNotFoundError) return new NotFound(`no ${request.routeOptions.config.names ?? 'run'} ${error.workflowId}`);
+  if (error instanceof ScheduleNotFoundError) return new NotFound(`no schedule ${error.scheduleId}`);
+  return undefined;
 }
 
 export function invalid(field: string, message: string): ApiError {
@@ -44,7 +70,8 @@ function temporalUnreachable(error: unknown): boolean {
  * 5xx never carry the internal message or a stack; the log has them.
  */
 export function registerErrorHandler(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
+  app.setErrorHandler((thrown: FastifyError | ApiError, request, reply) => {
+    const error = notFoundOf(thrown, request) ?? thrown;
     if (error instanceof ApiError) {
       return reply.status(error.statusCode).send({ error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } });
     }

@@ -318,7 +318,7 @@ export const LandingListQuery = Type.Object(
 );
 
 /** What a listing says of one run (Temporal visibility: search attributes and memo). */
-const RunSummaryBaseSchema = Type.Object({
+export const RunSummaryBaseSchema = Type.Object({
   id: Type.String(),
   workflowStatus: Type.String(),
   startTime: Type.String(),
@@ -436,9 +436,12 @@ export const RunListQuery = Type.Object(
   { additionalProperties: false },
 );
 
+// The same fields as a landing's, with its kind second (as the API has always written them).
+const { id: runIdField, ...runSummaryRest } = RunSummaryBaseSchema.properties;
 export const RunSummarySchema = Type.Object({
-  ...RunSummaryBaseSchema.properties,
+  id: runIdField,
   kind: Type.String({ description: 'landing, review-panel, fix-loop, nightly, agent-session or merge-batch' }),
+  ...runSummaryRest,
   parent: Type.Optional(Type.String({ description: "the run that started this one (a landing's panel or fix loop, a batch's target queue)" })),
 });
 export type RunSummary = Static<typeof RunSummarySchema>;

@@ -1,17 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { defaultPayloadConverter, WorkflowNotFoundError } from '@temporalio/common';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { Config } from '../../core/node/config';
 import { FailureCode } from '../../core/failures';
-import { retryLandingId } from '../../core/node/landing-id';
-import { loadRecipes } from '../../core/node/recipes';
-import { landingRecord } from '../../core/search-attributes';
 import type { LandingOutcome, LandingRequest } from '../../core/types';
-import { assertAgentsRunnable } from '../agents';
-import { ApiError } from '../errors';
-import { normaliseRepo, resolveHeads } from '../repo';
+import { ApiError, NotFound } from '../errors';
 import { ErrorSchema, LandingIdParams, LandingRetriedSchema } from '../schemas';
-import { startRun } from '../start-run';
+import { startLanding } from '../services/start-landing';
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 500: ErrorSchema };
 
@@ -24,6 +19,30 @@ async function startedWith(handle: WorkflowHandle, id: string): Promise<LandingR
   return defaultPayloadConverter.fromPayload<LandingRequest>(payload);
 }
 
+/** The landing to retry, if it may be: it exists, is a landing, and has ended without landing. */
+async function retriable(client: Client, retried: string): Promise<WorkflowHandle> {
+  const handle = client.workflow.getHandle(retried);
+  const description = await handle.describe();
+  if (description.type !== 'landing') throw new NotFound(`no landing ${retried} (${retried} is a ${description.type} run; only landings are retried)`);
+  const status = description.status.name;
+  if (status === 'RUNNING') {
+    throw new ApiError(FailureCode.conflict, `landing ${retried} is still running: a retry starts once it has ended (cancel it to end it now)`, { id: retried, workflowStatus: status });
+  }
+  if (status === 'COMPLETED') {
+    const outcome = (await handle.result()) as LandingOutcome;
+    if (outcome.status === 'landed') {
+      throw new ApiError(FailureCode.conflict, `landing ${retried} landed (${outcome.target} at ${outcome.mergedSha?.slice(0, 12) ?? 'its head'}); there is nothing to retry`, { id: retried, workflowStatus: status, outcome: outcome.status });
+    }
+  }
+  return handle;
+}
+
+const retrySchema = {
+  summary: 'Retry a landing that did not land: a new run on the same heads (the old run keeps its history); 409 while it runs or once it landed',
+  params: LandingIdParams,
+  response: { 201: LandingRetriedSchema, 200: LandingRetriedSchema, 413: ErrorSchema, ...errors },
+};
+
 /**
  * POST /v1/landings/:id/retry: a landing that did not land, started again on the same pinned heads
  * under a new run id (`<first id>.retry-<n>`), so the run it retries keeps its id, its history and
@@ -34,74 +53,22 @@ async function startedWith(handle: WorkflowHandle, id: string): Promise<LandingR
  * (409) while the run is still running or when it landed. Asking twice finds the same retry.
  */
 export const landingRetryRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: Config }> = async (app, { client, config }) => {
-  app.post(
-    '/landings/:id/retry',
-    {
-      schema: {
-        summary: 'Retry a landing that did not land: a new run on the same heads (the old run keeps its history); 409 while it runs or once it landed',
-        params: LandingIdParams,
-        response: { 201: LandingRetriedSchema, 200: LandingRetriedSchema, 413: ErrorSchema, ...errors },
-      },
-    },
-    async (request, reply) => {
-      const retried = request.params.id;
-      const handle = client.workflow.getHandle(retried);
-      let description: Awaited<ReturnType<WorkflowHandle['describe']>>;
-      try {
-        description = await handle.describe();
-      } catch (error) {
-        if (error instanceof WorkflowNotFoundError) throw new ApiError(FailureCode.notFound, `no landing ${retried}`);
-        throw error;
-      }
-      if (description.type !== 'landing') throw new ApiError(FailureCode.notFound, `no landing ${retried} (${retried} is a ${description.type} run; only landings are retried)`);
-      const status = description.status.name;
-      if (status === 'RUNNING') {
-        throw new ApiError(FailureCode.conflict, `landing ${retried} is still running: a retry starts once it has ended (cancel it to end it now)`, { id: retried, workflowStatus: status });
-      }
-      if (status === 'COMPLETED') {
-        const outcome = (await handle.result()) as LandingOutcome;
-        if (outcome.status === 'landed') {
-          throw new ApiError(FailureCode.conflict, `landing ${retried} landed (${outcome.target} at ${outcome.mergedSha?.slice(0, 12) ?? 'its head'}); there is nothing to retry`, { id: retried, workflowStatus: status, outcome: outcome.status });
-        }
-      }
-      const previous = await startedWith(handle, retried);
-      // Checked again as for a new landing: the allow-list, the agents and the target as they are now.
-      const repo = await normaliseRepo(previous.repo, config.repoAllow);
-      const recipes = loadRecipes(config.recipesDir);
-      const agents = previous.agents;
-      if (agents) {
-        await assertAgentsRunnable(
-          [
-            { field: 'agents.resolver', spec: agents.resolver },
-            { field: 'agents.fixer', spec: agents.fixer },
-            ...(agents.ladder ?? []).map((spec, index) => ({ field: `agents.ladder[${index}]`, spec })),
-          ],
-          recipes.harnesses,
-          client,
-        );
-      }
-      const { targetSha } = await resolveHeads(repo, previous.target, []);
-      const { id, attempt } = retryLandingId(retried);
-      const landing: LandingRequest = {
-        repo,
-        target: previous.target,
-        heads: previous.heads,
-        requestedTargetSha: targetSha,
-        ...(agents ? { agents } : {}),
-        ...(previous.budget ? { budget: previous.budget } : {}),
-        ...(previous.priority ? { priority: previous.priority } : {}),
-        recipes,
-      };
-      const { duplicate } = await startRun(client, 'landing', {
-        workflowId: id,
-        taskQueue: config.taskQueue,
-        args: [landing],
-        ...landingRecord(landing, { recipeVersion: recipes.version, retryOf: retried, attempt, ...(agents ? { agents: { resolver: agents.resolver, fixer: agents.fixer } } : {}) }),
-      });
-      request.log.info({ runId: id, retryOf: retried, duplicate }, 'landing retry requested');
-      return reply
-        .status(duplicate ? 200 : 201)
-        .send({ id, duplicate, retryOf: retried, attempt, repo, target: landing.target, targetSha, heads: landing.heads, links: { self: `/v1/landings/${id}` } });
-    },
-  );
+  app.post('/landings/:id/retry', { schema: retrySchema, config: { names: 'landing' } }, async function retryLanding(request, reply) {
+    const retried = request.params.id;
+    const previous = await startedWith(await retriable(client, retried), retried);
+    // Checked again as for a new landing: the allow-list, the agents and the target as they are now.
+    const started = await startLanding(client, config, {
+      repo: previous.repo,
+      target: previous.target,
+      source: { heads: previous.heads, retryOf: retried },
+      ...(previous.agents ? { agents: previous.agents } : {}),
+      budget: () => previous.budget,
+      ...(previous.priority ? { priority: previous.priority } : {}),
+    });
+    const { id, duplicate, retry } = started;
+    request.log.info({ runId: id, retryOf: retried, duplicate }, 'landing retry requested');
+    return reply
+      .status(duplicate ? 200 : 201)
+      .send({ id, duplicate, retryOf: retried, attempt: retry!.attempt, repo: started.repo, target: started.target, targetSha: started.targetSha, heads: started.heads, links: { self: `/v1/landings/${id}` } });
+  });
 };

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleDescription, type ScheduleHandle } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleDescription, type ScheduleHandle } from '@temporalio/client';
 import type { Config } from '../../core/node/config';
 import { cronProblem, timezoneProblem } from '../../core/cron';
 import { workflowTaskTimeout } from '../../core/timeouts';
@@ -10,7 +10,7 @@ import { branchNameProblem } from '../../core/refs';
 import { nightlyScheduleId } from '../../core/node/schedule-id';
 import { searchAttributes } from '../../core/search-attributes';
 import { assertAgentsRunnable } from '../agents';
-import { ApiError, invalid } from '../errors';
+import { ApiError, invalid, NotFound } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
 import {
   ScheduleCreatedSchema,
@@ -48,15 +48,9 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
   /** A Tarmac nightly schedule and its description, or 404. */
   const existing = async (id: string): Promise<{ handle: ScheduleHandle; description: ScheduleDescription; definition: ScheduleDefinition }> => {
     const handle = client.schedule.getHandle(id);
-    let description: ScheduleDescription;
-    try {
-      description = await handle.describe();
-    } catch (error) {
-      if (error instanceof ScheduleNotFoundError) throw new ApiError(FailureCode.notFound, `no schedule ${id}`);
-      throw error;
-    }
+    const description = await handle.describe();
     const definition = definitionOf(description.memo);
-    if (!definition || description.action.workflowType !== 'nightly') throw new ApiError(FailureCode.notFound, `no schedule ${id}`);
+    if (!definition || description.action.workflowType !== 'nightly') throw new NotFound(`no schedule ${id}`);
     return { handle, description, definition };
   };
 
@@ -206,12 +200,7 @@ export const scheduleRoutes: FastifyPluginAsyncTypebox<{ client: Client; config:
     },
     async (request) => {
       const { handle } = await existing(request.params.id);
-      try {
-        await handle.delete();
-      } catch (error) {
-        if (error instanceof ScheduleNotFoundError) throw new ApiError(FailureCode.notFound, `no schedule ${request.params.id}`);
-        throw error;
-      }
+      await handle.delete();
       return { id: request.params.id, deleted: true };
     },
   );
