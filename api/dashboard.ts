@@ -1,8 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { FailureCode } from '../core/failures';
-import { ApiError } from './errors';
+import { NotFound } from './errors';
 
 /** Where `npm run build:dashboard` writes the dashboard (scripts/build-dashboard.ts). */
 export const builtDashboardDir = resolve(__dirname, '..', 'dist', 'dashboard');
@@ -53,12 +52,12 @@ export const dashboardRoutes: FastifyPluginAsync<{ dir?: string }> = async (app,
     });
   const serve = async (name: string, reply: FastifyReply) => {
     const type = assets[name];
-    if (!type) throw new ApiError(FailureCode.notFound, `no dashboard file ${name}`);
+    if (!type) throw new NotFound(`no dashboard file ${name}`);
     let body: Buffer;
     try {
       body = await readFile(join(dir, name));
     } catch {
-      throw new ApiError(FailureCode.notFound, `the dashboard is not built (${join(dir, name)} is missing): run npm run build:dashboard`);
+      throw new NotFound(`the dashboard is not built (${join(dir, name)} is missing): run npm run build:dashboard`);
     }
     return headers(reply, type).send(body);
   };

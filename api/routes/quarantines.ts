@@ -3,12 +3,11 @@ import { Type } from '@sinclair/typebox';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import { quarantinesInForce } from '../../activities/stores/quarantine';
-import { FailureCode } from '../../core/failures';
 import { suiteQuarantineId } from '../../core/node/quarantine-id';
 import { liftQuarantineUpdate, type Quarantine } from '../../core/quarantine';
 import { searchAttributes } from '../../core/search-attributes';
 import { runListQuery } from '../../core/visibility-query';
-import { ApiError } from '../errors';
+import { ApiError, NotFound } from '../errors';
 import { canonicalRepo, checkedTarget } from '../target-filter';
 import { ErrorSchema, QuarantineLiftedSchema, QuarantineSchema } from '../schemas';
 
@@ -86,7 +85,7 @@ export const quarantineRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = a
       const repo = canonicalRepo(request.query.repo);
       const target = checkedTarget(request.query.target);
       const { suiteId } = request.params;
-      const notQuarantined = () => new ApiError(FailureCode.notFound, `suite ${suiteId} is not quarantined on ${target} of ${repo}`);
+      const notQuarantined = () => new NotFound(`suite ${suiteId} is not quarantined on ${target} of ${repo}`);
       if (!(await quarantinesInForce(client, repo, target)).some((entry) => entry.suiteId === suiteId)) throw notQuarantined();
       try {
         const { lifted } = await client.workflow.getHandle(suiteQuarantineId(repo, target)).executeUpdate(liftQuarantineUpdate, { args: [{ suiteId }] });
