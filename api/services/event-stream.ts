@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { formatCursor, type EventCursor } from '../../core/event-cursor';
 import { FailureCode } from '../../core/failures';
 import { readNewLogLines } from '../run-logs';
+import type { RunEvent } from '../schemas';
 import { EarlierRuns, readJournal } from './run-journal';
 
 export interface EventStreamOptions {
@@ -82,7 +83,9 @@ export class EventStream {
         const state = await readJournal(client, handle, this.cursor.journal, this.earlierRuns);
         for (const event of state.events) {
           this.cursor = { ...this.cursor, journal: event.seq };
-          this.send(event.kind, event);
+          // The journal's events are what the wire contract says (api/schemas.ts RunEventSchema): a
+          // change to core/events.ts the schema does not follow fails the build here.
+          this.send(event.kind, event satisfies RunEvent);
         }
         await this.sendNewLogLines();
         if (state.more) continue;
