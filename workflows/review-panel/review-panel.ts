@@ -26,15 +26,7 @@ const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
  */
 export async function reviewPanel(input: PanelRequest, own?: { journal: RunJournal; desk: QuestionDesk }): Promise<PanelVerdict> {
   const { workflowId, taskQueue } = workflowInfo();
-  // Its own live events (GET /v1/runs/:id/events) when it runs on its own: cache, sessions, verdict.
-  const journal = own?.journal ?? new RunJournal();
-  // Its reviewers' questions: shown by the run it works for (answers forwarded here), or its own.
-  const desk = own?.desk ?? new QuestionDesk(journal, input.reportTo);
-  if (!own) {
-    setHandler(eventsQuery, ({ after, limit } = {}) => journal.page(after, limit));
-    setHandler(runEventSignal, ({ key, ...event }) => (event.kind === 'question' ? desk.adopt(event, key) : journal.record(event, key)));
-    desk.install();
-  }
+  const { journal, desk } = own ?? ownJournal(input);
   const reportTo = input.reportTo ?? workflowId;
   const shared = proxyActivities<Activities>({ ...capsule, taskQueue });
   const request = input;
@@ -44,14 +36,7 @@ export async function reviewPanel(input: PanelRequest, own?: { journal: RunJourn
   const headSha = request.headSha!;
   const files = request.files ?? [];
   const host = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId) });
-  const status = { state: 'restoring', restored: [] as string[], running: [] as string[], sealed: [] as string[] } as {
-    state: string;
-    cache?: CacheStatus;
-    restored: string[];
-    running: string[];
-    sealed: string[];
-    verdict?: PanelVerdict;
-  };
+  const status: PanelStatus = { state: 'restoring', restored: [], running: [], sealed: [] };
   setHandler(panelStatusQuery, () => ({ ...status, restored: [...status.restored], running: [...status.running], sealed: [...status.sealed] }));
 
   const panel = await shared['review.resolvePanel']({ name: request.panel, ...(request.quorum ? { quorum: request.quorum } : {}), ...(request.recipes ? { recipes: request.recipes } : {}) });
@@ -76,22 +61,7 @@ export async function reviewPanel(input: PanelRequest, own?: { journal: RunJourn
   const reviewerBudget = shareOf(request.budget, misses.length);
   const waitMs = request.recipes?.limits.questions?.wait ? parseDuration(request.recipes.limits.questions.wait) : undefined;
   const session = { request, panel, host, treeSha, headSha, files, reportTo, desk, ...(waitMs ? { waitMs } : {}), ...(reviewerBudget ? { budget: reviewerBudget } : {}) };
-  await Promise.all(
-    misses.map(async ({ harnessModel }) => {
-      const { report, outcome } = await review(session, harnessModel);
-      status.running = status.running.filter((name) => name !== harnessModel);
-      if (report.status === 'delivered') status.sealed.push(harnessModel);
-      reports.set(harnessModel, report);
-      if (outcome) spent.push(outcome.meters);
-      reviewers.push({
-        harnessModel,
-        source: 'session',
-        status: report.status,
-        ...(outcome ? { sessionStatus: outcome.status, attempts: outcome.attempts.length, respawns: outcome.meters.respawns } : {}),
-        ...(report.reason ? { reason: report.reason } : {}),
-      });
-    }),
-  );
+  await Promise.all(misses.map(async ({ harnessModel }) => tally({ status, reports, reviewers, spent }, harnessModel, await review(session, harnessModel))));
 
   const verdict = panelVerdict(panel, reports, reviewers, { treeSha, cache, restored: status.restored, misses, meters: panelMeters(spent) });
   // A reviewer's question answered empty (or not in time): the run's decision, not the panel's verdict.
@@ -102,6 +72,49 @@ export async function reviewPanel(input: PanelRequest, own?: { journal: RunJourn
   journal.record({ kind: 'outcome', status: verdict.status, summary: verdict.summary });
   journal.finished = true;
   return verdict;
+}
+
+/** What the panel's `status` query shows. */
+interface PanelStatus {
+  state: string;
+  cache?: CacheStatus;
+  restored: string[];
+  running: string[];
+  sealed: string[];
+  verdict?: PanelVerdict;
+}
+
+/**
+ * A panel on its own keeps its own live events (GET /v1/runs/:id/events: cache, sessions,
+ * verdict) and its reviewers' questions; inside a landing it uses the landing's.
+ */
+function ownJournal(input: PanelRequest): { journal: RunJournal; desk: QuestionDesk } {
+  const journal = new RunJournal();
+  const desk = new QuestionDesk(journal, input.reportTo);
+  setHandler(eventsQuery, ({ after, limit } = {}) => journal.page(after, limit));
+  setHandler(runEventSignal, ({ key, ...event }) => (event.kind === 'question' ? desk.adopt(event, key) : journal.record(event, key)));
+  desk.install();
+  return { journal, desk };
+}
+
+/** A reviewer's session ended: its report joins the panel's, its spend the meters. */
+function tally(
+  panel: { status: PanelStatus; reports: Map<string, ReviewerReport>; reviewers: PanelReviewer[]; spent: SessionOutcome['meters'][] },
+  harnessModel: string,
+  { report, outcome }: { report: ReviewerReport; outcome?: SessionOutcome },
+): void {
+  const { status } = panel;
+  status.running = status.running.filter((name) => name !== harnessModel);
+  if (report.status === 'delivered') status.sealed.push(harnessModel);
+  panel.reports.set(harnessModel, report);
+  if (outcome) panel.spent.push(outcome.meters);
+  panel.reviewers.push({
+    harnessModel,
+    source: 'session',
+    status: report.status,
+    ...(outcome ? { sessionStatus: outcome.status, attempts: outcome.attempts.length, respawns: outcome.meters.respawns } : {}),
+    ...(report.reason ? { reason: report.reason } : {}),
+  });
 }
 
 /** The verdict: the quorum over every reviewer's report (cached or fresh), in the panel's order. */
