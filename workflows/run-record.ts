@@ -1,5 +1,6 @@
 import { endsAs, fixOutcomeOf, FailureCode, type Ends, type FixFailureType, type RunFailureCode } from '../core/failures';
 import type { FixOutcome } from '../core/fix-types';
+import type { Meters } from '../core/types';
 
 /**
  * The protocol every run's record implements (landing, fix loop, nightly, agent session): the
@@ -28,6 +29,11 @@ export function outcomeOf<Kind extends RunKind>(kind: Kind, code: FailureCodeOf<
 export interface FailureDetail {
   field?: string;
   file?: string;
+}
+
+/** A run's meters before its first step (a landing's, a nightly's; a session counts its own). */
+export function emptyMeters(): Meters {
+  return { capsulesRun: 0, containersRun: 0, agentSessions: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0 };
 }
 
 /** What failed, as an outcome records it: the failure type and its message. */

@@ -9,7 +9,7 @@ import { initialState, type LandingContext, type LandingState, type Next, type P
 import { merge, retarget } from '../../workflows/landing/merge';
 import { questions } from '../../workflows/landing/questions';
 import { rebase } from '../../workflows/landing/rebase';
-import { LandingTracker, type TrackerEffects } from '../../workflows/landing/tracker';
+import { LandingTracker, type TrackerEffects } from '../../workflows/landing/record';
 import { verify } from '../../workflows/landing/verify';
 
 /**

@@ -3,7 +3,7 @@ import type { LandingRequest } from '../../core/types';
 import { continueAsNewReason, defaultHistoryBudget } from '../../policies/history-budget';
 import { pinnedTo } from '../pinned';
 import type { LandingContext, LandingState, Phase } from './context';
-import type { TrackerCarry } from './tracker';
+import type { TrackerCarry } from './record';
 
 /**
  * What a landing hands to the run it continues as: the phase it goes on with, what the phases

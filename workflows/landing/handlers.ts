@@ -3,7 +3,7 @@ import type { BatchMemberResult } from '../../core/batch-types';
 import type { BudgetCommand } from '../../core/session-types';
 import { admittedSignal, batchResultSignal, budgetUpdate, eventsQuery, landingStatusQuery, runEventSignal } from '../../core/messages';
 import { budgetCommandProblem } from '../../policies/budget';
-import type { LandingTracker } from './tracker';
+import type { LandingTracker } from './record';
 
 /**
  * What a landing answers while it runs: its status and events, the reports of the sessions and

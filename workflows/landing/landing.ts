@@ -17,7 +17,7 @@ import { merge, retarget } from './merge';
 import { questions } from './questions';
 import { rebase } from './rebase';
 import { review } from './review';
-import { LandingTracker } from './tracker';
+import { LandingTracker } from './record';
 import { prepare, validate } from './validate';
 import { queue, verify } from './verify';
 

@@ -1,7 +1,7 @@
 import type { BudgetCommand } from '../../core/session-types';
 import type { LandingRequest } from '../../core/types';
 import type { GateFileApproval } from '../../policies/gate-file-change';
-import type { LandingTracker } from './tracker';
+import type { LandingTracker } from './record';
 
 /**
  * What the landing's compound steps (steps.ts, flake.ts, environment.ts) work with: the request,

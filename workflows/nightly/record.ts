@@ -4,7 +4,7 @@ import { nightlyStatusQuery } from '../../core/messages';
 import { searchAttributes } from '../../core/search-attributes';
 import type { Meters } from '../../core/types';
 import { nightlyRunId } from '../../policies/nightly';
-import { emptyMeters } from '../landing/tracker';
+import { emptyMeters } from '../run-record';
 import { RunRecord, type RunFailure } from '../run-record';
 
 /** A nightly's record: what the `status` query shows (phase, gates, children) and the outcome is built from. */

@@ -14,7 +14,7 @@ import type {
 import { metrics } from '../metrics';
 import { QuestionDesk } from '../questions';
 import { RunJournal } from '../run-journal';
-import { RunRecord, type RunFailure } from '../run-record';
+import { emptyMeters, RunRecord, type RunFailure } from '../run-record';
 import type { JournalHandoff } from '../../core/events';
 import { searchAttributes } from '../../core/search-attributes';
 
@@ -59,10 +59,6 @@ export interface TrackerCarry {
   startedAt: number;
   phaseStartedAt?: number;
   journal: JournalHandoff;
-}
-
-export function emptyMeters(): Meters {
-  return { capsulesRun: 0, containersRun: 0, agentSessions: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0 };
 }
 
 /**
