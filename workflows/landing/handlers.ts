@@ -32,7 +32,7 @@ export function installHandlers(tracker: LandingTracker, budgetControl: { pendin
       },
     },
   );
-  // A speculative batch it waited in: landed, its culprit, or go on alone (workflows/merge-batch.ts).
+  // A speculative batch it waited in: landed, its culprit, or go on alone (workflows/merge-batch/merge-batch.ts).
   setHandler(batchResultSignal, (result) => {
     // One result per batch: a second word from a batch it heard from already (a failed batch's queue repeating it) is stale.
     if (queue.batchesSeen?.includes(result.batchId)) return;

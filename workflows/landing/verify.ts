@@ -111,7 +111,7 @@ async function requestAdmission(ctx: LandingContext, state: LandingState): Promi
   if (admitted) admission.admitted = true;
 }
 
-/** What a batch decided for this landing (workflows/merge-batch.ts). */
+/** What a batch decided for this landing (workflows/merge-batch/merge-batch.ts). */
 function afterBatch(ctx: LandingContext, state: LandingState): Next {
   const { tracker, request, queue: admission } = ctx;
   const result = admission.batchResult!;

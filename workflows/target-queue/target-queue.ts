@@ -12,7 +12,7 @@ const holdLimit = '2 hours';
 /**
  * targetQueue(repo, target): an entity workflow (update-with-start) that admits merges to one
  * target, one at a time or — when the target's gate file asks for batches — a speculative batch
- * at a time (workflows/merge-batch.ts). The line is ordered by priority lane, then by arrival; a
+ * at a time (workflows/merge-batch/merge-batch.ts). The line is ordered by priority lane, then by arrival; a
  * landing that comes back (a batch's culprit after its fixup round) keeps its place.
  *
  * A landing asks to be admitted (the `admit` update: admitted at once when the target is free and
