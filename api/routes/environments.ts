@@ -56,7 +56,7 @@ export const environmentRoutes: FastifyPluginAsyncTypebox<{ dataDir: string }> =
         response: { 200: Type.Object({ environments: Type.Array(EnvironmentSchema) }), ...errors },
       },
     },
-    async (request) => {
+    async function listCachedEnvironments(request) {
       const repo = request.query.repo === undefined ? undefined : canonicalRepo(request.query.repo);
       const environments = (await listEnvironments(dataDir))
         .filter((entry) => repo === undefined || entry.repo === repo)

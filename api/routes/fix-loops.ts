@@ -17,7 +17,7 @@ export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: 
   app.post(
     '/fix-loops',
     { schema: { summary: 'Start a fix loop (idempotent on repo, branch head, request and repro command)', body: FixCreateSchema, response: { 201: RunCreatedSchema, 200: RunCreatedSchema, 400: ErrorSchema, 401: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema } } },
-    async (request, reply) => {
+    async function createFixLoop(request, reply) {
       const body = request.body;
       const problem = branchNameProblem(body.branch);
       if (problem) throw invalid('branch', problem);

@@ -43,7 +43,7 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (app,
         response: { 200: HealthSchema, 503: HealthSchema, 429: ErrorSchema },
       },
     },
-    async (_request, reply) => {
+    async function health(_request, reply) {
       const [temporal, dockerState] = await Promise.all([
         // A deadline, not only a race: the call must not keep retrying after the answer was given.
         within(3_500, client.connection.withDeadline(Date.now() + 3_000, () => client.connection.workflowService.getSystemInfo({}))).then(
@@ -70,7 +70,7 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (app,
         response: { 200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: Type.String() } } }, 429: ErrorSchema },
       },
     },
-    async (request, reply) => {
+    async function metrics(request, reply) {
       const families = [requests.family()];
       let landings = '';
       try {

@@ -49,7 +49,7 @@ export const quarantineRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = a
         response: { 200: Type.Object({ quarantines: Type.Array(QuarantineSchema) }), ...errors },
       },
     },
-    async (request) => {
+    async function listQuarantines(request) {
       const repo = request.query.repo === undefined ? undefined : canonicalRepo(request.query.repo);
       const target = request.query.target === undefined ? undefined : checkedTarget(request.query.target);
       // One target: its entity, asked directly. Otherwise every running entity the filter matches (visibility).
@@ -81,7 +81,7 @@ export const quarantineRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = a
         response: { 200: QuarantineLiftedSchema, 404: ErrorSchema, ...errors },
       },
     },
-    async (request) => {
+    async function liftQuarantine(request) {
       const repo = canonicalRepo(request.query.repo);
       const target = checkedTarget(request.query.target);
       const { suiteId } = request.params;

@@ -68,7 +68,7 @@ export const queueRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async 
         response: { 200: Type.Object({ queues: Type.Array(QueueViewSchema) }), ...errors },
       },
     },
-    async () => {
+    async function listQueues() {
       const queues = [];
       for await (const execution of client.workflow.list({ query: runListQuery({ kind: 'target-queue', status: 'Running' }) })) {
         const attributes = execution.typedSearchAttributes;
@@ -90,6 +90,8 @@ export const queueRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async 
         response: { 200: QueueViewSchema, ...errors },
       },
     },
-    async (request) => await read(canonicalRepo(request.params.repo), checkedTarget(request.params.target)),
+    async function showQueue(request) {
+      return await read(canonicalRepo(request.params.repo), checkedTarget(request.params.target));
+    },
   );
 };

@@ -30,7 +30,7 @@ export const recipeRoutes: FastifyPluginAsyncTypebox<{ recipesDir: string }> = a
   app.get(
     '/recipes',
     { schema: { summary: 'The recipes in force: harnesses and their models, the ladder, review panels, limits and fix playbooks', response: { 200: RecipesSchema, 401: ErrorSchema, 500: ErrorSchema } } },
-    async () => {
+    async function showRecipes() {
       // Read on each request: recipes are files an operator may edit; a broken edit is a 500 naming the file (logged).
       // The snapshot a run started now would carry (TARMAC_RECIPES_DIR).
       const recipes = loadRecipes(recipesDir);

@@ -59,7 +59,7 @@ export const retentionRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = as
   app.get(
     '/retention',
     { schema: { summary: "Each worker host's retention schedule and its recent sweeps: what was removed, when and why", response: { 200: RetentionViewSchema, 401: ErrorSchema, 500: ErrorSchema } } },
-    async () => {
+    async function showRetention() {
       const hosts = [];
       for await (const summary of client.schedule.list()) {
         if (!summary.scheduleId.startsWith('tarmac.retention.') || summary.action?.workflowType !== 'retentionSweep') continue;

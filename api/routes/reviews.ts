@@ -24,7 +24,7 @@ export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: C
         response: { 201: RunCreatedSchema, 200: RunCreatedSchema, ...errors },
       },
     },
-    async (request, reply) => {
+    async function createReview(request, reply) {
       const { base, head, panel, quorum } = request.body;
       for (const [field, name] of [['base', base], ['head', head]] as const) {
         const problem = branchNameProblem(name);
