@@ -290,7 +290,7 @@ describe('the merge queue on the dashboard: a landing\'s batch lineage, a batch\
       ],
       turns: 'A turn takes 15 s (median of the last 4).',
     });
-    const batched = queuePanel({ ...queue, current: undefined, batch: { id: batchId, members: ['land.a', 'land.b'] }, waiting: [{ landingId: 'land.c', position: 0, lane: 0, seq: 3, batchable: true, links: { landing: '/v1/landings/land.c' } }], recentTurnMs: [] });
+    const batched = queuePanel({ ...queue, current: undefined, batch: { id: batchId, members: ['land.a', 'land.b'], links: { self: `/v1/runs/${batchId}` } }, waiting: [{ landingId: 'land.c', position: 0, lane: 0, seq: 3, batchable: true, links: { landing: '/v1/landings/land.c' } }], recentTurnMs: [] });
     assert.deepEqual(batched.holder, { kind: 'batch', id: batchId, members: ['land.a', 'land.b'] });
     assert.deepEqual(batched.line, [{ landingId: 'land.c', position: 0, lane: '0', batchable: true, eta: 'not known yet' }]);
     assert.equal(batched.turns, 'No turn timed yet: no ETA.');

@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { FailureCode, FixFailure } from '../../core/failures';
 import { causeOf, outcomeOf, typedCauseOf } from '../../workflows/run-record';
 
-const workflowsDir = join(import.meta.dirname, '../../workflows');
+const workflowsDir = join(__dirname, '../../workflows');
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? sourceFiles(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : []));
