@@ -3,9 +3,34 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const nodeBuiltins = [
-  'assert', 'buffer', 'child_process', 'cluster', 'crypto', 'dgram', 'dns', 'events', 'fs', 'fs/promises', 'http', 'http2',
-  'https', 'net', 'os', 'path', 'perf_hooks', 'process', 'readline', 'stream', 'timers', 'tls', 'url', 'util', 'v8', 'vm',
-  'worker_threads', 'zlib',
+  'assert',
+  'buffer',
+  'child_process',
+  'cluster',
+  'crypto',
+  'dgram',
+  'dns',
+  'events',
+  'fs',
+  'fs/promises',
+  'http',
+  'http2',
+  'https',
+  'net',
+  'os',
+  'path',
+  'perf_hooks',
+  'process',
+  'readline',
+  'stream',
+  'timers',
+  'tls',
+  'url',
+  'util',
+  'v8',
+  'vm',
+  'worker_threads',
+  'zlib',
 ];
 
 /**
@@ -97,6 +122,10 @@ export default tseslint.config(
   // Node. Floors, ground up: core → policies → activities | workflows → api, worker → infra, cli, bin;
   // no folder imports one above it.
   ...sandboxSafe(['core/**/*.ts'], ['**/policies/**', '**/workflows/**', '**/activities/**'], 'core is the ground floor: it imports nothing above it'),
-  ...sandboxSafe(['policies/**/*.ts'], ['**/workflows/**', '**/activities/**'], 'policies are pure rules below workflows and activities: types and rules from core only'),
+  ...sandboxSafe(
+    ['policies/**/*.ts'],
+    ['**/workflows/**', '**/activities/**'],
+    'policies are pure rules below workflows and activities: types and rules from core only',
+  ),
   ...sandboxSafe(['workflows/**/*.ts'], [], ''),
 );

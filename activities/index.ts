@@ -87,7 +87,14 @@ export function createActivities(deps: ActivityDeps) {
   const gates = createGateActivities(deps);
   // A landing that uses an environment tells the host's gate pool, which keeps a container for the most recent keys.
   const { gatePool } = deps;
-  const environments = createEnvironmentActivities({ dataDir: deps.dataDir, hostId: deps.hostId, docker: deps.docker, egressAllow: [], ...deps.environments, ...(gatePool ? { onUsed: gatePool.useEnvironment } : {}) });
+  const environments = createEnvironmentActivities({
+    dataDir: deps.dataDir,
+    hostId: deps.hostId,
+    docker: deps.docker,
+    egressAllow: [],
+    ...deps.environments,
+    ...(gatePool ? { onUsed: gatePool.useEnvironment } : {}),
+  });
   const sessions = createSessionActivities(deps);
   const landing = createLandingCapsules(deps);
   const reviewCache = createReviewCacheActivities(deps);
@@ -101,7 +108,16 @@ export function createActivities(deps: ActivityDeps) {
   const batch = createBatchActivities(deps);
   const janitor = deps.runJanitor ?? createHostRunJanitor(deps);
   const activities = {
-    'capsule.placeLanding': createPlacement({ dataDir: deps.dataDir, hostId: deps.hostId, servesHost: deps.servesHost ?? true, git, landing, rebase, gates, environments }),
+    'capsule.placeLanding': createPlacement({
+      dataDir: deps.dataDir,
+      hostId: deps.hostId,
+      servesHost: deps.servesHost ?? true,
+      git,
+      landing,
+      rebase,
+      gates,
+      environments,
+    }),
     'capsule.inspectTarget': git.inspectTarget,
     'capsule.prepareRun': landing.prepareRun,
     'capsule.rebaseBranches': rebase.rebaseBranches,
@@ -144,7 +160,15 @@ export function createActivities(deps: ActivityDeps) {
      * outcome. Given the outcome, stores it once the cleanup is done; given the landing's target
      * queue, releases it first (the landing's last trip: no signal of its own to wait for).
      */
-    async 'capsule.cleanupRun'({ runId, outcome, release }: { runId: string; outcome?: LandingOutcome; release?: { queueId: string } }): Promise<{ removedPaths: string[]; removedContainers: number }> {
+    async 'capsule.cleanupRun'({
+      runId,
+      outcome,
+      release,
+    }: {
+      runId: string;
+      outcome?: LandingOutcome;
+      release?: { queueId: string };
+    }): Promise<{ removedPaths: string[]; removedContainers: number }> {
       // Side by side: the target freed for the next landing, the outcome stored, the run's
       // containers removed — and then its files (no container may still write into them).
       const [, , { removed }] = await Promise.all([
@@ -161,7 +185,15 @@ export function createActivities(deps: ActivityDeps) {
      * this host's janitor, which removes what `capsule.cleanupRun` would once the run has closed
      * (activities/janitor/run-janitor.ts). Every part converges when repeated: it may run as a local activity.
      */
-    async 'capsule.finishRun'({ runId, outcome, release }: { runId: string; outcome: LandingOutcome; release?: { queueId: string } }): Promise<{ cleanup: 'after-close' }> {
+    async 'capsule.finishRun'({
+      runId,
+      outcome,
+      release,
+    }: {
+      runId: string;
+      outcome: LandingOutcome;
+      release?: { queueId: string };
+    }): Promise<{ cleanup: 'after-close' }> {
       await Promise.all([
         release ? queue.release({ queueId: release.queueId, landingId: runId }) : undefined,
         writeFileAtomic(runPaths(deps.dataDir, outcome.runId).outcome, `${JSON.stringify(outcome, null, 2)}\n`),

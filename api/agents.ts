@@ -24,7 +24,11 @@ async function workerReports(client: Client): Promise<HostAgents[]> {
  * Nothing is started on either. When no worker has reported recently nothing is known, and
  * the request goes on: its agent step will say what is missing if it reaches one.
  */
-export async function assertAgentsRunnable(specs: { field: string; spec: string | undefined }[], registry: HarnessModelRegistry, client: Client): Promise<void> {
+export async function assertAgentsRunnable(
+  specs: { field: string; spec: string | undefined }[],
+  registry: HarnessModelRegistry,
+  client: Client,
+): Promise<void> {
   assertKnownHarnessModels(specs, registry);
   const named = specs.filter((entry): entry is { field: string; spec: string } => entry.spec !== undefined);
   if (named.length === 0) return;

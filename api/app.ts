@@ -70,7 +70,11 @@ export async function buildApp({ client, config, logger, docker, dashboardDir }:
   });
   // CORS is off unless origins are configured: browsers then get no CORS headers at all.
   if (config.apiCorsOrigins.length > 0) {
-    await app.register(cors, { origin: [...config.apiCorsOrigins], methods: ['GET', 'POST', 'DELETE'], allowedHeaders: ['authorization', 'content-type', 'last-event-id'] });
+    await app.register(cors, {
+      origin: [...config.apiCorsOrigins],
+      methods: ['GET', 'POST', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type', 'last-event-id'],
+    });
   }
   // Paths without a token (health, metrics, docs, unknown paths) are rate limited per client;
   // /v1 is behind bearer tokens instead.

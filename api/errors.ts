@@ -59,7 +59,11 @@ function fieldOf(instancePath: string, missing?: string): string {
 
 /** gRPC status UNAVAILABLE (14) / DEADLINE_EXCEEDED (4), anywhere in the cause chain: the Temporal frontend cannot be reached. */
 function temporalUnreachable(error: unknown): boolean {
-  for (let current = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; current && depth < 5; current = current.cause as typeof current, depth += 1) {
+  for (
+    let current = error as { code?: unknown; cause?: unknown } | undefined, depth = 0;
+    current && depth < 5;
+    current = current.cause as typeof current, depth += 1
+  ) {
     if (current.code === 14 || current.code === 4) return true;
   }
   return false;
@@ -92,18 +96,25 @@ export function registerErrorHandler(app: FastifyInstance): void {
     // The operator's recipe files do not load: their own data, named (file and field), not internals.
     if ((error as Error).name === 'RecipeError') {
       request.log.error({ err: error }, 'the recipes do not load');
-      return reply.status(httpStatus(FailureCode.recipesInvalid)).send({ error: { code: FailureCode.recipesInvalid, message: `${(error as Error).message}; nothing was started` } });
+      return reply
+        .status(httpStatus(FailureCode.recipesInvalid))
+        .send({ error: { code: FailureCode.recipesInvalid, message: `${(error as Error).message}; nothing was started` } });
     }
     if (temporalUnreachable(error)) {
       request.log.warn({ err: error }, 'Temporal is unreachable');
-      return reply.status(httpStatus(FailureCode.unavailable)).header('retry-after', '5').send({ error: { code: FailureCode.unavailable, message: 'Temporal is unreachable; nothing was started or changed; retry shortly' } });
+      return reply
+        .status(httpStatus(FailureCode.unavailable))
+        .header('retry-after', '5')
+        .send({ error: { code: FailureCode.unavailable, message: 'Temporal is unreachable; nothing was started or changed; retry shortly' } });
     }
     request.log.error({ err: error }, 'request failed');
     return reply.status(httpStatus(FailureCode.internal)).send({ error: { code: FailureCode.internal, message: 'internal error; see the server log' } });
   });
   answerMethodNotAllowed(app);
   app.setNotFoundHandler((request, reply) =>
-    reply.status(httpStatus(FailureCode.notFound)).send({ error: { code: FailureCode.notFound, message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
+    reply
+      .status(httpStatus(FailureCode.notFound))
+      .send({ error: { code: FailureCode.notFound, message: `no route ${request.method} ${request.url.split('?')[0]}` } }),
   );
 }
 
@@ -137,7 +148,9 @@ export function clientErrorHandler(error: ConnectionError, socket: Socket): void
         : [400, 'the request is not valid HTTP'];
   const body = JSON.stringify({ error: { code: FailureCode.validation, message } });
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy(error);
 }

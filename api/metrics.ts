@@ -54,7 +54,10 @@ export class RequestCounter {
 export async function landingFamilies(client: Client): Promise<MetricFamily[]> {
   const count = async (query: string) => (await client.workflow.count(query)).count;
   const outcomes = await Promise.all(
-    Object.values(LandingStatus).map(async (outcome) => ({ labels: { outcome }, value: await count(`TarmacKind = 'landing' AND TarmacOutcome = '${outcome}'`) })),
+    Object.values(LandingStatus).map(async (outcome) => ({
+      labels: { outcome },
+      value: await count(`TarmacKind = 'landing' AND TarmacOutcome = '${outcome}'`),
+    })),
   );
   const phases = await Promise.all(
     Object.values(LandingPhase).map(async (phase) => ({

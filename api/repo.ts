@@ -112,7 +112,8 @@ export async function resolveHeads(
   });
   // (A git that cannot be started at all is this server's fault, not the request's: that error goes
   // out as it is, a 500 naming it.)
-  if (listed.overflowed) throw invalid('repo', `cannot be read as a git repository: ${repo} (its branches take more than ${maxRefListingBytes / 1024 / 1024} MiB to list)`);
+  if (listed.overflowed)
+    throw invalid('repo', `cannot be read as a git repository: ${repo} (its branches take more than ${maxRefListingBytes / 1024 / 1024} MiB to list)`);
   if (listed.timedOut) throw invalid('repo', `cannot be read as a git repository: ${repo} (git ls-remote did not answer within ${lsRemoteTimeoutMs / 1000} s)`);
   if (listed.code !== 0) throw invalid('repo', `cannot be read as a git repository: ${repo}${gitReason(listed.stderr.toString('utf8'))}`);
   const stdout = listed.stdout.toString('utf8');

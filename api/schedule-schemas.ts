@@ -46,7 +46,7 @@ export const ScheduleDefinitionSchema = Type.Object({
 export type ScheduleDefinition = Static<typeof ScheduleDefinitionSchema>;
 
 export const ScheduleSummarySchema = Type.Object({
-  id: Type.String({ description: 'schedule id, derived from repo and target; also the prefix of its runs\' workflow ids' }),
+  id: Type.String({ description: "schedule id, derived from repo and target; also the prefix of its runs' workflow ids" }),
   ...ScheduleDefinitionSchema.properties,
   paused: Type.Boolean(),
   nextRuns: Type.Array(Type.String({ description: 'ISO time' })),

@@ -40,7 +40,11 @@ export const LandingCreateSchema = Type.Object(
       }),
     ),
     priority: Type.Optional(
-      Type.Integer({ minimum: -100, maximum: 100, description: 'priority lane in the target queue: higher lanes are admitted first (default 0); a batch in flight is never reordered' }),
+      Type.Integer({
+        minimum: -100,
+        maximum: 100,
+        description: 'priority lane in the target queue: higher lanes are admitted first (default 0); a batch in flight is never reordered',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -76,53 +80,63 @@ export const LandingIdParams = Type.Object({ id: Type.String({ minLength: 1, max
  */
 const open = { additionalProperties: true } as const;
 
-export const GateResultSchema = Type.Object({
-  suiteId: Type.String(),
-  treeSha: Type.String(),
-  status: Type.Union([Type.Literal('passed'), Type.Literal('failed'), Type.Literal('timed-out')]),
-  exitCode: Type.Union([Type.Integer(), Type.Null()]),
-  logRef: Type.String(),
-  durationMs: Type.Number(),
-  reattached: Type.Boolean(),
-  round: Type.Optional(Type.Integer({ minimum: 1, description: 'gate round: 1 for the first gate, then one per fixup round or re-gate after the target moved' })),
-  cache: Type.Optional(
-    Type.Union([Type.Literal('hit'), Type.Literal('miss')], {
-      description: 'GATE_CACHE: hit = reused from the gate cache (a sealed result of the same tree, suite definition and runner image; no container ran, logRef is a copy of the sealed log, durationMs the sealed run\'s); miss = the suite ran. Absent in runs recorded before the cache.',
-    }),
-  ),
-  settled: Type.Optional(
-    Type.Union([Type.Literal('flaky'), Type.Literal('pre-existing'), Type.Literal('failed')], {
-      description: 'a red result settled by evidence: flaky (green when run again on the same tree), pre-existing (red on the base too), failed (red again, green on the base)',
-    }),
-  ),
-  evidence: Type.Optional(
-    Type.Array(
-      Type.Object({
-        on: Type.Union([Type.Literal('same-tree'), Type.Literal('base')]),
-        commitSha: Type.String(),
-        treeSha: Type.String(),
-        status: Type.Union([Type.Literal('passed'), Type.Literal('failed'), Type.Literal('timed-out')]),
-        exitCode: Type.Union([Type.Integer(), Type.Null()]),
-        logRef: Type.String(),
-        durationMs: Type.Number(),
-        cache: Type.Optional(Type.Union([Type.Literal('hit'), Type.Literal('miss')])),
+export const GateResultSchema = Type.Object(
+  {
+    suiteId: Type.String(),
+    treeSha: Type.String(),
+    status: Type.Union([Type.Literal('passed'), Type.Literal('failed'), Type.Literal('timed-out')]),
+    exitCode: Type.Union([Type.Integer(), Type.Null()]),
+    logRef: Type.String(),
+    durationMs: Type.Number(),
+    reattached: Type.Boolean(),
+    round: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'gate round: 1 for the first gate, then one per fixup round or re-gate after the target moved' }),
+    ),
+    cache: Type.Optional(
+      Type.Union([Type.Literal('hit'), Type.Literal('miss')], {
+        description:
+          "GATE_CACHE: hit = reused from the gate cache (a sealed result of the same tree, suite definition and runner image; no container ran, logRef is a copy of the sealed log, durationMs the sealed run's); miss = the suite ran. Absent in runs recorded before the cache.",
       }),
-      { description: 'the runs that settled a red result (again on the same tree, on the base), each with its log' },
     ),
-  ),
-  excused: Type.Optional(
-    Type.Object(
-      { by: Type.Union([Type.Literal('retry'), Type.Literal('quarantine'), Type.Literal('pre-existing')]), until: Type.Optional(Type.String({ description: "the quarantine's end" })) },
-      { description: "a red result that does not block the landing, and why (the recipe's limits.gate)" },
+    settled: Type.Optional(
+      Type.Union([Type.Literal('flaky'), Type.Literal('pre-existing'), Type.Literal('failed')], {
+        description:
+          'a red result settled by evidence: flaky (green when run again on the same tree), pre-existing (red on the base too), failed (red again, green on the base)',
+      }),
     ),
-  ),
-}, open);
+    evidence: Type.Optional(
+      Type.Array(
+        Type.Object({
+          on: Type.Union([Type.Literal('same-tree'), Type.Literal('base')]),
+          commitSha: Type.String(),
+          treeSha: Type.String(),
+          status: Type.Union([Type.Literal('passed'), Type.Literal('failed'), Type.Literal('timed-out')]),
+          exitCode: Type.Union([Type.Integer(), Type.Null()]),
+          logRef: Type.String(),
+          durationMs: Type.Number(),
+          cache: Type.Optional(Type.Union([Type.Literal('hit'), Type.Literal('miss')])),
+        }),
+        { description: 'the runs that settled a red result (again on the same tree, on the base), each with its log' },
+      ),
+    ),
+    excused: Type.Optional(
+      Type.Object(
+        {
+          by: Type.Union([Type.Literal('retry'), Type.Literal('quarantine'), Type.Literal('pre-existing')]),
+          until: Type.Optional(Type.String({ description: "the quarantine's end" })),
+        },
+        { description: "a red result that does not block the landing, and why (the recipe's limits.gate)" },
+      ),
+    ),
+  },
+  open,
+);
 
 /** One connection an environment's setup made (or tried) through the egress gateway. */
 export const EgressEntrySchema = Type.Object({
   host: Type.String(),
   port: Type.Integer({ description: '0 when the request named no port' }),
-  allowed: Type.Boolean({ description: "false: refused by the gateway (off the allow-list, an IP literal, a private range, another port)" }),
+  allowed: Type.Boolean({ description: 'false: refused by the gateway (off the allow-list, an IP literal, a private range, another port)' }),
   bytesUp: Type.Number(),
   bytesDown: Type.Number(),
   reason: Type.Optional(Type.String({ description: 'why it was refused' })),
@@ -171,7 +185,10 @@ export const ReviewSchema = Type.Object(
     sessionsStarted: Type.Number(),
     missing: Type.Array(Type.String()),
     blocking: Type.Array(
-      Type.Object({ file: Type.String(), line: Type.Optional(Type.Number()), severity: Type.String(), message: Type.String(), votes: Type.Array(Type.String()) }, open),
+      Type.Object(
+        { file: Type.String(), line: Type.Optional(Type.Number()), severity: Type.String(), message: Type.String(), votes: Type.Array(Type.String()) },
+        open,
+      ),
     ),
     reviewers: Type.Array(
       Type.Object(
@@ -207,7 +224,13 @@ export const QuestionSchema = Type.Object({
 });
 
 export const BudgetViewSchema = Type.Object(
-  { tokens: Type.Number(), costUsd: Type.Number(), sessions: Type.Number(), wallMs: Type.Number(), onExhausted: Type.Union([Type.Literal('pause'), Type.Literal('stop')]) },
+  {
+    tokens: Type.Number(),
+    costUsd: Type.Number(),
+    sessions: Type.Number(),
+    wallMs: Type.Number(),
+    onExhausted: Type.Union([Type.Literal('pause'), Type.Literal('stop')]),
+  },
   { description: "the landing's budget, shared by its sessions (as extended so far)" },
 );
 
@@ -227,9 +250,15 @@ export const LandingOutcomeSchema = Type.Object(
     mergedSha: Type.Optional(Type.String()),
     gates: Type.Array(GateResultSchema),
     provenance: Type.Optional(
-      Type.Array(Type.Object({ branch: Type.String(), original: Type.String(), subject: Type.String(), rebased: Type.Union([Type.String(), Type.Null()]), how: Type.String() }, open), {
-        description: 'original commit → rebased commit, per branch',
-      }),
+      Type.Array(
+        Type.Object(
+          { branch: Type.String(), original: Type.String(), subject: Type.String(), rebased: Type.Union([Type.String(), Type.Null()]), how: Type.String() },
+          open,
+        ),
+        {
+          description: 'original commit → rebased commit, per branch',
+        },
+      ),
     ),
     batch: Type.Optional(
       Type.Object(
@@ -237,17 +266,24 @@ export const LandingOutcomeSchema = Type.Object(
         { ...open, description: 'the speculative batch this landing merged in' },
       ),
     ),
-    queue: Type.Optional(Type.Object({ waitedMs: Type.Number(), turns: Type.Number() }, { ...open, description: 'time in the target queue, every turn added up' })),
+    queue: Type.Optional(
+      Type.Object({ waitedMs: Type.Number(), turns: Type.Number() }, { ...open, description: 'time in the target queue, every turn added up' }),
+    ),
     culpritIn: Type.Optional(
-      Type.Array(Type.Object({ batchId: Type.String(), round: Type.Integer(), treeSha: Type.String(), failing: Type.Array(Type.String()) }, open), { description: 'batches that named this landing their culprit' }),
+      Type.Array(Type.Object({ batchId: Type.String(), round: Type.Integer(), treeSha: Type.String(), failing: Type.Array(Type.String()) }, open), {
+        description: 'batches that named this landing their culprit',
+      }),
     ),
     supersedes: Type.Optional(
       Type.Array(
-        Type.Object({
-          suiteId: Type.String(),
-          red: Type.Object({ treeSha: Type.String(), round: Type.Integer(), status: Type.String() }),
-          supersededBy: Type.Object({ treeSha: Type.String(), round: Type.Integer() }),
-        }, open),
+        Type.Object(
+          {
+            suiteId: Type.String(),
+            red: Type.Object({ treeSha: Type.String(), round: Type.Integer(), status: Type.String() }),
+            supersededBy: Type.Object({ treeSha: Type.String(), round: Type.Integer() }),
+          },
+          open,
+        ),
         { description: 'red gate results retired by later green ones (both kept in `gates`)' },
       ),
     ),
@@ -255,19 +291,30 @@ export const LandingOutcomeSchema = Type.Object(
     questions: Type.Optional(Type.Array(QuestionSchema)),
     fixLoops: Type.Optional(
       Type.Array(
-        Type.Object({
-          id: Type.String(),
-          outcome: Type.String(),
-          summary: Type.String(),
-          playbookUsed: Type.Union([Type.String(), Type.Null()]),
-          repairAttempts: Type.Number(),
-          filesChanged: Type.Array(Type.String()),
-        }, open),
+        Type.Object(
+          {
+            id: Type.String(),
+            outcome: Type.String(),
+            summary: Type.String(),
+            playbookUsed: Type.Union([Type.String(), Type.Null()]),
+            repairAttempts: Type.Number(),
+            filesChanged: Type.Array(Type.String()),
+          },
+          open,
+        ),
       ),
     ),
-    sessions: Type.Optional(Type.Array(Type.Object({ sessionId: Type.String(), role: Type.String(), status: Type.String(), harnessModel: Type.String(), attempts: Type.Number() }, open))),
-    failure: Type.Optional(Type.Object({ type: Type.String(), message: Type.String(), field: Type.Optional(Type.String()), file: Type.Optional(Type.String()) }, open)),
-    environments: Type.Optional(Type.Array(EnvironmentUseSchema, { description: "the repository's environments the gates ran in, one per tree gated (issue 24)" })),
+    sessions: Type.Optional(
+      Type.Array(
+        Type.Object({ sessionId: Type.String(), role: Type.String(), status: Type.String(), harnessModel: Type.String(), attempts: Type.Number() }, open),
+      ),
+    ),
+    failure: Type.Optional(
+      Type.Object({ type: Type.String(), message: Type.String(), field: Type.Optional(Type.String()), file: Type.Optional(Type.String()) }, open),
+    ),
+    environments: Type.Optional(
+      Type.Array(EnvironmentUseSchema, { description: "the repository's environments the gates ran in, one per tree gated (issue 24)" }),
+    ),
     meters: MetersSchema,
   },
   { ...open, description: "the landing's outcome (core/types.ts LandingOutcome)" },
@@ -284,12 +331,16 @@ export const LandingViewSchema = Type.Object({
     description: "questions the run waits on (its own and its agents'): answer with POST /v1/landings/:id/answers; nothing more runs until then",
   }),
   reviews: Type.Array(ReviewSchema, {
-    description: "review panels: verdict, REVIEW_CACHE status, restored reviewers, each reviewer's attempts, respawns and why it has no verdict, and the panel's meters (in the landing's meters too)",
+    description:
+      "review panels: verdict, REVIEW_CACHE status, restored reviewers, each reviewer's attempts, respawns and why it has no verdict, and the panel's meters (in the landing's meters too)",
   }),
   budget: Type.Optional(BudgetViewSchema),
   pausedFor: Type.Optional(Type.String({ description: 'set while the landing waits for POST /v1/runs/:id/budget: the limit that was crossed' })),
   statusUnavailable: Type.Optional(
-    Type.String({ description: 'set when the landing runs but no worker answered its status query (all down, or its host lost): steps and meters are empty, the phase is the last one visibility recorded' }),
+    Type.String({
+      description:
+        'set when the landing runs but no worker answered its status query (all down, or its host lost): steps and meters are empty, the phase is the last one visibility recorded',
+    }),
   ),
   outcome: Type.Optional(LandingOutcomeSchema),
 });
@@ -356,7 +407,11 @@ export const EnvironmentSchema = Type.Object({
   usedBy: Type.Array(Type.String(), { description: 'runs whose directory on this host still holds it: the collection keeps it for them' }),
   builtBy: Type.Object({ runId: Type.String() }),
   inputs: Type.Array(
-    Type.Object({ path: Type.String(), oid: Type.Optional(Type.String({ description: "the blob or tree in the tree that keyed it" })), absent: Type.Optional(Type.Literal(true, { description: 'the tree had nothing at this path' })) }),
+    Type.Object({
+      path: Type.String(),
+      oid: Type.Optional(Type.String({ description: 'the blob or tree in the tree that keyed it' })),
+      absent: Type.Optional(Type.Literal(true, { description: 'the tree had nothing at this path' })),
+    }),
     { description: 'the declared inputs as read from the tree that keyed it' },
   ),
   products: Type.Array(Type.String(), { description: 'paths the setup produced (linked into a gated tree where it has nothing)' }),
@@ -385,7 +440,13 @@ const sessionEventType = Type.Union(
  */
 export const RunEventSchema = Type.Union([
   Type.Object({ kind: Type.Literal('phase'), phase: Type.String(), ...journal }),
-  Type.Object({ kind: Type.Literal('step'), name: Type.String(), status: Type.Union([Type.Literal('started'), Type.Literal('done'), Type.Literal('failed')]), detail: Type.Optional(Type.String()), ...journal }),
+  Type.Object({
+    kind: Type.Literal('step'),
+    name: Type.String(),
+    status: Type.Union([Type.Literal('started'), Type.Literal('done'), Type.Literal('failed')]),
+    detail: Type.Optional(Type.String()),
+    ...journal,
+  }),
   Type.Object({
     kind: Type.Literal('gate'),
     suiteId: Type.String(),
@@ -413,7 +474,12 @@ export const RunEventSchema = Type.Union([
   Type.Object({ kind: Type.Literal('cache'), treeSha: Type.String(), cache: cacheStatus, restored: Type.Array(Type.String()), ...journal }),
   Type.Object({ kind: Type.Literal('meters'), meters: MetersSchema, ...journal }),
   Type.Object({ kind: Type.Literal('question'), ...Type.Omit(QuestionSchema, ['owner']).properties, ...journal }),
-  Type.Object({ kind: Type.Literal('budget'), state: Type.Union([Type.Literal('paused'), Type.Literal('extended'), Type.Literal('stopped')]), reason: Type.String(), ...journal }),
+  Type.Object({
+    kind: Type.Literal('budget'),
+    state: Type.Union([Type.Literal('paused'), Type.Literal('extended'), Type.Literal('stopped')]),
+    reason: Type.String(),
+    ...journal,
+  }),
   Type.Object({ kind: Type.Literal('host'), state: Type.Literal('lost'), hostId: Type.String(), reason: Type.String(), ...journal }),
   Type.Object({ kind: Type.Literal('outcome'), status: Type.String(), summary: Type.String(), ...journal }),
   Type.Object({ kind: Type.Literal('trimmed'), dropped: Type.Integer(), throughSeq: Type.Integer(), reason: Type.String(), ...journal }),
@@ -428,7 +494,10 @@ export const RunListQuery = Type.Object(
     kind: Type.Optional(
       Type.Union(
         [...listedRunKinds, 'agent-session', 'merge-batch'].map((kind) => Type.Literal(kind)),
-        { description: "One kind of run; default landings, review panels, fix loops and nightlies (a landing's sessions and a target queue's speculative batches only when asked for)" },
+        {
+          description:
+            "One kind of run; default landings, review panels, fix loops and nightlies (a landing's sessions and a target queue's speculative batches only when asked for)",
+        },
       ),
     ),
     ...LandingListQuery.properties,
@@ -479,7 +548,10 @@ export type BudgetCommand = Static<typeof BudgetCommandSchema>;
 export const BudgetAnswerSchema = Type.Object({ accepted: Type.Boolean(), budget: Type.Optional(Type.Record(Type.String(), Type.Unknown())) });
 export type BudgetAnswer = Static<typeof BudgetAnswerSchema>;
 
-export const AnswerSchema = Type.Object({ text: Type.String({ maxLength: 10_000 }), questionId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) }, { additionalProperties: false });
+export const AnswerSchema = Type.Object(
+  { text: Type.String({ maxLength: 10_000 }), questionId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) },
+  { additionalProperties: false },
+);
 export const AnswerAcceptedSchema = Type.Object({ accepted: Type.Boolean(), questionId: Type.String() });
 export type AnswerAccepted = Static<typeof AnswerAcceptedSchema>;
 export const CancelRequestedSchema = Type.Object({ id: Type.String(), cancelRequested: Type.Boolean() });
@@ -493,7 +565,12 @@ export const FixCreateSchema = Type.Object(
     branch: Type.String({ minLength: 1, maxLength: 255 }),
     request: Type.String({ minLength: 3, maxLength: 20_000, description: 'what is wrong, in words; routes the loop' }),
     reproCommand: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 2000, description: 'run with `sh -c` in the runner image; without it the loop grounds its repro in the request and what the repository defines (or ends no-repro)' }),
+      Type.String({
+        minLength: 1,
+        maxLength: 2000,
+        description:
+          'run with `sh -c` in the runner image; without it the loop grounds its repro in the request and what the repository defines (or ends no-repro)',
+      }),
     ),
     maxRepairs: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
     agents: Type.Optional(
@@ -529,7 +606,9 @@ export const QuarantineSchema = Type.Object({
   suiteId: Type.String(),
   since: Type.String({ description: 'when the suite was first quarantined (of this quarantine)' }),
   until: Type.String({ description: 'when it ends by itself' }),
-  settled: Type.Union([Type.Literal('flaky'), Type.Literal('pre-existing')], { description: 'what the evidence showed: green when run again on the same tree, or red on the base too' }),
+  settled: Type.Union([Type.Literal('flaky'), Type.Literal('pre-existing')], {
+    description: 'what the evidence showed: green when run again on the same tree, or red on the base too',
+  }),
   landingId: Type.String({ description: 'the landing whose evidence put it here (the latest, when quarantined again)' }),
   treeSha: Type.String({ description: 'the tree it was red on' }),
   logRefs: Type.Array(Type.String(), { description: 'logs of the red run and its evidence runs (relative to the data dir of the host that ran them)' }),
@@ -556,7 +635,12 @@ export const QueueViewSchema = Type.Object({
   queueId: Type.String(),
   running: Type.Boolean({ description: 'false when no queue runs for this target (nothing has asked to merge to it, or it is gone)' }),
   current: Type.Optional(Type.String({ description: 'the landing that holds the target now (it merges itself)' })),
-  batch: Type.Optional(Type.Object({ id: Type.String(), members: Type.Array(Type.String()), links: Type.Object({ self: Type.String() }) }, { description: 'the speculative batch in flight' })),
+  batch: Type.Optional(
+    Type.Object(
+      { id: Type.String(), members: Type.Array(Type.String()), links: Type.Object({ self: Type.String() }) },
+      { description: 'the speculative batch in flight' },
+    ),
+  ),
   waiting: Type.Array(QueueEntrySchema),
   admitted: Type.Integer({ description: 'landings admitted so far (alone or in batches)' }),
   batches: Type.Integer({ description: 'batches run so far' }),

@@ -8,7 +8,11 @@ import { workflowTaskTimeout } from '../core/timeouts';
  * is then true and the routes answer 200 with the existing id instead of 201. Its workflow tasks
  * time out after `workflowTaskTimeout` (a dead worker's task goes to another in seconds).
  */
-export async function startRun(client: Client, workflowType: string, options: Omit<WorkflowStartOptions, 'workflowIdReusePolicy'>): Promise<{ duplicate: boolean }> {
+export async function startRun(
+  client: Client,
+  workflowType: string,
+  options: Omit<WorkflowStartOptions, 'workflowIdReusePolicy'>,
+): Promise<{ duplicate: boolean }> {
   try {
     await client.workflow.start(workflowType, { workflowTaskTimeout, ...options, workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE });
     return { duplicate: false };

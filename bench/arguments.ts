@@ -46,7 +46,10 @@ export function parseArguments(argv: string[]): Options {
       }
     } else if (isSection(argument)) options.only.add(argument);
     else if (/^\d+$/.test(argument)) options.count = wholeNumber('count', argument);
-    else throw new Error(`bench: unknown argument "${argument}"; usage: npm run bench [count] [${sections.join('|')} …] [-- --landings n --batch-size n --repeats n]`);
+    else
+      throw new Error(
+        `bench: unknown argument "${argument}"; usage: npm run bench [count] [${sections.join('|')} …] [-- --landings n --batch-size n --repeats n]`,
+      );
   }
   if (options.only.size === 0) for (const section of sections) options.only.add(section);
   return options;

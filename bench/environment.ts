@@ -60,7 +60,12 @@ function lockfile(registry: string): string {
 
 function fixture(index: number, lock: string, environment?: Record<string, unknown>) {
   const repo = createFixtureRepo({
-    base: { 'Makefile': 'test:\n\ttrue\n', 'package.json': pkg, 'package-lock.json': lock, '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }], environment ? { environment } : {}) },
+    base: {
+      Makefile: 'test:\n\ttrue\n',
+      'package.json': pkg,
+      'package-lock.json': lock,
+      '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }], environment ? { environment } : {}),
+    },
     branches: [
       { name: `feature/a-${index}`, commits: [{ message: 'a', files: { 'a.txt': `${index}\n` } }] },
       { name: `feature/b-${index}`, commits: [{ message: 'b', files: { 'b.txt': `${index}\n` } }] },
@@ -95,7 +100,11 @@ const prepareStep = (view: View) => {
 export async function measureEnvironment(stack: Stack, count: number, gatePool = 0): Promise<EnvironmentReport> {
   const registry = npmRegistry();
   const lock = lockfile(registry.url);
-  const environment = (extra: Record<string, string> = {}) => ({ setup: [`npm ci --no-audit --no-fund --registry ${registry.url}`], inputs: ['package.json', 'package-lock.json'], env: { BENCH: 'environment', ...extra } });
+  const environment = (extra: Record<string, string> = {}) => ({
+    setup: [`npm ci --no-audit --no-fund --registry ${registry.url}`],
+    inputs: ['package.json', 'package-lock.json'],
+    env: { BENCH: 'environment', ...extra },
+  });
   const runnerMs: number[] = [];
   const hitMs: number[] = [];
   const hitSteps: number[] = [];
@@ -104,7 +113,8 @@ export async function measureEnvironment(stack: Stack, count: number, gatePool =
   let runnerPooled = 0;
   let hitPooled = 0;
   const collect = (into: Record<string, number[]>, view: View) => {
-    for (const step of view.steps) if (step.endedAt) (into[step.name.replace(/:[0-9a-f]{12}$/, '')] ??= []).push(Date.parse(step.endedAt) - Date.parse(step.startedAt));
+    for (const step of view.steps)
+      if (step.endedAt) (into[step.name.replace(/:[0-9a-f]{12}$/, '')] ??= []).push(Date.parse(step.endedAt) - Date.parse(step.startedAt));
   };
   // The warm-up builds the hits' environment (its key: the declaration, the runner's ID, the lockfile).
   for (let index = -1; index < count; index += 1) {

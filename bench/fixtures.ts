@@ -7,7 +7,7 @@ import { createFixtureRepo, gateFile } from '../infra/fixture-repo';
  */
 export function twoBranchFixture(index: number) {
   const repo = createFixtureRepo({
-    base: { 'Makefile': 'test:\n\ttrue\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]) },
+    base: { Makefile: 'test:\n\ttrue\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]) },
     branches: [
       { name: `feature/a-${index}`, commits: [{ message: 'a', files: { 'a.txt': `${index}\n` } }] },
       { name: `feature/b-${index}`, commits: [{ message: 'b', files: { 'b.txt': `${index}\n` } }] },

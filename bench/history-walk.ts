@@ -37,7 +37,8 @@ const attributesSuffix = 'EventAttributes';
 /** The event's kind and its attributes: the one `…EventAttributes` field that is set. */
 function attributesOf(event: Event): [string, Record<string, unknown>] {
   for (const [key, value] of Object.entries(event)) {
-    if (key.endsWith(attributesSuffix) && value !== null && value !== undefined) return [key.slice(0, -attributesSuffix.length), value as Record<string, unknown>];
+    if (key.endsWith(attributesSuffix) && value !== null && value !== undefined)
+      return [key.slice(0, -attributesSuffix.length), value as Record<string, unknown>];
   }
   return ['unknown', {}];
 }

@@ -41,7 +41,12 @@ function fixupAndPanelRepo() {
       '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { review: { panel: 'script-trio', quorum: 3 } }),
     },
     // A TODO gives the reviewers a non-blocking finding to report, so their reports are not empty.
-    branches: [{ name: 'feature/h', commits: [{ message: 'feature without the fix', files: { 'src/feature.js': `module.exports = ${Date.now()}; // TODO: name it\n` } }] }],
+    branches: [
+      {
+        name: 'feature/h',
+        commits: [{ message: 'feature without the fix', files: { 'src/feature.js': `module.exports = ${Date.now()}; // TODO: name it\n` } }],
+      },
+    ],
   });
 }
 
@@ -60,13 +65,20 @@ interface Outcome {
 
 export async function measureHistory(stack: Stack): Promise<HistoryReport> {
   const repo = fixupAndPanelRepo();
-  const created: { status: number; body: { id: string } } = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/h'], target: 'main', agents: fixerAgents(stack) });
+  const created: { status: number; body: { id: string } } = await stack.api('POST', '/v1/landings', {
+    repo: repo.url,
+    branches: ['feature/h'],
+    target: 'main',
+    agents: fixerAgents(stack),
+  });
   if (created.status !== 201) throw new Error(`POST /v1/landings answered ${created.status}: ${JSON.stringify(created.body)}`);
   const landingId = created.body.id;
   const outcome = (await stack.client.workflow.getHandle(landingId).result()) as Outcome;
   // The figures are only about this scenario if it happened: landed, with a fixup round and a panel.
   if (outcome.status !== 'landed' || !outcome.fixLoops?.length || !outcome.reviews?.length) {
-    throw new Error(`the history landing did not go through a fixup round and a review panel to landed: ${outcome.status} (${outcome.summary ?? ''}), ${outcome.fixLoops?.length ?? 0} fix loops, ${outcome.reviews?.length ?? 0} reviews`);
+    throw new Error(
+      `the history landing did not go through a fixup round and a review panel to landed: ${outcome.status} (${outcome.summary ?? ''}), ${outcome.fixLoops?.length ?? 0} fix loops, ${outcome.reviews?.length ?? 0} reviews`,
+    );
   }
 
   const workflows: WorkflowWeight[] = [];
@@ -89,7 +101,14 @@ export async function measureHistory(stack: Stack): Promise<HistoryReport> {
   const byCount = (counts: Record<string, number> = {}) => Object.fromEntries(Object.entries(counts).sort(([, a], [, b]) => b - a));
   const eventsByKind = byCount(kinds.get(largest.workflowId)?.eventsByKind);
   const whatIsBig = [
-    ...(eventsMet ? [] : [`${largest.workflowId} has ${largest.events} events; most are ${Object.entries(eventsByKind).slice(0, 4).map(([kind, count]) => `${kind} ×${count}`).join(', ')}`]),
+    ...(eventsMet
+      ? []
+      : [
+          `${largest.workflowId} has ${largest.events} events; most are ${Object.entries(eventsByKind)
+            .slice(0, 4)
+            .map(([kind, count]) => `${kind} ×${count}`)
+            .join(', ')}`,
+        ]),
     ...payloads
       .filter((site) => site.bytes > historyTargets.payloadBytes)
       .slice(0, 5)

@@ -71,7 +71,8 @@ interface LandingOutcome {
   batch?: { id: string; members: string[] };
 }
 
-const gateScript = 'sleep 2\ntest -s README || { echo "README missing"; exit 1; }\necho "ok: $(ls features 2>/dev/null | wc -l) feature(s) on $(head -1 README)"\n';
+const gateScript =
+  'sleep 2\ntest -s README || { echo "README missing"; exit 1; }\necho "ok: $(ls features 2>/dev/null | wc -l) feature(s) on $(head -1 README)"\n';
 let fixtures = 0;
 
 /** A fresh origin: `landings` branches `feature/q<i>` each adding its own file; the gate asks for batches of `batchSize` when > 1. */
@@ -81,7 +82,7 @@ function queueBenchFixture(landings: number, batchSize: number): { repo: Fixture
     base: {
       'check.sh': gateScript,
       // A README of its own: no tree of this fixture equals one of another (gate results are reused by tree).
-      'README': `queue bench ${process.pid}.${Date.now()}.${(fixtures += 1)} batch ${batchSize}\n`,
+      README: `queue bench ${process.pid}.${Date.now()}.${(fixtures += 1)} batch ${batchSize}\n`,
       '.config/tarmac/land-gate.json': gateFile([{ id: 'check', run: ['sh', 'check.sh'] }], batchSize > 1 ? { queue: { batchSize } } : {}),
     },
     branches: names.map((name) => ({ name: `feature/${name}`, commits: [{ message: `feature ${name}`, files: { [`features/${name}`]: `${name}\n` } }] })),
@@ -114,7 +115,11 @@ async function runVariant(stack: Stack, landings: number, batchSize: number): Pr
     const begin = Date.now();
     const results = await Promise.all(
       branches.map(async (branch) => {
-        const created: { status: number; body: { id: string } } = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: [branch], target: 'main' });
+        const created: { status: number; body: { id: string } } = await stack.api('POST', '/v1/landings', {
+          repo: repo.url,
+          branches: [branch],
+          target: 'main',
+        });
         if (created.status !== 201) throw new Error(`POST /v1/landings answered ${created.status}: ${JSON.stringify(created.body)}`);
         const outcome = (await stack.client.workflow.getHandle(created.body.id).result()) as LandingOutcome;
         return { id: created.body.id, ms: Date.now() - begin, at: Date.now(), outcome };
@@ -127,7 +132,10 @@ async function runVariant(stack: Stack, landings: number, batchSize: number): Pr
       throw new Error(`batch size ${batchSize}: ${failed.length} of ${landings} landings did not land: ${lines.join('; ')}`);
     }
 
-    const queue: { status: number; body: { queueId: string; batches: number; recentTurnMs: number[] } } = await stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/main`);
+    const queue: { status: number; body: { queueId: string; batches: number; recentTurnMs: number[] } } = await stack.api(
+      'GET',
+      `/v1/queues/${encodeURIComponent(repo.url)}/main`,
+    );
     if (queue.status !== 200) throw new Error(`GET /v1/queues answered ${queue.status}: ${JSON.stringify(queue.body)}`);
     const batchIds = Array.from({ length: queue.body.batches }, (_, index) => `${queue.body.queueId}.batch-${index + 1}`);
     const outcomes = await Promise.all(batchIds.map(async (id) => (await stack.client.workflow.getHandle(id).result()) as BatchOutcome));

@@ -50,7 +50,13 @@ export async function poolSettled(stack: Stack, size: number, { environments = f
   const state = join(stack.dataDir, 'gate-pool', gatePoolId(stack.config.hostId, stack.dataDir), 'state.json');
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const now = existsSync(state) ? (JSON.parse(readFileSync(state, 'utf8')) as { idle: number; filling: number; environments?: Array<{ idle: number; filling: number; skipped: boolean }> }) : undefined;
+    const now = existsSync(state)
+      ? (JSON.parse(readFileSync(state, 'utf8')) as {
+          idle: number;
+          filling: number;
+          environments?: Array<{ idle: number; filling: number; skipped: boolean }>;
+        })
+      : undefined;
     const kept = !environments || (now?.environments ?? []).every((each) => each.filling === 0 && (each.idle >= 1 || each.skipped));
     if (now && now.idle >= size && now.filling === 0 && kept) return;
     if (Date.now() > deadline) throw new Error(`the gate pool was not full within 10 s: ${JSON.stringify(now)}`);
@@ -71,7 +77,11 @@ export async function cleanedAt(stack: Stack, runId: string): Promise<number> {
 
 /** Whether a cleaned-up run's gate ran in a container of the host's gate pool: its cleanup removed the claimed slot. */
 export function ranInPool(stack: Stack, runId: string): boolean {
-  return (JSON.parse(readFileSync(join(stack.dataDir, 'runs', runId, cleanupRecord), 'utf8')) as { removedPaths?: string[] }).removedPaths?.some((path) => path.endsWith('/gate-pool-slot')) ?? false;
+  return (
+    (JSON.parse(readFileSync(join(stack.dataDir, 'runs', runId, cleanupRecord), 'utf8')) as { removedPaths?: string[] }).removedPaths?.some((path) =>
+      path.endsWith('/gate-pool-slot'),
+    ) ?? false
+  );
 }
 
 export async function measureRatio(stack: Stack, count: number, gatePool = 0): Promise<RatioReport> {

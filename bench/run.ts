@@ -67,20 +67,27 @@ async function main(options: Options): Promise<number> {
   try {
     // The ratio's figures stay at the top level, where they have always been.
     if (options.only.has('ratio')) Object.assign(report, await section(report, 'ratio', () => measureRatio(stack, options.count, Number(gatePool))));
-    if (options.only.has('throughput')) report.throughput = await section(report, 'throughput', () => measureThroughput(stack, options.landings ?? defaultLandings.throughput));
+    if (options.only.has('throughput'))
+      report.throughput = await section(report, 'throughput', () => measureThroughput(stack, options.landings ?? defaultLandings.throughput));
     if (options.only.has('history')) report.history = await section(report, 'history', () => measureHistory(stack));
     if (options.only.has('queue')) {
       const queue = { landings: options.landings ?? defaultLandings.queue, batchSize: options.batchSize, repeats: options.repeats };
       report.queue = await section(report, 'queue', () => measureQueue(stack, queue));
     }
-    if (options.only.has('environment')) report.environment = await section(report, 'environment', () => measureEnvironment(stack, options.count, Number(gatePool)));
+    if (options.only.has('environment'))
+      report.environment = await section(report, 'environment', () => measureEnvironment(stack, options.count, Number(gatePool)));
   } finally {
     await stack.stop();
   }
   mkdirSync(join(__dirname, 'results'), { recursive: true });
   writeFileSync(join(__dirname, 'results', `landing-${Date.now()}.json`), `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  if (report.errors) process.stderr.write(`bench: failed sections: ${Object.entries(report.errors).map(([name, why]) => `${name}: ${why}`).join('; ')}\n`);
+  if (report.errors)
+    process.stderr.write(
+      `bench: failed sections: ${Object.entries(report.errors)
+        .map(([name, why]) => `${name}: ${why}`)
+        .join('; ')}\n`,
+    );
   return report.errors ? 1 : 0;
 }
 

@@ -46,7 +46,11 @@ type Fixture = ReturnType<typeof twoBranchFixture>;
 
 async function land(stack: Stack, repo: Fixture): Promise<{ id: string; ms: number; outcome: LandingOutcome }> {
   const begin = Date.now();
-  const created: { status: number; body: { id: string } } = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: repo.branches, target: 'main' });
+  const created: { status: number; body: { id: string } } = await stack.api('POST', '/v1/landings', {
+    repo: repo.url,
+    branches: repo.branches,
+    target: 'main',
+  });
   if (created.status !== 201) throw new Error(`POST /v1/landings answered ${created.status}: ${JSON.stringify(created.body)}`);
   const outcome = (await stack.client.workflow.getHandle(created.body.id).result()) as LandingOutcome;
   return { id: created.body.id, ms: Date.now() - begin, outcome };

@@ -43,7 +43,11 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel, `tarmac-${command}`);
   // Names only: values may be secrets.
-  if (envFile.file) logger.info({ envFile: envFile.file, fromFile: envFile.applied, fromEnvironment: envFile.overridden }, 'settings read from the env file (the environment wins over it)');
+  if (envFile.file)
+    logger.info(
+      { envFile: envFile.file, fromFile: envFile.applied, fromEnvironment: envFile.overridden },
+      'settings read from the env file (the environment wins over it)',
+    );
   switch (command) {
     // Loaded on demand: the client commands start fast without Temporal's and Fastify's modules.
     case 'dev':

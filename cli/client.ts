@@ -4,7 +4,14 @@
  * typed by the API's own schemas (api/schemas.ts): a field renamed there breaks this file's build.
  */
 import type { Static } from '@sinclair/typebox';
-import type { ScheduleCreate as ScheduleCreateBody, ScheduleCreated, ScheduleDeleted, ScheduleSummary, ScheduleTriggered, ScheduleView } from '../api/schedule-schemas';
+import type {
+  ScheduleCreate as ScheduleCreateBody,
+  ScheduleCreated,
+  ScheduleDeleted,
+  ScheduleSummary,
+  ScheduleTriggered,
+  ScheduleView,
+} from '../api/schedule-schemas';
 import type {
   AnswerAccepted,
   BudgetAnswer,
@@ -40,7 +47,9 @@ export type ScheduleCreate = Omit<ScheduleCreateBody, 'cron' | 'timezone' | 'pau
 export function unreachable(url: string, error: unknown): CliError {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   const reason = cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
-  return new CliError(`cannot reach the Tarmac API at ${url} (${reason}); is \`tarmac dev\` (or \`tarmac api\`) running? Set TARMAC_API_URL to point elsewhere.`);
+  return new CliError(
+    `cannot reach the Tarmac API at ${url} (${reason}); is \`tarmac dev\` (or \`tarmac api\`) running? Set TARMAC_API_URL to point elsewhere.`,
+  );
 }
 
 /** Turns a non-2xx answer into an ApiCallError with the API's own code and message. */

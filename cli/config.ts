@@ -76,7 +76,10 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env, cwd: string 
     apiToken = text(env, 'TARMAC_API_TOKEN');
     tokenSource = 'TARMAC_API_TOKEN';
   } else if (text(env, 'TARMAC_API_TOKENS')) {
-    apiToken = text(env, 'TARMAC_API_TOKENS')!.split(',').map((token) => token.trim()).find(Boolean);
+    apiToken = text(env, 'TARMAC_API_TOKENS')!
+      .split(',')
+      .map((token) => token.trim())
+      .find(Boolean);
     tokenSource = 'TARMAC_API_TOKENS';
   } else {
     apiToken = readTokenFile(tokenFile);
@@ -85,7 +88,9 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env, cwd: string 
   if (!apiToken) {
     problems.push(`TARMAC_API_TOKEN: not set, and no token file at ${tokenFile} (start \`tarmac dev\`, which writes it, or set TARMAC_API_TOKEN)`);
   } else if (/\s/.test(apiToken) || apiToken.length < 16) {
-    problems.push(`${tokenSource === tokenFile ? `the token in ${tokenFile}` : tokenSource}: must be at least 16 characters without spaces (the API accepts no other)`);
+    problems.push(
+      `${tokenSource === tokenFile ? `the token in ${tokenFile}` : tokenSource}: must be at least 16 characters without spaces (the API accepts no other)`,
+    );
   }
   if (problems.length > 0) throw new CliError(`invalid configuration:\n  ${problems.join('\n  ')}`, ExitCode.usage);
 

@@ -35,7 +35,13 @@ export function parseCommand<O extends Options>(command: string, args: string[],
 
 /** Exactly `count` positionals, or a usage error naming the missing ones. */
 export function positionals(command: string, given: string[], names: string[], rest = false): string[] {
-  if (given.length < names.length) throw new UsageError(`${command}: missing ${names.slice(given.length).map((name) => `<${name}>`).join(' ')}`);
+  if (given.length < names.length)
+    throw new UsageError(
+      `${command}: missing ${names
+        .slice(given.length)
+        .map((name) => `<${name}>`)
+        .join(' ')}`,
+    );
   if (!rest && given.length > names.length) throw new UsageError(`${command}: unexpected argument "${given[names.length]}"`);
   return given;
 }

@@ -14,7 +14,6 @@ import type { OutcomeLike, WatchEvent, WatchState } from './watch-state';
 export const marks = { started: '▸', running: '▸', done: '✓', passed: '✓', failed: '✗', skipped: '–', 'timed-out': '⧗' } as const;
 const mark = (status: string) => (marks as Record<string, string>)[status] ?? '·';
 
-
 /** Who asked a question and why, as the CLI shows it: ` (from resolver-1 (…); the rebase … stopped …)`. */
 function asker(question: { from?: string; why?: string }): string {
   const parts = [question.from ? `from ${question.from}` : undefined, question.why].filter(Boolean);
@@ -117,10 +116,18 @@ export function outcomeLines(outcome: OutcomeLike | undefined, meters?: Partial<
   const lines = [`outcome: ${outcome.status} — ${outcome.summary}`];
   if (outcome.mergedSha) lines.push(`merged: ${outcome.target ?? 'target'} is now ${outcome.mergedSha}`);
   // The merge queue's lineage: the speculative batch it merged in, the batches that named it their culprit.
-  if (outcome.batch) lines.push(`batch: merged in ${outcome.batch.id}, gate round ${outcome.batch.round} on tree ${short(outcome.batch.treeSha)} (its commit ${short(outcome.batch.stackedSha)}); merged together: ${outcome.batch.members.join(', ')}`);
-  for (const culprit of outcome.culpritIn ?? []) lines.push(`culprit in batch ${culprit.batchId}: round ${culprit.round} on tree ${short(culprit.treeSha)} red (${culprit.failing.join(', ') || 'no suite named'}); a fixup round, then back in the queue at its place`);
+  if (outcome.batch)
+    lines.push(
+      `batch: merged in ${outcome.batch.id}, gate round ${outcome.batch.round} on tree ${short(outcome.batch.treeSha)} (its commit ${short(outcome.batch.stackedSha)}); merged together: ${outcome.batch.members.join(', ')}`,
+    );
+  for (const culprit of outcome.culpritIn ?? [])
+    lines.push(
+      `culprit in batch ${culprit.batchId}: round ${culprit.round} on tree ${short(culprit.treeSha)} red (${culprit.failing.join(', ') || 'no suite named'}); a fixup round, then back in the queue at its place`,
+    );
   const failed = (outcome.gates ?? []).filter((gate) => gate.status !== 'passed');
-  if (outcome.status !== 'landed') for (const gate of failed) lines.push(`  ${mark(gate.status)} gate ${gate.suiteId} round ${gate.round ?? 1} ${gate.status} (exit ${gate.exitCode ?? 'none'}) · log ${gate.logRef}`);
+  if (outcome.status !== 'landed')
+    for (const gate of failed)
+      lines.push(`  ${mark(gate.status)} gate ${gate.suiteId} round ${gate.round ?? 1} ${gate.status} (exit ${gate.exitCode ?? 'none'}) · log ${gate.logRef}`);
   lines.push(`meters: ${metersLine(meters ?? outcome.meters)}`);
   return lines;
 }
@@ -143,7 +150,9 @@ export function screenLines(state: WatchState, options: ScreenOptions): string[]
   const finished = state.outcome !== undefined || state.end !== undefined;
   const live = state.startedAt ? options.now - Date.parse(state.startedAt) : undefined;
   const wall = finished ? undefined : live;
-  const lines = [`${finished ? ' ' : spinner[Math.floor(options.now / 100) % spinner.length]} ${state.runId}  phase ${state.phase ?? '…'}${state.outcome ? `  → ${state.outcome.status}` : ''}`];
+  const lines = [
+    `${finished ? ' ' : spinner[Math.floor(options.now / 100) % spinner.length]} ${state.runId}  phase ${state.phase ?? '…'}${state.outcome ? `  → ${state.outcome.status}` : ''}`,
+  ];
   if (options.note) lines.push(`  ${options.note}`);
   const maxSteps = options.maxSteps ?? 12;
   if (state.steps.length > maxSteps) lines.push(`    … ${state.steps.length - maxSteps} earlier steps`);
@@ -151,10 +160,15 @@ export function screenLines(state: WatchState, options: ScreenOptions): string[]
     const took = step.endedAt ? between(step.startedAt, step.endedAt) : step.startedAt ? options.now - Date.parse(step.startedAt) : undefined;
     lines.push(`  ${mark(step.status)} ${step.name.padEnd(32)} ${took === undefined ? '' : formatDuration(took)}${step.detail ? `  ${step.detail}` : ''}`);
   }
-  for (const gate of state.gates) lines.push(`  gate ${mark(gate.status)} ${gate.suiteId} round ${gate.round}${gate.evidence === 'base' ? ' on the base' : gate.evidence === 'same-tree' ? ' again' : ''} ${gate.status} (exit ${gate.exitCode ?? 'none'}${gate.cache === 'hit' ? ', GATE_CACHE=hit' : ''}) tree ${short(gate.treeSha)}`);
+  for (const gate of state.gates)
+    lines.push(
+      `  gate ${mark(gate.status)} ${gate.suiteId} round ${gate.round}${gate.evidence === 'base' ? ' on the base' : gate.evidence === 'same-tree' ? ' again' : ''} ${gate.status} (exit ${gate.exitCode ?? 'none'}${gate.cache === 'hit' ? ', GATE_CACHE=hit' : ''}) tree ${short(gate.treeSha)}`,
+    );
   for (const cache of state.cache) lines.push(`  review cache ${cache.cache} (tree ${short(cache.treeSha)})`);
   for (const session of state.sessions) {
-    lines.push(`  session ${session.sessionId} ${[session.role, session.harnessModel, session.attempt !== undefined ? `attempt ${session.attempt}` : undefined].filter(Boolean).join(' ')}: ${session.last}`);
+    lines.push(
+      `  session ${session.sessionId} ${[session.role, session.harnessModel, session.attempt !== undefined ? `attempt ${session.attempt}` : undefined].filter(Boolean).join(' ')}: ${session.last}`,
+    );
   }
   for (const question of state.questions.filter((item) => item.answer === undefined)) {
     lines.push(`  ? ${question.id}${asker(question)}: ${question.question}`, `    answer with: tarmac answer ${state.runId} "<text>"`);
@@ -171,7 +185,10 @@ export function screenLines(state: WatchState, options: ScreenOptions): string[]
 /** A runner's colours, cursor moves and tabs would break the redraw: they become plain text. */
 export function printable(line: string): string {
   // eslint-disable-next-line no-control-regex
-  return line.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '').replace(/\t/g, '  ').replace(/[\x00-\x1f\x7f]/g, '');
+  const escapes = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
+  // eslint-disable-next-line no-control-regex
+  const controls = /[\x00-\x1f\x7f]/g;
+  return line.replace(escapes, '').replace(/\t/g, '  ').replace(controls, '');
 }
 
 /** `tarmac status`: the landing's phase, steps, gates, questions, reviews, meters and outcome. */
@@ -180,17 +197,28 @@ export function statusLines(view: LandingView): string[] {
   if (view.steps.length) lines.push('steps:');
   for (const step of view.steps) {
     const took = step.endedAt ? between(step.startedAt, step.endedAt) : undefined;
-    lines.push(`  ${mark(step.status)} ${step.name.padEnd(32)} ${took === undefined ? '' : formatDuration(took)}${step.detail ? `  ${step.detail}` : ''}`.trimEnd());
+    lines.push(
+      `  ${mark(step.status)} ${step.name.padEnd(32)} ${took === undefined ? '' : formatDuration(took)}${step.detail ? `  ${step.detail}` : ''}`.trimEnd(),
+    );
   }
   if (view.gates.length) lines.push('gates:');
   for (const gate of view.gates) {
-    lines.push(`  ${mark(gate.status)} ${gate.suiteId} round ${gate.round ?? 1} ${gate.status} (exit ${gate.exitCode ?? 'none'}, ${formatDuration(gate.durationMs)}${gate.cache === 'hit' ? ', GATE_CACHE=hit' : ''}) on tree ${short(gate.treeSha)} · log ${gate.logRef}`);
+    lines.push(
+      `  ${mark(gate.status)} ${gate.suiteId} round ${gate.round ?? 1} ${gate.status} (exit ${gate.exitCode ?? 'none'}, ${formatDuration(gate.durationMs)}${gate.cache === 'hit' ? ', GATE_CACHE=hit' : ''}) on tree ${short(gate.treeSha)} · log ${gate.logRef}`,
+    );
     // A red settled by evidence: what it was, why it does not block (when it does not), each run's log.
-    if (gate.settled) lines.push(`      settled ${gate.settled}${gate.excused ? `, does not block (${gate.excused.by}${gate.excused.until ? ` until ${gate.excused.until}` : ''})` : ''}`);
+    if (gate.settled)
+      lines.push(
+        `      settled ${gate.settled}${gate.excused ? `, does not block (${gate.excused.by}${gate.excused.until ? ` until ${gate.excused.until}` : ''})` : ''}`,
+      );
     else if (gate.excused) lines.push(`      does not block (${gate.excused.by}${gate.excused.until ? ` until ${gate.excused.until}` : ''})`);
-    for (const run of gate.evidence ?? []) lines.push(`      ${run.on === 'base' ? `on the base ${short(run.commitSha)}` : 'again'}: ${run.status} (exit ${run.exitCode ?? 'none'}) · log ${run.logRef}`);
+    for (const run of gate.evidence ?? [])
+      lines.push(
+        `      ${run.on === 'base' ? `on the base ${short(run.commitSha)}` : 'again'}: ${run.status} (exit ${run.exitCode ?? 'none'}) · log ${run.logRef}`,
+      );
   }
-  for (const question of view.pendingQuestions) lines.push(`question ${question.id}${asker(question)}: ${question.question}`, `  answer with: tarmac answer ${view.id} "<text>"`);
+  for (const question of view.pendingQuestions)
+    lines.push(`question ${question.id}${asker(question)}: ${question.question}`, `  answer with: tarmac answer ${view.id} "<text>"`);
   for (const review of view.reviews) {
     lines.push(`review: ${review.status} (REVIEW_CACHE=${review.cache}) — ${review.summary}`);
   }
@@ -210,13 +238,19 @@ export function isFixOutcome(value: unknown): value is FixOutcome {
 /** What a finished fix loop comes to; with the repo and branch, how to land its fixes. */
 export function fixOutcomeLines(outcome: FixOutcome, landOnto?: { repo: string; branch: string }): string[] {
   const lines = [`outcome: ${outcome.outcome} — ${outcome.summary}`];
-  if (outcome.fixBranch) lines.push(`fix branch: ${outcome.fixBranch}${landOnto ? `  (land it: tarmac land ${landOnto.repo} ${outcome.fixBranch} --onto ${landOnto.branch})` : ''}`);
+  if (outcome.fixBranch)
+    lines.push(`fix branch: ${outcome.fixBranch}${landOnto ? `  (land it: tarmac land ${landOnto.repo} ${outcome.fixBranch} --onto ${landOnto.branch})` : ''}`);
   if (outcome.filesChanged?.length) lines.push(`files changed: ${outcome.filesChanged.join(', ')}`);
   if (outcome.reproCommand) {
-    lines.push(`repro: ${outcome.reproCommand} → exit ${outcome.reproExitCode ?? 'none'}; repairs ${outcome.repairAttempts}${outcome.playbookUsed ? `; playbook ${outcome.playbookUsed}` : ''}`);
+    lines.push(
+      `repro: ${outcome.reproCommand} → exit ${outcome.reproExitCode ?? 'none'}; repairs ${outcome.repairAttempts}${outcome.playbookUsed ? `; playbook ${outcome.playbookUsed}` : ''}`,
+    );
   }
   // Why this repro (or why none), and what was read to decide.
-  if (outcome.reproReason) lines.push(`repro chosen${outcome.reproSource ? ` (from the ${outcome.reproSource === 'explicit' ? "request's --repro" : outcome.reproSource === 'request' ? "request's words" : 'repository'})` : ''}: ${outcome.reproReason}`);
+  if (outcome.reproReason)
+    lines.push(
+      `repro chosen${outcome.reproSource ? ` (from the ${outcome.reproSource === 'explicit' ? "request's --repro" : outcome.reproSource === 'request' ? "request's words" : 'repository'})` : ''}: ${outcome.reproReason}`,
+    );
   if (outcome.groundingFiles?.length) lines.push(`grounding files read: ${outcome.groundingFiles.join(', ')}`);
   if (outcome.meters) lines.push(`meters: ${metersLine(outcome.meters)}`);
   return lines;
@@ -224,30 +258,45 @@ export function fixOutcomeLines(outcome: FixOutcome, landOnto?: { repo: string; 
 
 export function isPanelVerdict(value: unknown): value is PanelVerdict {
   const record = value as Partial<PanelVerdict> | null;
-  return typeof record === 'object' && record !== null && typeof record.status === 'string' && typeof record.summary === 'string' && Array.isArray(record.reviewers);
+  return (
+    typeof record === 'object' && record !== null && typeof record.status === 'string' && typeof record.summary === 'string' && Array.isArray(record.reviewers)
+  );
 }
 
 /** A review panel's verdict: the decision, the cache, each reviewer, the blocking findings, the spend. */
 export function verdictLines(verdict: PanelVerdict): string[] {
   const lines = [`verdict: ${verdict.status} — ${verdict.summary}`];
-  lines.push(`panel ${verdict.panel} on tree ${short(verdict.treeSha)}: REVIEW_CACHE=${verdict.cache}${verdict.restored.length ? ` (restored: ${verdict.restored.join(', ')})` : ''}; ${verdict.delivered} verdict(s), quorum ${verdict.quorum}`);
+  lines.push(
+    `panel ${verdict.panel} on tree ${short(verdict.treeSha)}: REVIEW_CACHE=${verdict.cache}${verdict.restored.length ? ` (restored: ${verdict.restored.join(', ')})` : ''}; ${verdict.delivered} verdict(s), quorum ${verdict.quorum}`,
+  );
   for (const reviewer of verdict.reviewers) {
     const mark = reviewer.status === 'delivered' ? marks.done : marks.failed;
-    const how = reviewer.source === 'cache' ? 'from the cache' : `session ${reviewer.sessionStatus ?? '?'}${reviewer.attempts !== undefined ? `, ${reviewer.attempts} attempt(s)` : ''}${reviewer.respawns ? `, ${reviewer.respawns} respawn(s)` : ''}`;
+    const how =
+      reviewer.source === 'cache'
+        ? 'from the cache'
+        : `session ${reviewer.sessionStatus ?? '?'}${reviewer.attempts !== undefined ? `, ${reviewer.attempts} attempt(s)` : ''}${reviewer.respawns ? `, ${reviewer.respawns} respawn(s)` : ''}`;
     lines.push(`  ${mark} ${reviewer.harnessModel} ${reviewer.status} (${how})${reviewer.reason ? `: ${reviewer.reason}` : ''}`);
   }
   if (verdict.needsDecision) lines.push(`needs a decision: ${verdict.needsDecision}`);
   lines.push(`findings: ${verdict.findings.length}, blocking ${verdict.blocking.length}`);
-  for (const finding of verdict.blocking) lines.push(`  ${marks.failed} ${finding.file}${finding.line !== undefined ? `:${finding.line}` : ''} ${finding.message} (${finding.votes.join(', ')})`);
+  for (const finding of verdict.blocking)
+    lines.push(`  ${marks.failed} ${finding.file}${finding.line !== undefined ? `:${finding.line}` : ''} ${finding.message} (${finding.votes.join(', ')})`);
   const meters = verdict.meters;
-  lines.push(`meters: tokens ${formatCount(meters.inputTokens)} in / ${formatCount(meters.outputTokens)} out · cost $${meters.costUsd.toFixed(4)} · sessions ${verdict.sessionsStarted} · containers ${meters.sessionsSpawned} (respawns ${meters.respawns})`);
+  lines.push(
+    `meters: tokens ${formatCount(meters.inputTokens)} in / ${formatCount(meters.outputTokens)} out · cost $${meters.costUsd.toFixed(4)} · sessions ${verdict.sessionsStarted} · containers ${meters.sessionsSpawned} (respawns ${meters.respawns})`,
+  );
   return lines;
 }
 
 /** Rows of text in columns, each as wide as its widest cell; the last column is not padded. */
 export function columns(rows: string[][]): string[] {
   const widths = rows[0]?.map((_, index) => Math.max(...rows.map((row) => (row[index] ?? '').length))) ?? [];
-  return rows.map((row) => row.map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index]!))).join('  ').trimEnd());
+  return rows.map((row) =>
+    row
+      .map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 /** `2026-12-01T19:00:03Z`: an API time to the second. */
@@ -267,7 +316,14 @@ export function scheduleListLines(schedules: ScheduleSummary[]): string[] {
   if (schedules.length === 0) return ['no schedules'];
   return columns([
     ['ID', 'TARGET', 'CRON', 'TIMEZONE', 'STATE', 'NEXT RUN'],
-    ...schedules.map((schedule) => [schedule.id, schedule.target, schedule.cron, schedule.timezone, schedule.paused ? 'paused' : 'active', second(schedule.nextRuns[0]) || '-']),
+    ...schedules.map((schedule) => [
+      schedule.id,
+      schedule.target,
+      schedule.cron,
+      schedule.timezone,
+      schedule.paused ? 'paused' : 'active',
+      second(schedule.nextRuns[0]) || '-',
+    ]),
   ]);
 }
 
@@ -283,7 +339,10 @@ export function scheduleLines(view: ScheduleView): string[] {
   ];
   if (view.recentRuns.length) lines.push('recent runs:');
   for (const run of view.recentRuns) {
-    const outcome = run.outcome && typeof run.outcome.status === 'string' ? `${run.outcome.status}${typeof run.outcome.summary === 'string' ? ` — ${run.outcome.summary}` : ''}` : '';
+    const outcome =
+      run.outcome && typeof run.outcome.status === 'string'
+        ? `${run.outcome.status}${typeof run.outcome.summary === 'string' ? ` — ${run.outcome.summary}` : ''}`
+        : '';
     lines.push(`  ${run.workflowId}  ${run.workflowStatus}  ${second(run.takenAt)}${outcome ? `  ${outcome}` : ''}`);
   }
   return lines;
@@ -315,7 +374,13 @@ export function queueLines(view: QueueView): string[] {
   if (view.waiting.length === 0) lines.push('nobody waits');
   else {
     lines.push(`waiting: ${view.waiting.length}`);
-    const rows = view.waiting.map((entry) => [String(entry.position), entry.landingId, lane(entry.lane), entry.batchable ? 'yes' : 'no', formatEta(entry.etaMs)]);
+    const rows = view.waiting.map((entry) => [
+      String(entry.position),
+      entry.landingId,
+      lane(entry.lane),
+      entry.batchable ? 'yes' : 'no',
+      formatEta(entry.etaMs),
+    ]);
     lines.push(...columns([['POS', 'LANDING', 'LANE', 'BATCHABLE', 'ETA'], ...rows]).map((line) => `  ${line}`));
   }
   const median = medianMs(view.recentTurnMs);
@@ -344,7 +409,9 @@ export function queueListLines(queues: readonly QueueView[]): string[] {
 
 export function isBatchOutcome(value: unknown): value is BatchOutcome {
   const record = value as Partial<BatchOutcome> | null;
-  return typeof record === 'object' && record !== null && typeof record.batchId === 'string' && Array.isArray(record.rounds) && typeof record.results === 'object';
+  return (
+    typeof record === 'object' && record !== null && typeof record.batchId === 'string' && Array.isArray(record.rounds) && typeof record.results === 'object'
+  );
 }
 
 /** `tarmac status <batch id>`: what a speculative batch did — each member's result, each gate round, each fast-forward. */
@@ -352,13 +419,19 @@ export function batchOutcomeLines(outcome: BatchOutcome): string[] {
   const lines = [`outcome: ${outcome.summary}`, 'members:'];
   for (const [landingId, result] of Object.entries(outcome.results)) {
     if (result.kind === 'landed') lines.push(`  ${marks.done} ${landingId} landed (round ${result.round}, tree ${short(result.treeSha)})`);
-    else if (result.kind === 'culprit') lines.push(`  ${marks.failed} ${landingId} culprit (round ${result.round}, tree ${short(result.treeSha)}: ${result.failing.join(', ')} red): its fixup round, then back in the queue`);
+    else if (result.kind === 'culprit')
+      lines.push(
+        `  ${marks.failed} ${landingId} culprit (round ${result.round}, tree ${short(result.treeSha)}: ${result.failing.join(', ')} red): its fixup round, then back in the queue`,
+      );
     else lines.push(`  · ${landingId} goes on alone: ${result.reason}`);
   }
   for (const round of outcome.rounds) {
     const red = round.gates.filter((gate) => gate.status !== 'passed').map((gate) => `${gate.suiteId} ${gate.status}`);
-    lines.push(`round ${round.round}: the first ${round.prefix} stacked on tree ${short(round.treeSha)} ${round.green ? `${marks.passed} green` : `${marks.failed} red (${red.join(', ')})`}`);
+    lines.push(
+      `round ${round.round}: the first ${round.prefix} stacked on tree ${short(round.treeSha)} ${round.green ? `${marks.passed} green` : `${marks.failed} red (${red.join(', ')})`}`,
+    );
   }
-  for (const merge of outcome.merges) lines.push(`merged: ${outcome.target} ${short(merge.from)} → ${short(merge.to)} (round ${merge.round}: ${merge.members.join(', ')})`);
+  for (const merge of outcome.merges)
+    lines.push(`merged: ${outcome.target} ${short(merge.from)} → ${short(merge.to)} (round ${merge.round}: ${merge.members.join(', ')})`);
   return lines;
 }

@@ -132,7 +132,9 @@ export async function streamRunEvents(client: TarmacClient, path: string, option
     if (reason === undefined) return;
     failures += 1;
     if (failures > maxRetries) {
-      throw new CliError(`the event stream ${client.url(path)} failed ${failures} times in a row (${reason})${lastEventId ? `; last event id ${lastEventId}` : ''}`);
+      throw new CliError(
+        `the event stream ${client.url(path)} failed ${failures} times in a row (${reason})${lastEventId ? `; last event id ${lastEventId}` : ''}`,
+      );
     }
     options.onReconnect?.(failures, lastEventId, reason);
     await sleep(backoff(failures, serverRetryMs));

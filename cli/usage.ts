@@ -12,7 +12,7 @@ interface CommandDoc {
 }
 
 const watchOptions = [
-  '  --logs                   plain output: the runner\'s log lines too (a terminal shows their tail anyway)',
+  "  --logs                   plain output: the runner's log lines too (a terminal shows their tail anyway)",
   '  --plain                  one line per event, also on a terminal (a pipe or CI always gets these)',
 ];
 
@@ -20,7 +20,10 @@ const docs = {
   dev: {
     synopsis: ['dev'],
     summary: 'start the Temporal dev server (SQLite in the data dir), a worker and the API on this machine',
-    details: ['Ctrl-C stops all three; run it again and every run in flight resumes. Prints the API URL, the', "token file, Temporal's address and UI, and the metrics endpoints."],
+    details: [
+      'Ctrl-C stops all three; run it again and every run in flight resumes. Prints the API URL, the',
+      "token file, Temporal's address and UI, and the metrics endpoints.",
+    ],
   },
   worker: {
     synopsis: ['worker'],
@@ -49,7 +52,10 @@ const docs = {
     ],
   },
   list: {
-    synopsis: ['list [--kind <kind>] [--repo <repo>] [--target <branch>] [--branch <branch>] [--phase <phase>]', '     [--outcome <outcome>] [--status <status>] [--limit <n>] [--json]'],
+    synopsis: [
+      'list [--kind <kind>] [--repo <repo>] [--target <branch>] [--branch <branch>] [--phase <phase>]',
+      '     [--outcome <outcome>] [--status <status>] [--limit <n>] [--json]',
+    ],
     summary: 'runs, newest first: landings, review panels, fix loops and nightlies, filtered',
     details: [
       'Every filter narrows the list (Temporal visibility, GET /v1/runs).',
@@ -69,14 +75,15 @@ const docs = {
   },
   status: {
     synopsis: ['status <id> [--json]'],
-    summary: "a run now: a landing's phase, steps, gates, questions, meters and outcome; a panel's verdict; a fix loop's outcome; a merge batch's members, rounds and fast-forwards",
+    summary:
+      "a run now: a landing's phase, steps, gates, questions, meters and outcome; a panel's verdict; a fix loop's outcome; a merge batch's members, rounds and fast-forwards",
     details: ['options:', "  --json                   print the API's record as JSON"],
   },
   watch: {
     synopsis: ['watch <id> [--logs] [--plain]'],
     summary: 'follow a run (landing, review panel, fix loop) live until its outcome',
     details: [
-      'Follows the run\'s event stream (a dropped connection resumes where it was). Exit 0 when it',
+      "Follows the run's event stream (a dropped connection resumes where it was). Exit 0 when it",
       'landed, a panel approved, or a fix loop fixed (or found nothing to fix); 1 for any other outcome.',
       '',
       'options:',
@@ -93,7 +100,7 @@ const docs = {
     summary: "answer a run's pending question (a landing's, a fix loop's or a panel's, or their agents')",
     details: [
       "A landing's gate-file question takes approve, approved or yes to go on; any other text stops it with",
-      "needs-decision. An agent's question gets the text as its answer. An empty text (\"\") is a decision not",
+      'needs-decision. An agent\'s question gets the text as its answer. An empty text ("") is a decision not',
       'to go on: needs-decision.',
       '',
       'options:',
@@ -134,21 +141,24 @@ const docs = {
   },
   review: {
     synopsis: ['review <repo> <head> --base <branch> --panel <name> [--quorum <n>] [--watch [--logs] [--plain]] [--json]'],
-    summary: "start a review panel over base...head on its own; with --watch, follow it to its verdict",
+    summary: 'start a review panel over base...head on its own; with --watch, follow it to its verdict',
     details: [
       'An unchanged tree is not reviewed twice: the findings cache answers (REVIEW_CACHE=hit, no session).',
       '',
       'options:',
       '  --base <branch>          the branch the change is reviewed against (required)',
       '  --panel <name>           a panel of recipes/panels.json (required)',
-      '  --quorum <n>             verdicts needed (default the panel\'s)',
+      "  --quorum <n>             verdicts needed (default the panel's)",
       '  --watch                  follow it to its verdict (exit 0 only when approved)',
       ...watchOptions,
       "  --json                   print the API's answer as JSON",
     ],
   },
   fix: {
-    synopsis: ['fix <repo> <branch> <request> [--repro <cmd>] [--max-repairs <n>] [--implementer h#m] [--architect h#m]', '    [--wait [--logs] [--plain]] [--json]'],
+    synopsis: [
+      'fix <repo> <branch> <request> [--repro <cmd>] [--max-repairs <n>] [--implementer h#m] [--architect h#m]',
+      '    [--wait [--logs] [--plain]] [--json]',
+    ],
     summary: 'run a fix loop on a branch; its fixes go to a branch tarmac/fix/<id>',
     details: [
       'options:',
@@ -210,7 +220,7 @@ const docs = {
     summary: "a target's merge queue: who holds the target, the batch in flight, the waiting line with lanes and ETAs",
     details: [
       'Without arguments: every target queue that runs, one a row (GET /v1/queues). With a repository and a',
-      "target: that queue (GET /v1/queues/:repo/:target) — the landing that holds the target or the speculative",
+      'target: that queue (GET /v1/queues/:repo/:target) — the landing that holds the target or the speculative',
       'batch in flight and its members, then each waiting landing with its position (0 goes next), its lane',
       '(land --priority), whether it may join a batch, and its ETA: when its turn should be over, from the',
       "queue's recent turns (- until the queue has timed one). The line is ordered by lane, then arrival.",
@@ -221,7 +231,7 @@ const docs = {
   },
   help: {
     synopsis: ['help [<command>]', '<command> --help'],
-    summary: 'this text, or one command\'s',
+    summary: "this text, or one command's",
   },
 } as const satisfies Record<string, CommandDoc>;
 

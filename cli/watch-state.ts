@@ -131,7 +131,13 @@ export function applyEvent(state: WatchState, event: WatchEvent): WatchState {
         if (step.name === event.name && step.status === 'started') open = index;
       });
       if (event.status === 'started' || open === -1) {
-        steps.push({ name: event.name, status: event.status, ...(event.detail ? { detail: event.detail } : {}), startedAt: event.at, ...(event.status === 'started' ? {} : { endedAt: event.at }) });
+        steps.push({
+          name: event.name,
+          status: event.status,
+          ...(event.detail ? { detail: event.detail } : {}),
+          startedAt: event.at,
+          ...(event.status === 'started' ? {} : { endedAt: event.at }),
+        });
       } else {
         steps[open] = { ...steps[open]!, status: event.status, ...(event.detail ? { detail: event.detail } : {}), endedAt: event.at };
       }
@@ -143,7 +149,11 @@ export function applyEvent(state: WatchState, event: WatchEvent): WatchState {
       break;
     case 'session': {
       const index = state.sessions.findIndex((session) => session.sessionId === event.sessionId);
-      const updated: SessionView = { ...state.sessions[index], sessionId: event.sessionId, last: event.type === 'classified' && event.class ? `classified ${event.class}` : event.type };
+      const updated: SessionView = {
+        ...state.sessions[index],
+        sessionId: event.sessionId,
+        last: event.type === 'classified' && event.class ? `classified ${event.class}` : event.type,
+      };
       if (event.role) updated.role = event.role;
       if (event.harnessModel) updated.harnessModel = event.harnessModel;
       if (event.attempt !== undefined) updated.attempt = event.attempt;
@@ -166,7 +176,13 @@ export function applyEvent(state: WatchState, event: WatchEvent): WatchState {
       }
       next.questions = [
         ...others,
-        { id: event.id, question: event.question, ...(event.from ? { from: event.from } : {}), ...(event.why ? { why: event.why } : {}), ...(event.answer !== undefined ? { answer: event.answer } : {}) },
+        {
+          id: event.id,
+          question: event.question,
+          ...(event.from ? { from: event.from } : {}),
+          ...(event.why ? { why: event.why } : {}),
+          ...(event.answer !== undefined ? { answer: event.answer } : {}),
+        },
       ];
       break;
     }

@@ -25,7 +25,11 @@ export type AgentAvailability = { ok: true } | { ok: false; missing: Missing[]; 
 const describeMissing = (missing: Missing): string => (missing.kind === 'image' ? `image ${missing.name} is not built` : `key ${missing.name} is not set`);
 
 /** Can this harness#model run here? A spec not in the registry is not this module's question (dispatch refuses it). */
-export function agentAvailability(harnessModel: string, harnesses: Record<string, Pick<Harness, 'image' | 'adapter'>>, facts: AvailabilityFacts): AgentAvailability {
+export function agentAvailability(
+  harnessModel: string,
+  harnesses: Record<string, Pick<Harness, 'image' | 'adapter'>>,
+  facts: AvailabilityFacts,
+): AgentAvailability {
   const index = harnessModel.indexOf('#');
   const harness = harnesses[harnessModel.slice(0, index)];
   if (index <= 0 || !harness) return { ok: false, missing: [], reason: `${harnessModel} is not a known harness#model` };
@@ -38,7 +42,10 @@ export function agentAvailability(harnessModel: string, harnesses: Record<string
 }
 
 /** Every harness#model of the registry, with whether it can run here. */
-export function availabilityReport(harnesses: Record<string, Pick<Harness, 'image' | 'adapter' | 'models'>>, facts: AvailabilityFacts): Record<string, AgentAvailability> {
+export function availabilityReport(
+  harnesses: Record<string, Pick<Harness, 'image' | 'adapter' | 'models'>>,
+  facts: AvailabilityFacts,
+): Record<string, AgentAvailability> {
   const report: Record<string, AgentAvailability> = {};
   for (const [name, harness] of Object.entries(harnesses)) {
     for (const model of harness.models) report[`${name}#${model}`] = agentAvailability(`${name}#${model}`, harnesses, facts);
@@ -70,7 +77,10 @@ export function namedAgentAvailability(harnessModel: string, reports: readonly H
   const missing = answers.flatMap(({ answer }) => (answer && !answer.ok ? answer.missing : []));
   const unique = missing.filter((entry, index) => missing.findIndex((other) => other.kind === entry.kind && other.name === entry.name) === index);
   const hosts = answers.map(({ hostId }) => hostId).join(', ');
-  const reason = unique.length > 0 ? `${harnessModel} cannot run on any worker (${hosts}): ${unique.map(describeMissing).join(' and ')}` : `${harnessModel} is not offered by any worker (${hosts})`;
+  const reason =
+    unique.length > 0
+      ? `${harnessModel} cannot run on any worker (${hosts}): ${unique.map(describeMissing).join(' and ')}`
+      : `${harnessModel} is not offered by any worker (${hosts})`;
   return { ok: false, missing: unique, reason };
 }
 

@@ -25,7 +25,6 @@ export interface BatchTicket {
   headSha: string;
 }
 
-
 /** One landing in a speculative batch: where its verified head is (a workspace on the batch's host). */
 export interface BatchMember {
   landingId: string;

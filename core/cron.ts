@@ -29,7 +29,9 @@ function value(text: string, field: Field): number | string {
   const names: readonly string[] = 'names' in field ? field.names : [];
   const index = names.indexOf(text.toUpperCase());
   if (index >= 0) return field.name === 'month' ? index + 1 : index;
-  return names.length ? `"${text}" is not a number ${field.min}-${field.max} or a name (${names[0]}…${names[names.length - 1]})` : `"${text}" is not a number ${field.min}-${field.max}`;
+  return names.length
+    ? `"${text}" is not a number ${field.min}-${field.max} or a name (${names[0]}…${names[names.length - 1]})`
+    : `"${text}" is not a number ${field.min}-${field.max}`;
 }
 
 function itemProblem(item: string, field: Field): string | undefined {

@@ -92,7 +92,12 @@ function refuse(field: string, message: string): never {
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isEmpty = (value: unknown) =>
-  value === undefined || value === null || value === false || value === '' || (Array.isArray(value) && value.length === 0) || (isObject(value) && Object.keys(value).length === 0);
+  value === undefined ||
+  value === null ||
+  value === false ||
+  value === '' ||
+  (Array.isArray(value) && value.length === 0) ||
+  (isObject(value) && Object.keys(value).length === 0);
 
 /** A string of the file, refused when it uses a devcontainer variable. */
 function stringAt(field: string, value: unknown): string {
@@ -144,7 +149,9 @@ const reservedWords = new Set(['case', 'do', 'done', 'elif', 'else', 'esac', 'fi
  */
 export function argvLine(argv: readonly string[]): string {
   return argv
-    .map((word, index) => (plainWord.test(word) && !reservedWords.has(word) && !(index === 0 && word.includes('=')) ? word : `'${word.replaceAll("'", `'\\''`)}'`))
+    .map((word, index) =>
+      plainWord.test(word) && !reservedWords.has(word) && !(index === 0 && word.includes('=')) ? word : `'${word.replaceAll("'", `'\\''`)}'`,
+    )
     .join(' ');
 }
 
@@ -204,7 +211,10 @@ function declaration(data: Record<string, unknown>): EnvironmentDeclaration {
   for (const key of ['onCreateCommand', 'updateContentCommand', 'postCreateCommand']) {
     setup.push(...commandLines(key, data[key]));
     if (setup.length > environmentLimits.setupCommands)
-      refuse(key, `makes more than ${environmentLimits.setupCommands} commands with the ones before it (onCreateCommand, updateContentCommand, postCreateCommand)`);
+      refuse(
+        key,
+        `makes more than ${environmentLimits.setupCommands} commands with the ones before it (onCreateCommand, updateContentCommand, postCreateCommand)`,
+      );
   }
   const env = strings('containerEnv', data.containerEnv);
   const remoteUser = data.remoteUser === undefined ? undefined : stringAt('remoteUser', data.remoteUser);

@@ -97,7 +97,8 @@ export function repositoryPathProblem(path: string): string | undefined {
 
 /** Why a cache path is refused, or undefined. */
 export function cachePathProblem(path: string): string | undefined {
-  if (!path.startsWith(cacheRoot) || path.length === cacheRoot.length) return `must be a directory under ${cacheRoot} (the home of the setup's user), e.g. "/tmp/home/.npm"`;
+  if (!path.startsWith(cacheRoot) || path.length === cacheRoot.length)
+    return `must be a directory under ${cacheRoot} (the home of the setup's user), e.g. "/tmp/home/.npm"`;
   if (hasControlCharacter(path)) return 'contains a control character';
   for (const segment of path.slice(cacheRoot.length).split('/')) {
     if (segment === '') return 'has an empty segment (a doubled or trailing "/")';
@@ -162,7 +163,10 @@ function inputsProblem(field: string, inputs: readonly string[] | undefined): Fi
 }
 
 /** The rules beyond the schema for the fields the gate file and a devcontainer's `customizations.tarmac` share. */
-export function keyedFieldsProblem(prefix: string, fields: { inputs?: string[]; egress?: string[]; cache?: string[]; timeout?: string }): FieldProblem | undefined {
+export function keyedFieldsProblem(
+  prefix: string,
+  fields: { inputs?: string[]; egress?: string[]; cache?: string[]; timeout?: string },
+): FieldProblem | undefined {
   return (
     inputsProblem(`${prefix}.inputs`, fields.inputs) ??
     listProblem(`${prefix}.egress`, fields.egress, egressEntryProblem) ??
@@ -174,9 +178,14 @@ export function keyedFieldsProblem(prefix: string, fields: { inputs?: string[]; 
 /** The gate file's `environment`, past its schema: an image or a Dockerfile, paths in the tree, names Tarmac can pass on. */
 export function environmentProblem(environment: EnvironmentFields, prefix = 'environment'): FieldProblem | undefined {
   const { image, dockerfile, context, args } = environment;
-  if (image !== undefined && dockerfile !== undefined) return { field: `${prefix}.dockerfile`, message: `cannot be given with ${prefix}.image: name a base image or a Dockerfile, not both` };
-  for (const [name, given] of [['context', context], ['args', args]] as const) {
-    if (given !== undefined && dockerfile === undefined) return { field: `${prefix}.${name}`, message: `applies only to a Dockerfile: give ${prefix}.dockerfile, or remove it` };
+  if (image !== undefined && dockerfile !== undefined)
+    return { field: `${prefix}.dockerfile`, message: `cannot be given with ${prefix}.image: name a base image or a Dockerfile, not both` };
+  for (const [name, given] of [
+    ['context', context],
+    ['args', args],
+  ] as const) {
+    if (given !== undefined && dockerfile === undefined)
+      return { field: `${prefix}.${name}`, message: `applies only to a Dockerfile: give ${prefix}.dockerfile, or remove it` };
   }
   const dockerfileWhy = dockerfile === undefined ? undefined : repositoryPathProblem(dockerfile);
   if (dockerfileWhy) return { field: `${prefix}.dockerfile`, message: dockerfileWhy };

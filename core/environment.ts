@@ -23,7 +23,9 @@ export function fromGateFile(gate: GateFile): EnvironmentDeclaration | undefined
   const declared = gate.environment;
   if (!declared) return undefined;
   const dockerfile =
-    declared.dockerfile === undefined ? undefined : { path: declared.dockerfile, context: declared.context ?? directoryOf(declared.dockerfile), args: { ...declared.args } };
+    declared.dockerfile === undefined
+      ? undefined
+      : { path: declared.dockerfile, context: declared.context ?? directoryOf(declared.dockerfile), args: { ...declared.args } };
   return {
     source: 'gate-file',
     file: gateFilePath,
@@ -83,7 +85,15 @@ const sortedUnique = (values: readonly string[]) => [...new Set(values)].sort(by
  * environment), the image's name (its ID says more), and the timeout (a longer limit builds the
  * same thing). Orders that mean nothing (inputs, egress, cache, object keys) are sorted away.
  */
-export function environmentKeyText({ declaration, baseImageId, inputs }: { declaration: EnvironmentDeclaration; baseImageId: string; inputs: EnvironmentKeyInput[] }): string {
+export function environmentKeyText({
+  declaration,
+  baseImageId,
+  inputs,
+}: {
+  declaration: EnvironmentDeclaration;
+  baseImageId: string;
+  inputs: EnvironmentKeyInput[];
+}): string {
   return canonicalJson({
     version: environmentKeyVersion,
     baseImageId,

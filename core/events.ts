@@ -100,7 +100,9 @@ export type RunEvent = RunEventBody & { seq: number; at: string };
  * `key` identifies it: a report delivered twice (a retried activity) is recorded once. A child's
  * question names its `owner`, the workflow that waits for the answer (workflows/questions.ts).
  */
-export type ReportedRunEvent = (Extract<RunEventBody, { kind: 'session' } | { kind: 'cache' }> | (Extract<RunEventBody, { kind: 'question' }> & { owner: string })) & { key: string };
+export type ReportedRunEvent = (
+  Extract<RunEventBody, { kind: 'session' } | { kind: 'cache' }> | (Extract<RunEventBody, { kind: 'question' }> & { owner: string })
+) & { key: string };
 
 /** Answer of the `events` query: journal events after `after` (at most `limit`), and the last number. */
 export interface RunEventsPage {

@@ -61,45 +61,231 @@ const failed = { landing: 'failed', session: 'failed', nightly: 'failed' } as co
 
 export const failureTable = {
   // Thrown: activities (and the landing's budget check) raise these as ApplicationFailures.
-  repoUnreachable: { code: 'TARMAC_REPO_UNREACHABLE', raised: 'thrown', retryable: false, ends: failed, description: 'The repository could not be read (missing path, unreachable URL, a location the allow-list refuses).' },
-  refNotFound: { code: 'TARMAC_REF_NOT_FOUND', raised: 'thrown', retryable: false, ends: failed, description: 'A branch, target or recorded SHA does not exist in the repository.' },
-  imageMissing: { code: 'TARMAC_IMAGE_MISSING', raised: 'thrown', retryable: false, ends: failed, description: 'A gate or agent image is not present on the Docker host.' },
-  targetMoved: { code: 'TARMAC_TARGET_MOVED', raised: 'thrown', retryable: false, ends: { ...failed, landing: 'target-moved' }, description: 'The target branch moved since the landing was verified (the merge refuses; the landing retargets, or gives up after its tries).' },
-  pushRefused: { code: 'TARMAC_PUSH_REFUSED', raised: 'thrown', retryable: false, ends: failed, description: 'The origin refused the fast-forward push itself (a pre-receive hook, a protected branch): nothing was pushed; the reason git reported is named.' },
-  notFastForward: { code: 'TARMAC_NOT_FAST_FORWARD', raised: 'thrown', retryable: false, ends: failed, description: 'The head is not a descendant of the target head: nothing was pushed.' },
-  unknownModel: { code: 'TARMAC_UNKNOWN_MODEL', raised: 'thrown', retryable: false, http: 400, ends: { ...failed, session: 'invalid-request' }, description: 'A harness#model is not in the registry (the message names the nearest known ones).' },
-  invalidRequest: { code: 'TARMAC_INVALID_REQUEST', raised: 'thrown', retryable: false, ends: { ...failed, session: 'invalid-request' }, description: 'A request (session, limits, budget, panel, network) is invalid; the message names the field.' },
-  manifestInvalid: { code: 'TARMAC_MANIFEST_INVALID', raised: 'thrown', retryable: false, ends: failed, description: "The run's manifest is missing or unreadable." },
-  wrongHost: { code: 'TARMAC_WRONG_HOST', raised: 'thrown', retryable: false, ends: failed, description: "A host-bound capsule tried as a local activity on a worker that is not the run's host: the step goes through the host's task queue instead (never a run's outcome)." },
-  budgetExhausted: { code: 'TARMAC_BUDGET_EXHAUSTED', raised: 'thrown', retryable: false, ends: { ...failed, landing: 'budget-exhausted', session: 'budget-exhausted' }, description: "The run's budget is spent and it was told to stop (recipe `onExhausted: stop`, or an operator)." },
+  repoUnreachable: {
+    code: 'TARMAC_REPO_UNREACHABLE',
+    raised: 'thrown',
+    retryable: false,
+    ends: failed,
+    description: 'The repository could not be read (missing path, unreachable URL, a location the allow-list refuses).',
+  },
+  refNotFound: {
+    code: 'TARMAC_REF_NOT_FOUND',
+    raised: 'thrown',
+    retryable: false,
+    ends: failed,
+    description: 'A branch, target or recorded SHA does not exist in the repository.',
+  },
+  imageMissing: {
+    code: 'TARMAC_IMAGE_MISSING',
+    raised: 'thrown',
+    retryable: false,
+    ends: failed,
+    description: 'A gate or agent image is not present on the Docker host.',
+  },
+  targetMoved: {
+    code: 'TARMAC_TARGET_MOVED',
+    raised: 'thrown',
+    retryable: false,
+    ends: { ...failed, landing: 'target-moved' },
+    description: 'The target branch moved since the landing was verified (the merge refuses; the landing retargets, or gives up after its tries).',
+  },
+  pushRefused: {
+    code: 'TARMAC_PUSH_REFUSED',
+    raised: 'thrown',
+    retryable: false,
+    ends: failed,
+    description:
+      'The origin refused the fast-forward push itself (a pre-receive hook, a protected branch): nothing was pushed; the reason git reported is named.',
+  },
+  notFastForward: {
+    code: 'TARMAC_NOT_FAST_FORWARD',
+    raised: 'thrown',
+    retryable: false,
+    ends: failed,
+    description: 'The head is not a descendant of the target head: nothing was pushed.',
+  },
+  unknownModel: {
+    code: 'TARMAC_UNKNOWN_MODEL',
+    raised: 'thrown',
+    retryable: false,
+    http: 400,
+    ends: { ...failed, session: 'invalid-request' },
+    description: 'A harness#model is not in the registry (the message names the nearest known ones).',
+  },
+  invalidRequest: {
+    code: 'TARMAC_INVALID_REQUEST',
+    raised: 'thrown',
+    retryable: false,
+    ends: { ...failed, session: 'invalid-request' },
+    description: 'A request (session, limits, budget, panel, network) is invalid; the message names the field.',
+  },
+  manifestInvalid: {
+    code: 'TARMAC_MANIFEST_INVALID',
+    raised: 'thrown',
+    retryable: false,
+    ends: failed,
+    description: "The run's manifest is missing or unreadable.",
+  },
+  wrongHost: {
+    code: 'TARMAC_WRONG_HOST',
+    raised: 'thrown',
+    retryable: false,
+    ends: failed,
+    description:
+      "A host-bound capsule tried as a local activity on a worker that is not the run's host: the step goes through the host's task queue instead (never a run's outcome).",
+  },
+  budgetExhausted: {
+    code: 'TARMAC_BUDGET_EXHAUSTED',
+    raised: 'thrown',
+    retryable: false,
+    ends: { ...failed, landing: 'budget-exhausted', session: 'budget-exhausted' },
+    description: "The run's budget is spent and it was told to stop (recipe `onExhausted: stop`, or an operator).",
+  },
 
   // Recorded: the workflow decides these and writes them into the outcome.
-  invalidGateFile: { code: 'TARMAC_INVALID_GATE_FILE', raised: 'recorded', ends: { ...failed, landing: 'invalid-gate-file', nightly: 'invalid-gate-file' }, description: "The target's `.config/tarmac/land-gate.json` is missing or invalid (the message names the field)." },
-  invalidEnvironment: { code: 'TARMAC_INVALID_ENVIRONMENT', raised: 'recorded', ends: { ...failed, landing: 'invalid-environment', nightly: 'invalid-gate-file' }, description: "The target's environment declaration (the gate file's `environment`, or `.devcontainer/devcontainer.json`) is invalid: the message names the file and the field; nothing was built." },
-  environmentFailed: { code: 'TARMAC_ENVIRONMENT_FAILED', raised: 'recorded', ends: { ...failed, landing: 'environment-failed' }, description: "The repository's environment could not be built: the failing setup command, its exit code, the log's tail and any egress host refused are named; no gate or agent ran in it." },
-  agentUnavailable: { code: 'TARMAC_AGENT_UNAVAILABLE', raised: 'recorded', http: 400, ends: { ...failed, landing: 'agent-unavailable', session: 'agent-unavailable' }, description: "A harness#model no worker can run: its image is not built or its provider's key is not set (named)." },
-  droppedCommits: { code: 'TARMAC_DROPPED_COMMITS', raised: 'recorded', ends: { ...failed, landing: 'dropped-commits' }, description: "The rebased result is missing an original commit's patch that nobody declared dropped." },
-  conflictUnresolved: { code: 'TARMAC_CONFLICT_UNRESOLVED', raised: 'recorded', ends: { ...failed, landing: 'conflict-unresolved' }, description: 'The rebase still conflicts after the resolver sessions a landing may start.' },
-  needsDecision: { code: 'TARMAC_NEEDS_DECISION', raised: 'recorded', ends: { ...failed, landing: 'needs-decision' }, description: "A question got no decision to go on: the landing edits the gate file and the answer did not approve it, or an agent's question was answered empty (or not within the recipe's limits.questions.wait)." },
-  gateFailed: { code: 'TARMAC_GATE_FAILED', raised: 'recorded', ends: { ...failed, landing: 'gate-failed' }, description: "A gate suite is red on the landing's tree and no fixup round is left (or the re-gate after a moved target is red)." },
-  fixupFailed: { code: 'TARMAC_FIXUP_FAILED', raised: 'recorded', ends: { ...failed, landing: 'fixup-failed' }, description: 'The gate is still red after the fixup rounds, or a fixup round added no commit.' },
-  reviewIncomplete: { code: 'TARMAC_REVIEW_INCOMPLETE', raised: 'recorded', ends: { ...failed, landing: 'review-incomplete' }, description: 'A reviewer ran and has no verdict (errored, whatever the quorum), or fewer reviewers delivered than the quorum needs; each named with why.' },
-  reviewBlocked: { code: 'TARMAC_REVIEW_BLOCKED', raised: 'recorded', ends: { ...failed, landing: 'review-blocked' }, description: 'The panel found blocking findings and no fixup round is left.' },
-  verifyFailed: { code: 'TARMAC_VERIFY_FAILED', raised: 'recorded', ends: { ...failed, landing: 'verify-failed' }, description: 'Verification refused the merge (commit count, diff, dropped patches, gate or quorum on this exact tree).' },
-  lostHost: { code: 'TARMAC_LOST_HOST', raised: 'recorded', ends: failed, description: "No worker of the session's host picked up the attempt, and the session's workspace lives there." },
-  repairFailed: { code: 'TARMAC_REPAIR_FAILED', raised: 'recorded', ends: { ...failed, nightly: 'repair-failed' }, description: "The nightly gate is red and the fix loop did not make it pass: nothing to land." },
-  landingFailed: { code: 'TARMAC_LANDING_FAILED', raised: 'recorded', ends: { ...failed, nightly: 'landing-failed' }, description: "The nightly's repair landing ended otherwise than landed (its own failure code is recorded when it has one)." },
-  internal: { code: 'TARMAC_INTERNAL', raised: 'recorded', http: 500, ends: failed, description: "A failure the run or the API did not expect; a run records the cause's own type when it has one, the API's 500 carries no internals." },
+  invalidGateFile: {
+    code: 'TARMAC_INVALID_GATE_FILE',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'invalid-gate-file', nightly: 'invalid-gate-file' },
+    description: "The target's `.config/tarmac/land-gate.json` is missing or invalid (the message names the field).",
+  },
+  invalidEnvironment: {
+    code: 'TARMAC_INVALID_ENVIRONMENT',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'invalid-environment', nightly: 'invalid-gate-file' },
+    description:
+      "The target's environment declaration (the gate file's `environment`, or `.devcontainer/devcontainer.json`) is invalid: the message names the file and the field; nothing was built.",
+  },
+  environmentFailed: {
+    code: 'TARMAC_ENVIRONMENT_FAILED',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'environment-failed' },
+    description:
+      "The repository's environment could not be built: the failing setup command, its exit code, the log's tail and any egress host refused are named; no gate or agent ran in it.",
+  },
+  agentUnavailable: {
+    code: 'TARMAC_AGENT_UNAVAILABLE',
+    raised: 'recorded',
+    http: 400,
+    ends: { ...failed, landing: 'agent-unavailable', session: 'agent-unavailable' },
+    description: "A harness#model no worker can run: its image is not built or its provider's key is not set (named).",
+  },
+  droppedCommits: {
+    code: 'TARMAC_DROPPED_COMMITS',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'dropped-commits' },
+    description: "The rebased result is missing an original commit's patch that nobody declared dropped.",
+  },
+  conflictUnresolved: {
+    code: 'TARMAC_CONFLICT_UNRESOLVED',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'conflict-unresolved' },
+    description: 'The rebase still conflicts after the resolver sessions a landing may start.',
+  },
+  needsDecision: {
+    code: 'TARMAC_NEEDS_DECISION',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'needs-decision' },
+    description:
+      "A question got no decision to go on: the landing edits the gate file and the answer did not approve it, or an agent's question was answered empty (or not within the recipe's limits.questions.wait).",
+  },
+  gateFailed: {
+    code: 'TARMAC_GATE_FAILED',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'gate-failed' },
+    description: "A gate suite is red on the landing's tree and no fixup round is left (or the re-gate after a moved target is red).",
+  },
+  fixupFailed: {
+    code: 'TARMAC_FIXUP_FAILED',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'fixup-failed' },
+    description: 'The gate is still red after the fixup rounds, or a fixup round added no commit.',
+  },
+  reviewIncomplete: {
+    code: 'TARMAC_REVIEW_INCOMPLETE',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'review-incomplete' },
+    description: 'A reviewer ran and has no verdict (errored, whatever the quorum), or fewer reviewers delivered than the quorum needs; each named with why.',
+  },
+  reviewBlocked: {
+    code: 'TARMAC_REVIEW_BLOCKED',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'review-blocked' },
+    description: 'The panel found blocking findings and no fixup round is left.',
+  },
+  verifyFailed: {
+    code: 'TARMAC_VERIFY_FAILED',
+    raised: 'recorded',
+    ends: { ...failed, landing: 'verify-failed' },
+    description: 'Verification refused the merge (commit count, diff, dropped patches, gate or quorum on this exact tree).',
+  },
+  lostHost: {
+    code: 'TARMAC_LOST_HOST',
+    raised: 'recorded',
+    ends: failed,
+    description: "No worker of the session's host picked up the attempt, and the session's workspace lives there.",
+  },
+  repairFailed: {
+    code: 'TARMAC_REPAIR_FAILED',
+    raised: 'recorded',
+    ends: { ...failed, nightly: 'repair-failed' },
+    description: 'The nightly gate is red and the fix loop did not make it pass: nothing to land.',
+  },
+  landingFailed: {
+    code: 'TARMAC_LANDING_FAILED',
+    raised: 'recorded',
+    ends: { ...failed, nightly: 'landing-failed' },
+    description: "The nightly's repair landing ended otherwise than landed (its own failure code is recorded when it has one).",
+  },
+  internal: {
+    code: 'TARMAC_INTERNAL',
+    raised: 'recorded',
+    http: 500,
+    ends: failed,
+    description: "A failure the run or the API did not expect; a run records the cause's own type when it has one, the API's 500 carries no internals.",
+  },
 
   // Answered: the API's own codes.
-  validation: { code: 'TARMAC_VALIDATION', raised: 'answered', http: 400, description: "The request does not match the route's schema (the message names the field); Node's and Fastify's own refusals of a malformed request keep their 4xx." },
+  validation: {
+    code: 'TARMAC_VALIDATION',
+    raised: 'answered',
+    http: 400,
+    description:
+      "The request does not match the route's schema (the message names the field); Node's and Fastify's own refusals of a malformed request keep their 4xx.",
+  },
   unauthorized: { code: 'TARMAC_UNAUTHORIZED', raised: 'answered', http: 401, description: 'No valid bearer token on a /v1 route.' },
   notFound: { code: 'TARMAC_NOT_FOUND', raised: 'answered', http: 404, description: 'No such run, schedule or route.' },
-  methodNotAllowed: { code: 'TARMAC_METHOD_NOT_ALLOWED', raised: 'answered', http: 405, description: 'The path exists but not with this method (`Allow` names the ones it has).' },
-  conflict: { code: 'TARMAC_CONFLICT', raised: 'answered', http: 409, description: 'The run is not running (answer, cancel, budget), a landing to retry is still running or landed, or a schedule exists or has a run in progress.' },
-  rateLimited: { code: 'TARMAC_RATE_LIMITED', raised: 'answered', http: 429, description: 'Too many requests on an unauthenticated path, or too many open event streams for a token.' },
-  recipesInvalid: { code: 'TARMAC_RECIPES_INVALID', raised: 'answered', http: 500, description: "The API's recipe files (TARMAC_RECIPES_DIR) do not load: the message names the file and the field; nothing was started." },
-  unavailable: { code: 'TARMAC_UNAVAILABLE', raised: 'answered', http: 503, description: 'Temporal is unreachable: nothing was started or changed; retry after `Retry-After`.' },
+  methodNotAllowed: {
+    code: 'TARMAC_METHOD_NOT_ALLOWED',
+    raised: 'answered',
+    http: 405,
+    description: 'The path exists but not with this method (`Allow` names the ones it has).',
+  },
+  conflict: {
+    code: 'TARMAC_CONFLICT',
+    raised: 'answered',
+    http: 409,
+    description:
+      'The run is not running (answer, cancel, budget), a landing to retry is still running or landed, or a schedule exists or has a run in progress.',
+  },
+  rateLimited: {
+    code: 'TARMAC_RATE_LIMITED',
+    raised: 'answered',
+    http: 429,
+    description: 'Too many requests on an unauthenticated path, or too many open event streams for a token.',
+  },
+  recipesInvalid: {
+    code: 'TARMAC_RECIPES_INVALID',
+    raised: 'answered',
+    http: 500,
+    description: "The API's recipe files (TARMAC_RECIPES_DIR) do not load: the message names the file and the field; nothing was started.",
+  },
+  unavailable: {
+    code: 'TARMAC_UNAVAILABLE',
+    raised: 'answered',
+    http: 503,
+    description: 'Temporal is unreachable: nothing was started or changed; retry after `Retry-After`.',
+  },
 } as const satisfies Record<string, FailureRow>;
 
 type Table = typeof failureTable;
@@ -116,7 +302,9 @@ export type RunFailureCode = Extract<AnyRow, { ends: Ends }>['code'];
 export type ApiErrorCode = Extract<AnyRow, { http: number }>['code'];
 
 /** Name → code: `FailureCode.gateFailed` is `'TARMAC_GATE_FAILED'`. */
-export const FailureCode = Object.fromEntries(Object.entries(failureTable).map(([name, row]) => [name, row.code])) as { readonly [Name in FailureName]: Table[Name]['code'] };
+export const FailureCode = Object.fromEntries(Object.entries(failureTable).map(([name, row]) => [name, row.code])) as {
+  readonly [Name in FailureName]: Table[Name]['code'];
+};
 
 const rowByCode = new Map<string, FailureRow>(Object.values(failureTable).map((row) => [row.code, row]));
 
@@ -144,7 +332,9 @@ export function isRetryable(code: ThrownFailureCode): boolean {
 }
 
 /** Codes no retry can fix: the activity presets' `nonRetryableErrorTypes`. */
-export const nonRetryableCodes: readonly ThrownFailureCode[] = Object.values(failureTable).flatMap((row: FailureRow) => (row.raised === 'thrown' && !row.retryable ? [row.code as ThrownFailureCode] : []));
+export const nonRetryableCodes: readonly ThrownFailureCode[] = Object.values(failureTable).flatMap((row: FailureRow) =>
+  row.raised === 'thrown' && !row.retryable ? [row.code as ThrownFailureCode] : [],
+);
 
 /**
  * The ApplicationFailure for `code`, non-retryable as the table says; `details` (one object,
@@ -170,10 +360,19 @@ export const fixFailureTable = {
   noRepro: {
     type: 'no-grounded-repro',
     outcome: 'no-repro',
-    description: 'No repro is grounded: the request pastes no error and names no command the repository defines, and the repository defines none for its intent. Nothing was run.',
+    description:
+      'No repro is grounded: the request pastes no error and names no command the repository defines, and the repository defines none for its intent. Nothing was run.',
   },
-  agentUnavailable: { type: 'agent-unavailable', outcome: 'agent-unavailable', description: 'The loop needed an agent and none could start (the missing image or key named).' },
-  needsDecision: { type: 'needs-decision', outcome: 'needs-decision', description: "An agent's question got an empty answer (a decision not to go on), or none within the recipe's limits.questions.wait." },
+  agentUnavailable: {
+    type: 'agent-unavailable',
+    outcome: 'agent-unavailable',
+    description: 'The loop needed an agent and none could start (the missing image or key named).',
+  },
+  needsDecision: {
+    type: 'needs-decision',
+    outcome: 'needs-decision',
+    description: "An agent's question got an empty answer (a decision not to go on), or none within the recipe's limits.questions.wait.",
+  },
   agentFailed: { type: 'agent-failed', outcome: 'failed', description: "The architect's session did not deliver an answer." },
   error: { type: 'error', outcome: 'failed', description: 'A failure the loop did not expect (the summary names it).' },
   cancelled: { type: 'cancelled', outcome: 'cancelled', description: 'The loop was cancelled.' },
@@ -183,7 +382,9 @@ type FixTable = typeof fixFailureTable;
 export type FixFailureType = FixTable[keyof FixTable]['type'];
 
 /** Name → type: `FixFailure.thrashing` is `'thrashing'`. */
-export const FixFailure = Object.fromEntries(Object.entries(fixFailureTable).map(([name, row]) => [name, row.type])) as { readonly [Name in keyof FixTable]: FixTable[Name]['type'] };
+export const FixFailure = Object.fromEntries(Object.entries(fixFailureTable).map(([name, row]) => [name, row.type])) as {
+  readonly [Name in keyof FixTable]: FixTable[Name]['type'];
+};
 
 const fixRowByType = new Map<string, FixTable[keyof FixTable]>(Object.values(fixFailureTable).map((row) => [row.type, row]));
 

@@ -31,15 +31,8 @@ export const GateFileSchema = Type.Object(
     version: Type.Literal(1),
     image: Type.Optional(Type.String({ minLength: 1, pattern: imagePattern })),
     suites: Type.Array(SuiteSchema, { minItems: 1 }),
-    review: Type.Optional(
-      Type.Object(
-        { panel: Type.String({ minLength: 1 }), quorum: Type.Integer({ minimum: 1 }) },
-        { additionalProperties: false },
-      ),
-    ),
-    fixup: Type.Optional(
-      Type.Object({ maxRounds: Type.Integer({ minimum: 0, maximum: 5 }) }, { additionalProperties: false }),
-    ),
+    review: Type.Optional(Type.Object({ panel: Type.String({ minLength: 1 }), quorum: Type.Integer({ minimum: 1 }) }, { additionalProperties: false })),
+    fixup: Type.Optional(Type.Object({ maxRounds: Type.Integer({ minimum: 0, maximum: 5 }) }, { additionalProperties: false })),
     queue: Type.Optional(
       Type.Object(
         { batchSize: Type.Integer({ minimum: 1, maximum: 16, description: 'landings the target queue tests together (1: one at a time)' }) },
@@ -55,9 +48,7 @@ export const GateFileSchema = Type.Object(
 export type GateFile = Static<typeof GateFileSchema>;
 export type GateSuite = Static<typeof SuiteSchema>;
 
-export type GateFileParse =
-  | { ok: true; gate: GateFile }
-  | { ok: false; field: string; message: string };
+export type GateFileParse = { ok: true; gate: GateFile } | { ok: false; field: string; message: string };
 
 /** Turns a JSON pointer (`/suites/0/run`) into the field notation users read (`suites[0].run`). */
 export function fieldName(pointer: string): string {

@@ -10,9 +10,7 @@ export interface HarnessModelRegistry {
 }
 
 /** `model` is the registry's model (a script model without its scenario); `scenario` the one named, if any. */
-export type HarnessModelCheck =
-  | { ok: true; harness: string; model: string; scenario?: string }
-  | { ok: false; message: string; nearest: string[] };
+export type HarnessModelCheck = { ok: true; harness: string; model: string; scenario?: string } | { ok: false; message: string; nearest: string[] };
 
 /** Levenshtein distance, for "did you mean" suggestions. */
 export function editDistance(a: string, b: string): number {

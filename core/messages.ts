@@ -78,7 +78,9 @@ export interface QueueStatusView {
 }
 
 /** Status of a review panel: cache status, restored reviewers, who is still running. */
-export const panelStatusQuery = defineQuery<{ state: string; cache?: string; restored: string[]; running: string[]; sealed: string[]; verdict?: PanelVerdict }>('status');
+export const panelStatusQuery = defineQuery<{ state: string; cache?: string; restored: string[]; running: string[]; sealed: string[]; verdict?: PanelVerdict }>(
+  'status',
+);
 
 /** Status of a fix loop: phase, route, repro exit code, attempts, outcome when done. */
 export const fixLoopStatusQuery = defineQuery<Record<string, unknown>>('status');

@@ -69,13 +69,19 @@ export const GateLimitsSchema = Type.Object(
     flaky: Type.Optional(
       Type.Union(
         flakyActions.map((action) => Type.Literal(action)),
-        { description: 'red, then green on the identical tree: "retry" counts the green re-run for this landing (default), "quarantine" also quarantines the suite on the target, "fail" blocks as any red' },
+        {
+          description:
+            'red, then green on the identical tree: "retry" counts the green re-run for this landing (default), "quarantine" also quarantines the suite on the target, "fail" blocks as any red',
+        },
       ),
     ),
     preExisting: Type.Optional(
       Type.Union(
         preExistingActions.map((action) => Type.Literal(action)),
-        { description: 'red on the identical tree and on the base too: "allow" lets this landing go on (the next landing checks the base again), "quarantine" quarantines the suite on the target, "fail" blocks as any red (default)' },
+        {
+          description:
+            'red on the identical tree and on the base too: "allow" lets this landing go on (the next landing checks the base again), "quarantine" quarantines the suite on the target, "fail" blocks as any red (default)',
+        },
       ),
     ),
     quarantineFor: Type.Optional(Type.String({ pattern: durationPattern, description: 'how long a quarantine lasts, at least 1s (default "168h")' })),
@@ -95,7 +101,8 @@ export const LimitsRecipeSchema = Type.Object(
           Type.Integer({
             minimum: 20,
             maximum: 40_000,
-            description: "a landing whose Temporal history has this many events continues as new at its next phase boundary (default 10000, Temporal's warning level; its hard limit is 50000)",
+            description:
+              "a landing whose Temporal history has this many events continues as new at its next phase boundary (default 10000, Temporal's warning level; its hard limit is 50000)",
           }),
         ),
       },
@@ -105,7 +112,10 @@ export const LimitsRecipeSchema = Type.Object(
       Type.Object(
         {
           wait: Type.Optional(
-            Type.String({ pattern: durationPattern, description: 'how long a run waits for the answer to a question before it ends needs-decision (none: as long as it takes)' }),
+            Type.String({
+              pattern: durationPattern,
+              description: 'how long a run waits for the answer to a question before it ends needs-decision (none: as long as it takes)',
+            }),
           ),
         },
         { additionalProperties: false },
@@ -152,7 +162,14 @@ export type GateLimits = Static<typeof GateLimitsSchema>;
  */
 export const PlaybooksSnapshotSchema = Type.Object({
   version: Type.Literal(1),
-  playbooks: Type.Array(Type.Object({ id: Type.String({ minLength: 1 }), description: Type.Optional(Type.String()), signature: Type.String({ minLength: 1 }), kind: Type.String({ minLength: 1 }) })),
+  playbooks: Type.Array(
+    Type.Object({
+      id: Type.String({ minLength: 1 }),
+      description: Type.Optional(Type.String()),
+      signature: Type.String({ minLength: 1 }),
+      kind: Type.String({ minLength: 1 }),
+    }),
+  ),
   grounding: Type.Object({ groundedCommands: Type.Array(Type.String()), groundingFiles: Type.Array(Type.String()) }),
   limits: Type.Object({
     maxRepairs: Type.Integer({ minimum: 0, maximum: 10 }),

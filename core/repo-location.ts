@@ -55,14 +55,18 @@ export function parseRepoLocation(text: string): RepoLocationParse {
   // Before anything that could echo the text: a secret must not come back in a message.
   if (carriesCredentials(text)) return refused(credentialsAdvice);
   if (text.startsWith('-')) return refused('must not start with "-"');
-  if (/^[A-Za-z0-9+.-]+::/.test(text)) return refused('uses git\'s remote-helper syntax ("transport::address", e.g. ext::), which can run commands; give a path or a file://, https://, http://, ssh:// or git:// URL');
+  if (/^[A-Za-z0-9+.-]+::/.test(text))
+    return refused(
+      'uses git\'s remote-helper syntax ("transport::address", e.g. ext::), which can run commands; give a path or a file://, https://, http://, ssh:// or git:// URL',
+    );
   if (/%(2e|2f|5c)/i.test(text)) return refused('must not contain percent-encoded dots or slashes (%2e, %2f, %5c)');
   if (text.includes('\\')) return refused('must not contain backslashes');
 
   const url = urlPattern.exec(text);
   if (url) return parseUrl(url[1]!.toLowerCase(), url[2]!, url[3]!);
   if (!isLocalPathText(text)) return parseScp(text);
-  if (!text.startsWith('/')) return refused('must be an absolute path or a URL (a relative path would be resolved on the server; the CLI makes paths absolute)');
+  if (!text.startsWith('/'))
+    return refused('must be an absolute path or a URL (a relative path would be resolved on the server; the CLI makes paths absolute)');
   const segments = pathSegments(text.split('/'));
   return 'problem' in segments ? refused(segments.problem) : done({ kind: 'local', form: 'path', segments });
 }
@@ -97,7 +101,8 @@ function parseUrl(scheme: string, authority: string, rest: string): RepoLocation
     if (authority !== '' && authority.toLowerCase() !== 'localhost') return refused('must be a file:// URL without a host (file:///path)');
     return done({ kind: 'local', form: 'file-url', segments });
   }
-  if (!(remoteSchemes as readonly string[]).includes(scheme)) return refused(`uses the scheme "${scheme}:", which Tarmac does not allow (allowed: file, https, http, ssh, git)`);
+  if (!(remoteSchemes as readonly string[]).includes(scheme))
+    return refused(`uses the scheme "${scheme}:", which Tarmac does not allow (allowed: file, https, http, ssh, git)`);
   const at = authority.lastIndexOf('@');
   const user = at >= 0 ? authority.slice(0, at) : undefined;
   const hostPort = /^(\[[^\]]*\]|[^:]*)(?::([0-9]{1,5}))?$/.exec(authority.slice(at + 1));
@@ -107,7 +112,14 @@ function parseUrl(scheme: string, authority: string, rest: string): RepoLocation
   if (port !== undefined && (port < 1 || port > 65535)) return refused('must name a port between 1 and 65535');
   if (segments.length === 0) return refused('must name a repository path on the host');
   const typed = scheme as RemoteScheme;
-  return done({ kind: 'url', scheme: typed, ...(user ? { user } : {}), host, ...(port === undefined || port === defaultPorts[typed] ? {} : { port }), segments });
+  return done({
+    kind: 'url',
+    scheme: typed,
+    ...(user ? { user } : {}),
+    host,
+    ...(port === undefined || port === defaultPorts[typed] ? {} : { port }),
+    segments,
+  });
 }
 
 function parseScp(text: string): RepoLocationParse {
@@ -221,7 +233,10 @@ export const gitTransportArgs: readonly string[] = gitTransportSettings.flatMap(
  * `unsafe.allowUnsafeProtocolOverride` for them: here they only ever narrow.
  */
 export function gitProtocolSettings(protocols: readonly GitProtocol[]): string[] {
-  return ['protocol.allow=never', ...protocols.filter((protocol) => (gitProtocols as readonly string[]).includes(protocol)).map((protocol) => `protocol.${protocol}.allow=always`)];
+  return [
+    'protocol.allow=never',
+    ...protocols.filter((protocol) => (gitProtocols as readonly string[]).includes(protocol)).map((protocol) => `protocol.${protocol}.allow=always`),
+  ];
 }
 
 /**
@@ -230,7 +245,10 @@ export function gitProtocolSettings(protocols: readonly GitProtocol[]): string[]
  * password, passphrase or host-key question). `sshCommand` is the operator's own
  * `GIT_SSH_COMMAND`, if any (default `ssh`); batch mode is added to it.
  */
-export function gitTransportEnv(protocols: readonly GitProtocol[], sshCommand?: string): { GIT_ALLOW_PROTOCOL: string; GIT_TERMINAL_PROMPT: string; GIT_SSH_COMMAND: string } {
+export function gitTransportEnv(
+  protocols: readonly GitProtocol[],
+  sshCommand?: string,
+): { GIT_ALLOW_PROTOCOL: string; GIT_TERMINAL_PROMPT: string; GIT_SSH_COMMAND: string } {
   return {
     GIT_ALLOW_PROTOCOL: protocols.filter((protocol) => (gitProtocols as readonly string[]).includes(protocol)).join(':'),
     GIT_TERMINAL_PROMPT: '0',

@@ -25,7 +25,9 @@ export function splitScriptModel(model: string): { behaviour: string; scenario?:
 
 /** Why a scenario name is refused, or undefined when it is a good one. */
 export function scenarioNameProblem(name: string): string | undefined {
-  return scenarioNamePattern.test(name) ? undefined : `scenario "${name}" must be lowercase letters, digits and "-" (at most 63, starting with a letter or digit)`;
+  return scenarioNamePattern.test(name)
+    ? undefined
+    : `scenario "${name}" must be lowercase letters, digits and "-" (at most 63, starting with a letter or digit)`;
 }
 
 const EditSchema = Type.Object(
@@ -57,12 +59,17 @@ export const ScriptScenarioSchema = Type.Object(
       Type.Array(Type.String({ minLength: 1, maxLength: 4000 }), {
         minItems: 1,
         maxItems: 20,
-        description: 'questions the agent asks before it works; it works once its prompt carries the answers, and an edit\'s `{{answer}}` becomes the first answer',
+        description:
+          "questions the agent asks before it works; it works once its prompt carries the answers, and an edit's `{{answer}}` becomes the first answer",
       }),
     ),
     pauseMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000, description: "`gateway-repeater`'s pause before its last try" })),
     crashAttempts: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 100, description: 'any behaviour crashes after its first turn (exit 1, no result) on its first N attempts of a session, then does its work' }),
+      Type.Integer({
+        minimum: 1,
+        maximum: 100,
+        description: 'any behaviour crashes after its first turn (exit 1, no result) on its first N attempts of a session, then does its work',
+      }),
     ),
   },
   { additionalProperties: false },

@@ -28,7 +28,10 @@ export const searchAttributeDeclarations: readonly string[] = [
  * repo and target it works on, and its parent run. Child workflows inherit neither search
  * attributes nor memo, so every `executeChild` passes these.
  */
-export function childRecord(kind: string, context: { repo: string; target?: string; parent: string; summary?: Record<string, unknown> }): {
+export function childRecord(
+  kind: string,
+  context: { repo: string; target?: string; parent: string; summary?: Record<string, unknown> },
+): {
   typedSearchAttributes: SearchAttributePair[];
   memo: Record<string, unknown>;
 } {
@@ -46,7 +49,10 @@ export function childRecord(kind: string, context: { repo: string; target?: stri
  * What every landing starts with, whoever starts it (the API, a nightly): its search
  * attributes (phase `validate` until the run moves it) and a memo with the request summary.
  */
-export function landingRecord(landing: { repo: string; target: string; heads: { branch: string; sha: string }[] }, memo: Record<string, unknown> = {}): {
+export function landingRecord(
+  landing: { repo: string; target: string; heads: { branch: string; sha: string }[] },
+  memo: Record<string, unknown> = {},
+): {
   typedSearchAttributes: SearchAttributePair[];
   memo: Record<string, unknown>;
 } {

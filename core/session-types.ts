@@ -17,9 +17,7 @@ export interface SessionTask {
 }
 
 /** Where the session works: a landing's run workspace, or a fresh one made from repo + ref. */
-export type SessionWorkspace =
-  | { kind: 'run'; repo: string; hostId: string; baseSha: string }
-  | { kind: 'fresh'; repo: string; ref: string };
+export type SessionWorkspace = { kind: 'run'; repo: string; hostId: string; baseSha: string } | { kind: 'fresh'; repo: string; ref: string };
 
 export interface SessionRequest {
   /** The run the session belongs to: its workspace is `runs/<runId>/worktree`; containers carry `tarmac.run`. */
@@ -102,7 +100,12 @@ export interface SessionAttemptReport {
   /** The conversation the attempt continued (a follow-up that resumed it), if any. */
   continued?: ConversationRef;
   /** What the tool gateway saw in this attempt (state is per session: it carries across attempts and restarts). */
-  gateway?: { toolCalls: number; commandFailures: { command: string; count: number }[]; circuitBreakerTriggered: boolean; refusals: { tool: string; reason: string }[] };
+  gateway?: {
+    toolCalls: number;
+    commandFailures: { command: string; count: number }[];
+    circuitBreakerTriggered: boolean;
+    refusals: { tool: string; reason: string }[];
+  };
 }
 
 export interface SessionMeters {
@@ -147,9 +150,7 @@ export interface SessionOutcome {
 }
 
 /** The budget update's argument: raise limits, or stop the run. */
-export type BudgetCommand =
-  | { action: 'extend'; tokens?: number; costUsd?: number; sessions?: number; wallMs?: number }
-  | { action: 'stop' };
+export type BudgetCommand = { action: 'extend'; tokens?: number; costUsd?: number; sessions?: number; wallMs?: number } | { action: 'stop' };
 
 export interface SessionStatusView {
   state: 'validating' | 'preparing' | 'running' | 'paused-budget' | 'done';

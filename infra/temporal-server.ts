@@ -91,12 +91,18 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   mkdirSync(dirname(options.dbFile), { recursive: true });
   mkdirSync(dirname(options.logFile), { recursive: true });
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(options.port),
-    '--db-filename', options.dbFile,
-    '--namespace', options.namespace ?? 'default',
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--db-filename',
+    options.dbFile,
+    '--namespace',
+    options.namespace ?? 'default',
+    '--log-level',
+    'warn',
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...searchAttributeDeclarations.flatMap((declaration) => ['--search-attribute', declaration]),
   ];

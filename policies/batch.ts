@@ -88,7 +88,12 @@ export function nextBatch(waiting: readonly QueueTicket[]): QueueTicket[] {
  * ahead of it and its own. `position`: 0-based in the waiting line; `batchSize`: 1 when the line
  * is not batched. Undefined until the queue has timed a turn.
  */
-export function queueEta(input: { position: number; batchSize: number; recentTurnMs: readonly number[]; inFlightForMs?: number }): { etaMs: number; turnsAhead: number; medianTurnMs: number } | undefined {
+export function queueEta(input: {
+  position: number;
+  batchSize: number;
+  recentTurnMs: readonly number[];
+  inFlightForMs?: number;
+}): { etaMs: number; turnsAhead: number; medianTurnMs: number } | undefined {
   const { position, batchSize, recentTurnMs, inFlightForMs } = input;
   if (recentTurnMs.length === 0) return undefined;
   const sorted = [...recentTurnMs].sort((a, b) => a - b);

@@ -11,7 +11,10 @@ export interface BudgetLimits {
  * Is the run's budget spent? Checked before every new session: the answer names the
  * limit that was crossed, or is undefined while there is budget left. Pure.
  */
-export function budgetExhausted(meters: Pick<SessionMeters, 'inputTokens' | 'outputTokens' | 'costUsd' | 'sessionsSpawned' | 'wallTimeMs'>, budget: BudgetLimits): string | undefined {
+export function budgetExhausted(
+  meters: Pick<SessionMeters, 'inputTokens' | 'outputTokens' | 'costUsd' | 'sessionsSpawned' | 'wallTimeMs'>,
+  budget: BudgetLimits,
+): string | undefined {
   const tokens = meters.inputTokens + meters.outputTokens;
   if (tokens > budget.tokens) return `tokens: ${tokens} used of ${budget.tokens}`;
   if (meters.costUsd > budget.costUsd) return `cost: $${meters.costUsd.toFixed(4)} spent of $${budget.costUsd}`;

@@ -14,10 +14,7 @@ export interface BreakerState {
   totalFailures: Record<string, number>;
 }
 
-export type ToolEvent =
-  | { kind: 'read'; file: string }
-  | { kind: 'edit'; file: string }
-  | { kind: 'command-result'; command: string; exitCode: number };
+export type ToolEvent = { kind: 'read'; file: string } | { kind: 'edit'; file: string } | { kind: 'command-result'; command: string; exitCode: number };
 
 export function emptyBreaker(): BreakerState {
   return { failures: {}, filesRead: [], triggered: false, totalFailures: {} };

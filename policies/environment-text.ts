@@ -14,7 +14,9 @@ export function environmentDetail(environment: EnvironmentRef): string {
 export function environmentFailureText(failure: EnvironmentFailure): { summary: string; message: string } {
   // The operator's list decides what a setup reaches: a refusal says where to allow the host.
   const refused = failure.refused.length ? `; egress refused: ${failure.refused.join(', ')} (not in the worker's TARMAC_EGRESS_ALLOW)` : '';
-  const declared = failure.refusedDeclared?.length ? `; the declaration's egress hosts not allowed by the operator (TARMAC_EGRESS_ALLOW): ${failure.refusedDeclared.join(', ')}` : '';
+  const declared = failure.refusedDeclared?.length
+    ? `; the declaration's egress hosts not allowed by the operator (TARMAC_EGRESS_ALLOW): ${failure.refusedDeclared.join(', ')}`
+    : '';
   const tail = failure.logTail.split('\n').slice(-8).join('\n');
   return {
     summary: `environment ${failure.key.slice(7, 19)}: ${failure.why}${refused}${declared}; log: ${failure.logRef}`,

@@ -97,6 +97,7 @@ export function activeQuarantines<Q extends QuarantineView>(entries: readonly Q[
 export function addQuarantine<Q extends QuarantineView>(entries: readonly Q[], entry: Q): Q[] {
   const existing = entries.find((candidate) => candidate.suiteId === entry.suiteId);
   if (!existing) return [...entries, entry];
-  const merged = Date.parse(existing.until) >= Date.parse(entry.until) ? { ...entry, since: existing.since, until: existing.until } : { ...entry, since: existing.since };
+  const merged =
+    Date.parse(existing.until) >= Date.parse(entry.until) ? { ...entry, since: existing.since, until: existing.until } : { ...entry, since: existing.since };
   return entries.map((candidate) => (candidate === existing ? merged : candidate));
 }

@@ -20,7 +20,8 @@ export const maxInsertedLines = 4;
 export const maxEdits = 3;
 
 /** Is the edit small enough to be a playbook's (never a rewrite)? */
-export const isMinimal = (edit: LineEdit): boolean => edit.remove.length <= maxRemovedLines && edit.insert.length <= maxInsertedLines && edit.remove.length + edit.insert.length > 0;
+export const isMinimal = (edit: LineEdit): boolean =>
+  edit.remove.length <= maxRemovedLines && edit.insert.length <= maxInsertedLines && edit.remove.length + edit.insert.length > 0;
 
 /**
  * The file with the edits applied (bottom up, so indices stay true), or undefined when a line an
@@ -70,7 +71,8 @@ export function parsePackageJson(text: string): { scripts: Record<string, string
   if (!data || typeof data !== 'object' || Array.isArray(data)) return { error: 'not a JSON object' };
   const record = data as Record<string, unknown>;
   const scripts = record.scripts ?? {};
-  if (!scripts || typeof scripts !== 'object' || Array.isArray(scripts) || Object.values(scripts).some((value) => typeof value !== 'string')) return { error: '"scripts" is not an object of strings' };
+  if (!scripts || typeof scripts !== 'object' || Array.isArray(scripts) || Object.values(scripts).some((value) => typeof value !== 'string'))
+    return { error: '"scripts" is not an object of strings' };
   return { scripts: scripts as Record<string, string>, ...(typeof record.main === 'string' ? { main: record.main } : {}), data: record };
 }
 

@@ -35,14 +35,25 @@ const targetVariable = /^\s*[A-Za-z_][A-Za-z0-9_.-]*\s*(?:\+|\?|!|::?)?=/;
 export function parseMakeDatabase(text: string): Omit<MakeDatabase, 'source'> | undefined {
   const lines = text.split('\n').map((line) => line.replace(/\r$/, ''));
   const listLine = lines.find((line) => /^MAKEFILE_LIST :?= /.test(line));
-  const makefiles = listLine ? listLine.replace(/^MAKEFILE_LIST :?= /, '').split(/\s+/).filter(Boolean) : [];
+  const makefiles = listLine
+    ? listLine
+        .replace(/^MAKEFILE_LIST :?= /, '')
+        .split(/\s+/)
+        .filter(Boolean)
+    : [];
   const start = lines.indexOf('# Files');
   if (start < 0) return undefined;
   const targets = new Map<string, MakeTarget>();
   let block: string[] = [];
   const flush = () => {
     if (block.length === 0 || block.includes('# Not a target:')) return void (block = []);
-    const entry = block.find((line) => !line.startsWith('#') && !line.startsWith('\t') && /^[^:]+::?(\s|$)/.test(line) && !targetVariable.test(line.slice(line.indexOf(':') + 1).replace(/^:/, '')));
+    const entry = block.find(
+      (line) =>
+        !line.startsWith('#') &&
+        !line.startsWith('\t') &&
+        /^[^:]+::?(\s|$)/.test(line) &&
+        !targetVariable.test(line.slice(line.indexOf(':') + 1).replace(/^:/, '')),
+    );
     const name = entry?.slice(0, entry.indexOf(':'));
     if (name && isUserTarget(name) && !targets.has(name) && targets.size < maxMakeTargets) {
       const recipe = block.map((line) => /^#\s+recipe to execute \(from '(.+)', line (\d+)\):$/.exec(line)).find(Boolean);
@@ -69,7 +80,7 @@ interface LogicalLine {
 
 function logicalLines(lines: readonly string[]): LogicalLine[] {
   const out: LogicalLine[] = [];
-  for (let index = 0; index < lines.length; ) {
+  for (let index = 0; index < lines.length;) {
     const start = index;
     let text = lines[index]!.replace(/\r$/, '');
     while (text.endsWith('\\') && index + 1 < lines.length) {

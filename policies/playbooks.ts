@@ -12,7 +12,14 @@ import { addPackageScript, appendLines, isMinimal, maxEdits, parsePackageJson, t
 import { nearMiss, pathNearness } from './near-miss';
 
 /** The matchers a playbook's `kind` may name. */
-export const playbookKinds = ['make-target-from-script', 'make-target-typo', 'make-target-alias', 'npm-script-from-make', 'npm-script-alias', 'module-path-near-miss'] as const;
+export const playbookKinds = [
+  'make-target-from-script',
+  'make-target-typo',
+  'make-target-alias',
+  'npm-script-from-make',
+  'npm-script-alias',
+  'module-path-near-miss',
+] as const;
 export type PlaybookKind = (typeof playbookKinds)[number];
 
 export interface Playbook {
@@ -57,8 +64,11 @@ function topMakefile(tree: PlaybookTree): { path: string; text: string } | undef
   return undefined;
 }
 
-const makeTargets = (tree: PlaybookTree, top: { text: string }): string[] => (tree.make ? tree.make.targets.map((target) => target.name) : textualMakeTargets(top.text));
-const makefilesOf = (tree: PlaybookTree, top: { path: string }): string[] => [...new Set([top.path, ...(tree.make?.makefiles ?? []).flatMap((path) => repoPath(path) ?? [])])];
+const makeTargets = (tree: PlaybookTree, top: { text: string }): string[] =>
+  tree.make ? tree.make.targets.map((target) => target.name) : textualMakeTargets(top.text);
+const makefilesOf = (tree: PlaybookTree, top: { path: string }): string[] => [
+  ...new Set([top.path, ...(tree.make?.makefiles ?? []).flatMap((path) => repoPath(path) ?? [])]),
+];
 
 /** The rule defining a target: in the file make says holds its recipe, else the first makefile whose text has it. */
 function locateRule(tree: PlaybookTree, top: { path: string }, name: string): { path: string; rule: RuleLines } | undefined {
@@ -91,7 +101,10 @@ const makeTargetFromScript: Matcher = ({ target }, tree) => {
   if (!target || !top || makeTargets(tree, top).includes(target)) return undefined;
   const script = [`scripts/${target}.sh`, `scripts/${target}`].find((path) => tree.read(path) !== undefined);
   if (!script) return undefined;
-  return { edits: [appendLines(top.path, top.text, ['', `.PHONY: ${target}`, `${target}:`, `\tsh ${script}`])], summary: `added make target "${target}" to ${top.path}, running ${script}` };
+  return {
+    edits: [appendLines(top.path, top.text, ['', `.PHONY: ${target}`, `${target}:`, `\tsh ${script}`])],
+    summary: `added make target "${target}" to ${top.path}, running ${script}`,
+  };
 };
 
 const makeTargetTypo: Matcher = ({ target, neededBy }, tree) => {
@@ -172,7 +185,8 @@ export function relativeSpecifier(fromDir: string, to: string): string {
 }
 
 const moduleExtensions = ['.js', '.cjs', '.mjs', '.json'];
-const stripExtension = (path: string) => moduleExtensions.reduce((current, extension) => (current.endsWith(extension) ? current.slice(0, -extension.length) : current), path);
+const stripExtension = (path: string) =>
+  moduleExtensions.reduce((current, extension) => (current.endsWith(extension) ? current.slice(0, -extension.length) : current), path);
 const dirOf = (path: string) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '');
 
 /**
@@ -193,7 +207,9 @@ const modulePathNearMiss: Matcher = ({ specifier, missing, importer }, tree) => 
   if (specifier) wanted = specifier.startsWith('./') || specifier.startsWith('../') ? joinPath(dir, specifier) : undefined;
   else if (missing?.replace(/^file:\/\//, '').startsWith(root)) wanted = repoPath(missing.replace(/^file:\/\//, '').slice(root.length));
   if (!wanted) return undefined;
-  const resolving = esm ? [wanted] : [wanted, ...moduleExtensions.map((extension) => `${wanted}${extension}`), ...['index.js', 'index.json'].map((index) => `${wanted}/${index}`)];
+  const resolving = esm
+    ? [wanted]
+    : [wanted, ...moduleExtensions.map((extension) => `${wanted}${extension}`), ...['index.js', 'index.json'].map((index) => `${wanted}/${index}`)];
   if (resolving.some((path) => tree.files.includes(path))) return undefined;
   const key = stripExtension(wanted);
   const candidates = tree.files.flatMap((file) => {

@@ -64,7 +64,9 @@ export function reviewerReportOf(harnessModel: string, outcome: Pick<SessionOutc
   const { status, summary, result } = outcome;
   if (status === 'delivered' && result?.status === 'ok') return { harnessModel, status: 'delivered', findings: result.findings ?? [] };
   if (status === 'agent-unavailable') return { harnessModel, status: 'unavailable', findings: [], reason: short(summary) };
-  if (status === 'delivered') return { harnessModel, status: 'errored', findings: [], reason: short(`its result says ${result?.status ?? 'nothing'}: ${result?.summary ?? summary}`) };
-  if (status === 'asked') return { harnessModel, status: 'errored', findings: [], reason: short(`asked instead of reviewing: ${(result?.questions ?? []).join(' / ')}`) };
+  if (status === 'delivered')
+    return { harnessModel, status: 'errored', findings: [], reason: short(`its result says ${result?.status ?? 'nothing'}: ${result?.summary ?? summary}`) };
+  if (status === 'asked')
+    return { harnessModel, status: 'errored', findings: [], reason: short(`asked instead of reviewing: ${(result?.questions ?? []).join(' / ')}`) };
   return { harnessModel, status: 'errored', findings: [], reason: short(`${status}: ${summary}`) };
 }

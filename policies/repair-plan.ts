@@ -20,4 +20,3 @@ export function repairPlan(suites: readonly GateSuite[], failing: readonly strin
   if (red.length === 0) return { kind: 'green' };
   return { kind: 'repair', failing: red.map((suite) => suite.id), reproCommand: red.map((suite) => shellCommand(suite.run)).join(' && ') };
 }
-

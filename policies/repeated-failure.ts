@@ -16,20 +16,22 @@ const shapeChars = 2_000;
  * temp paths — and whitespace collapsed. Short numbers are content (a value an agent changed).
  */
 export function failureShape(output: string): string {
-  return output
-    // Colour codes (ESC [ … m), written without a control character in the pattern.
-    .replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '')
-    .replace(/\/tmp\/[^\s'"]+/g, '/tmp/…')
-    // Timestamps, clock times and durations; then hex ids and long numbers (pids, ports, sizes). Short
-    // numbers stay: "value=0" and "value=1" are two different failures, an agent's round changed it.
-    .replace(/\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?/g, '#')
-    .replace(/\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b/g, '#')
-    .replace(/\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|m|min|minutes?|h|hours?)\b/g, '#')
-    .replace(/\b[0-9a-f]{7,64}\b/gi, '#')
-    .replace(/\b\d{5,}\b/g, '#')
-    .replace(/\s+/g, ' ')
-    .trim()
-    .slice(-shapeChars);
+  return (
+    output
+      // Colour codes (ESC [ … m), written without a control character in the pattern.
+      .replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '')
+      .replace(/\/tmp\/[^\s'"]+/g, '/tmp/…')
+      // Timestamps, clock times and durations; then hex ids and long numbers (pids, ports, sizes). Short
+      // numbers stay: "value=0" and "value=1" are two different failures, an agent's round changed it.
+      .replace(/\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?/g, '#')
+      .replace(/\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b/g, '#')
+      .replace(/\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|m|min|minutes?|h|hours?)\b/g, '#')
+      .replace(/\b[0-9a-f]{7,64}\b/gi, '#')
+      .replace(/\b\d{5,}\b/g, '#')
+      .replace(/\s+/g, ' ')
+      .trim()
+      .slice(-shapeChars)
+  );
 }
 
 /** One run of the repro that failed. */
@@ -63,8 +65,14 @@ export interface AfterFailureInput {
  */
 export function afterFailedVerify({ seen, latest, toolFailures }: AfterFailureInput): NextMove {
   const times = seen[sightingKey(latest)] ?? 0;
-  if (times >= 2) return { move: 'playbook', orThrash: true, why: `\`${latest.command}\` failed the same way ${times} times (exit ${latest.exitCode ?? 'none'})` };
+  if (times >= 2)
+    return { move: 'playbook', orThrash: true, why: `\`${latest.command}\` failed the same way ${times} times (exit ${latest.exitCode ?? 'none'})` };
   const repeated = toolFailures.filter(({ count }) => count >= 2);
-  if (repeated.length > 0) return { move: 'playbook', orThrash: false, why: `the agent's ${repeated.map(({ command, count }) => `\`${command}\` failed ${count} times`).join(', ')} in its tool loop` };
+  if (repeated.length > 0)
+    return {
+      move: 'playbook',
+      orThrash: false,
+      why: `the agent's ${repeated.map(({ command, count }) => `\`${command}\` failed ${count} times`).join(', ')} in its tool loop`,
+    };
   return { move: 'agent' };
 }

@@ -42,7 +42,8 @@ const trailing = /[.,:;!?)]+$/;
 
 /** Words around a command that say the user ran it. */
 const ranBefore = /(?:^|\s)(?:run|runs|running|ran|with|using|via|type|typing|typed|call|calling|execute|executing|invoke|invoking|try|tried|trying)\s+$/i;
-const ranAfter = /^\s*(?:fails?|failed|failing|errors?|errored|exits?|exited|crash(?:es|ed)?|breaks|broke|doesn'?t|does not|won'?t|will not|is broken|gives|gave|says|said|prints|printed|returns|returned|hangs)\b/i;
+const ranAfter =
+  /^\s*(?:fails?|failed|failing|errors?|errored|exits?|exited|crash(?:es|ed)?|breaks|broke|doesn'?t|does not|won'?t|will not|is broken|gives|gave|says|said|prints|printed|returns|returned|hangs)\b/i;
 
 interface Mention {
   at: number;
@@ -85,13 +86,21 @@ function pastedErrors(text: string, facts: RepoFacts): Found[] {
       const [, missing, neededBy] = match;
       const goal = neededBy && targets.includes(neededBy) ? neededBy : missing!;
       const how = goal === missing ? `\`make ${goal}\` is the command that fails` : `\`make ${goal}\` (defined in ${definedWhere(facts, goal)}) reproduces it`;
-      found.push({ command: `make ${goal}`, reason: `the request pastes make's error "No rule to make target '${missing}'${neededBy ? `, needed by '${neededBy}'` : ''}": ${how}`, at: match.index });
+      found.push({
+        command: `make ${goal}`,
+        reason: `the request pastes make's error "No rule to make target '${missing}'${neededBy ? `, needed by '${neededBy}'` : ''}": ${how}`,
+        at: match.index,
+      });
     }
   }
   if (npmOf(facts)) {
     for (const match of text.matchAll(new RegExp(`missing script:\\s*${quote}?(${name})`, 'gi'))) {
       const script = match[1]!.replace(trailing, '');
-      found.push({ command: npmCommand(script), reason: `the request pastes npm's error "Missing script: ${script}": \`${npmCommand(script)}\` is the command that fails`, at: match.index });
+      found.push({
+        command: npmCommand(script),
+        reason: `the request pastes npm's error "Missing script: ${script}": \`${npmCommand(script)}\` is the command that fails`,
+        at: match.index,
+      });
     }
   }
   return found;
@@ -106,7 +115,8 @@ function writtenCommands(text: string, facts: RepoFacts, ignored: string[]): Fou
     const mention = { at: match.index!, end: match.index! + match[0].length };
     if (!present) return void ignored.push(`\`${command}\` (${what})`);
     if (defined) return void found.push({ command, reason: `the request names \`${command}\`, which ${defined}`, at: mention.at });
-    if (ranByUser(text, mention)) return void found.push({ command, reason: `the request names \`${command}\` as the command it ran, whose failure is the bug (${what})`, at: mention.at });
+    if (ranByUser(text, mention))
+      return void found.push({ command, reason: `the request names \`${command}\` as the command it ran, whose failure is the bug (${what})`, at: mention.at });
     ignored.push(`\`${command}\` (${what}, and the request does not say it ran it)`);
   };
   for (const match of text.matchAll(new RegExp(`\\bmake[ \\t]+(${name})`, 'g'))) {
@@ -119,12 +129,18 @@ function writtenCommands(text: string, facts: RepoFacts, ignored: string[]): Fou
   for (const match of text.matchAll(new RegExp(`\\bnpm[ \\t]+(?:run|run-script)[ \\t]+(${name})|\\bnpm[ \\t]+(start|test)\\b`, 'g'))) {
     const script = (match[1] ?? match[2]!).replace(trailing, '');
     const serverDefault = script === 'start' && !npm?.scripts.start && facts.files.includes('server.js');
-    const where = npm?.scripts[script] !== undefined ? `package.json defines (scripts.${script})` : serverDefault ? 'npm runs as `node server.js`, a file the repository has' : undefined;
+    const where =
+      npm?.scripts[script] !== undefined
+        ? `package.json defines (scripts.${script})`
+        : serverDefault
+          ? 'npm runs as `node server.js`, a file the repository has'
+          : undefined;
     consider(match, npmCommand(script), where, Boolean(npm), npm ? `package.json has no script "${script}"` : 'the repository has no readable package.json');
   }
   for (const match of text.matchAll(/\bnode[ \t]+((?:\.\/)?[A-Za-z0-9_][A-Za-z0-9_./-]*\.[cm]?js)\b/g)) {
     const file = match[1]!.replace(/^\.\//, '');
-    if (facts.files.includes(file)) found.push({ command: `node ${file}`, reason: `the request names \`node ${file}\`; ${file} is in the repository`, at: match.index });
+    if (facts.files.includes(file))
+      found.push({ command: `node ${file}`, reason: `the request names \`node ${file}\`; ${file} is in the repository`, at: match.index });
     else ignored.push(`\`node ${file}\` (no such file)`);
   }
   return found;
@@ -134,13 +150,26 @@ function writtenCommands(text: string, facts: RepoFacts, ignored: string[]): Fou
 function traceEntries(text: string, facts: RepoFacts): Found[] {
   const found: Found[] = [];
   for (const match of text.matchAll(/Require stack:[ \t]*\r?\n((?:[ \t]*-[ \t]+[^\n]+\r?\n?)+)/g)) {
-    const stack = match[1]!.split('\n').map((line) => line.replace(/^[ \t]*-[ \t]+/, '').trim()).filter(Boolean);
+    const stack = match[1]!
+      .split('\n')
+      .map((line) => line.replace(/^[ \t]*-[ \t]+/, '').trim())
+      .filter(Boolean);
     const entry = treeFileOf(stack.at(-1)!, facts.files);
-    if (entry) found.push({ command: `node ${entry}`, reason: `the request pastes a "Cannot find module" trace whose entry point is ${entry}: \`node ${entry}\` reproduces it`, at: match.index });
+    if (entry)
+      found.push({
+        command: `node ${entry}`,
+        reason: `the request pastes a "Cannot find module" trace whose entry point is ${entry}: \`node ${entry}\` reproduces it`,
+        at: match.index,
+      });
   }
   for (const match of text.matchAll(/Cannot find (?:module|package) '[^'\n]+' imported from (\S+)/g)) {
     const entry = treeFileOf(match[1]!, facts.files);
-    if (entry) found.push({ command: `node ${entry}`, reason: `the request pastes a "Cannot find module" error raised importing from ${entry}: \`node ${entry}\` reproduces it`, at: match.index });
+    if (entry)
+      found.push({
+        command: `node ${entry}`,
+        reason: `the request pastes a "Cannot find module" error raised importing from ${entry}: \`node ${entry}\` reproduces it`,
+        at: match.index,
+      });
   }
   return found;
 }
@@ -153,16 +182,35 @@ function repositoryDefined(input: ReproInput): { command: string; reason: string
   const targets = makeTargetsOf(facts);
   const npm = npmOf(facts);
   const candidates = names.flatMap((wanted) => [
-    ...(targets.includes(wanted) ? [{ wanted, command: `make ${wanted}`, reason: `make's database (${makefilesOf(facts)}) defines target "${wanted}" (recipe in ${definedWhere(facts, wanted)})` }] : []),
-    ...(npm?.scripts[wanted] !== undefined ? [{ wanted, command: npmCommand(wanted), reason: `package.json defines scripts.${wanted} (\`${npm.scripts[wanted]}\`)` }] : []),
+    ...(targets.includes(wanted)
+      ? [
+          {
+            wanted,
+            command: `make ${wanted}`,
+            reason: `make's database (${makefilesOf(facts)}) defines target "${wanted}" (recipe in ${definedWhere(facts, wanted)})`,
+          },
+        ]
+      : []),
+    ...(npm?.scripts[wanted] !== undefined
+      ? [{ wanted, command: npmCommand(wanted), reason: `package.json defines scripts.${wanted} (\`${npm.scripts[wanted]}\`)` }]
+      : []),
   ]);
   const mentioned = candidates.find(({ wanted }) => new RegExp(`\\b${wanted}\\b`, 'i').test(request));
   const chosen = mentioned ?? candidates[0];
-  if (chosen) return { command: chosen.command, reason: `${chosen.reason}; a ${intent} runs it${mentioned ? ` (the request speaks of "${chosen.wanted}")` : ''}` };
+  if (chosen)
+    return { command: chosen.command, reason: `${chosen.reason}; a ${intent} runs it${mentioned ? ` (the request speaks of "${chosen.wanted}")` : ''}` };
   if (intent !== 'boot-fix' || !npm) return undefined;
-  if (facts.files.includes('server.js')) return { command: 'npm start', reason: 'package.json has no start script, so `npm start` runs `node server.js`, which the repository has; a boot-fix starts the app with it' };
+  if (facts.files.includes('server.js'))
+    return {
+      command: 'npm start',
+      reason: 'package.json has no start script, so `npm start` runs `node server.js`, which the repository has; a boot-fix starts the app with it',
+    };
   const main = (npm.main ?? 'index.js').replace(/^\.\//, '');
-  if (facts.files.includes(main)) return { command: `node ${main}`, reason: `package.json's entry point is ${main}${npm.main ? '' : ' (npm\'s default "main")'}; a boot-fix starts the app with \`node ${main}\`` };
+  if (facts.files.includes(main))
+    return {
+      command: `node ${main}`,
+      reason: `package.json's entry point is ${main}${npm.main ? '' : ' (npm\'s default "main")'}; a boot-fix starts the app with \`node ${main}\``,
+    };
   return undefined;
 }
 
@@ -170,7 +218,12 @@ function repositoryDefined(input: ReproInput): { command: string; reason: string
 function inventory(facts: RepoFacts): string {
   const make = facts.makefile ? `${makefilesOf(facts)} — targets: ${makeTargetsOf(facts).slice(0, 12).join(', ') || 'none'}` : 'no makefile';
   const npm = npmOf(facts);
-  const pkg = facts.packageJson === null ? 'no package.json' : npm ? `package.json — scripts: ${Object.keys(npm.scripts).slice(0, 12).join(', ') || 'none'}` : `package.json unreadable (${(facts.packageJson as { error: string }).error})`;
+  const pkg =
+    facts.packageJson === null
+      ? 'no package.json'
+      : npm
+        ? `package.json — scripts: ${Object.keys(npm.scripts).slice(0, 12).join(', ') || 'none'}`
+        : `package.json unreadable (${(facts.packageJson as { error: string }).error})`;
   return `${make}; ${pkg}`;
 }
 
@@ -184,7 +237,12 @@ export function discoverRepro(input: ReproInput): ReproChoice {
     if (first) return { command: first.command, source: 'request', reason: first.reason };
   }
   const defined = repositoryDefined(input);
-  if (defined) return { command: defined.command, source: 'repository', reason: `the request names no command; ${defined.reason}${ignored.length ? ` (not taken from the request: ${ignored.join(', ')})` : ''}` };
+  if (defined)
+    return {
+      command: defined.command,
+      source: 'repository',
+      reason: `the request names no command; ${defined.reason}${ignored.length ? ` (not taken from the request: ${ignored.join(', ')})` : ''}`,
+    };
   const looked = input.intent === 'design-question' ? '' : ` for a ${input.intent} (looked for ${repositoryNames[input.intent].join(', ')})`;
   return {
     command: null,

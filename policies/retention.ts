@@ -47,7 +47,8 @@ export function runRetention(facts: RunFacts, { now, retentionMs, hostId }: { no
   if (workflow.state === 'unknown') return { remove: false, reason: `its workflow status is unknown (${workflow.problem}): kept until Temporal answers` };
   const finishedAt = workflow.state === 'closed' ? workflow.closedAt : facts.lastWriteMs;
   const finishedAgo = now - finishedAt;
-  const how = workflow.state === 'closed' ? `${workflow.status.toLowerCase()} ${age(finishedAgo)} ago` : `unknown to Temporal, last written ${age(finishedAgo)} ago`;
+  const how =
+    workflow.state === 'closed' ? `${workflow.status.toLowerCase()} ${age(finishedAgo)} ago` : `unknown to Temporal, last written ${age(finishedAgo)} ago`;
   if (finishedAgo < retentionMs) return { remove: false, reason: `${how}: younger than the retention (${age(retentionMs)})` };
   return { remove: true, finishedAt, reason: `${how}: older than the retention (${age(retentionMs)})` };
 }
@@ -61,7 +62,8 @@ export interface MirrorFacts {
 
 /** A mirror no kept run names and nobody fetched into within the retention is removed; the next run makes it again. */
 export function mirrorRetention({ usedBy, lastUsedMs }: MirrorFacts, { now, retentionMs }: { now: number; retentionMs: number }): RetentionDecision {
-  if (usedBy.length > 0) return { remove: false, reason: `used by ${usedBy.length} kept run(s) (${usedBy.slice(0, 3).join(', ')}${usedBy.length > 3 ? ', …' : ''})` };
+  if (usedBy.length > 0)
+    return { remove: false, reason: `used by ${usedBy.length} kept run(s) (${usedBy.slice(0, 3).join(', ')}${usedBy.length > 3 ? ', …' : ''})` };
   const idle = now - lastUsedMs;
   if (idle < retentionMs) return { remove: false, reason: `fetched into ${age(idle)} ago: younger than the retention (${age(retentionMs)})` };
   return { remove: true, finishedAt: lastUsedMs, reason: `no kept run uses it and nothing fetched into it for ${age(idle)} (retention ${age(retentionMs)})` };
@@ -70,5 +72,7 @@ export function mirrorRetention({ usedBy, lastUsedMs }: MirrorFacts, { now, rete
 /** A findings- or gate-cache file is kept while it was sealed or reused within the retention. */
 export function cacheEntryRetention(lastUsedMs: number, { now, retentionMs }: { now: number; retentionMs: number }): RetentionDecision {
   const idle = now - lastUsedMs;
-  return idle < retentionMs ? { remove: false, reason: 'used within the retention' } : { remove: true, finishedAt: lastUsedMs, reason: `not used for ${age(idle)} (retention ${age(retentionMs)})` };
+  return idle < retentionMs
+    ? { remove: false, reason: 'used within the retention' }
+    : { remove: true, finishedAt: lastUsedMs, reason: `not used for ${age(idle)} (retention ${age(retentionMs)})` };
 }

@@ -52,7 +52,13 @@ export function decideNext(input: SessionPolicyInput): SessionDecision {
     const from = ladderIndex(input.ladder, last.harnessModel);
     const index = input.ladder.findIndex((spec, at) => at > from && !unavailable.has(spec));
     if (index < 0) return { action: 'give-up', reason: `${last.harnessModel} cannot run on this worker and no rung of the ladder after it can be tried` };
-    return { action: 'escalate', harnessModel: input.ladder[index]!, fromIndex: from, toIndex: index, reason: `${last.harnessModel} cannot run on this worker` };
+    return {
+      action: 'escalate',
+      harnessModel: input.ladder[index]!,
+      fromIndex: from,
+      toIndex: index,
+      reason: `${last.harnessModel} cannot run on this worker`,
+    };
   }
   if (input.attempts.length >= input.maxAttempts) {
     return { action: 'give-up', reason: `${input.attempts.length} attempts reached the limit of ${input.maxAttempts}` };

@@ -42,7 +42,9 @@ function problemsOf(facts: VerifyFacts): Problem[] {
     rule(`the review quorum was not met on tree ${tree}${facts.reviewedTreeSha ? ` (approved tree: ${facts.reviewedTreeSha.slice(0, 12)})` : ''}`);
   }
   for (const suiteId of facts.suiteIds) {
-    const passed = facts.gates.some((gate) => gate.suiteId === suiteId && gate.treeSha === facts.headTree && (gate.status === 'passed' || gate.excused !== undefined));
+    const passed = facts.gates.some(
+      (gate) => gate.suiteId === suiteId && gate.treeSha === facts.headTree && (gate.status === 'passed' || gate.excused !== undefined),
+    );
     if (!passed) rule(`suite ${suiteId} has no passing result on tree ${tree}`);
   }
   return problems;
@@ -66,7 +68,11 @@ export function verifyProblems(facts: VerifyFacts): string[] {
  */
 export function verifyVerdict(facts: VerifyFacts): { ok: boolean; problems: string[]; repairable: boolean } {
   const problems = problemsOf(facts);
-  return { ok: problems.length === 0, problems: problems.map((problem) => problem.message), repairable: problems.length > 0 && problems.every((problem) => problem.inTree) };
+  return {
+    ok: problems.length === 0,
+    problems: problems.map((problem) => problem.message),
+    repairable: problems.length > 0 && problems.every((problem) => problem.inTree),
+  };
 }
 
 /** A conflict marker line as git writes it (`<<<<<<< ours`, `=======`, `>>>>>>> theirs`, diff3's `||||||| base`). */

@@ -22,7 +22,7 @@ if (!conflict) {
     dir,
     name: 'demo',
     base: {
-      'Makefile': 'test:\n\tnode test.js\n',
+      Makefile: 'test:\n\tnode test.js\n',
       'greeting.js': "module.exports = () => 'hello';\n",
       'test.js': "const assert = require('node:assert');\nassert.strictEqual(require('./greeting.js')(), 'hello');\nconsole.log('ok');\n",
       '.config/tarmac/land-gate.json': gate,
@@ -45,12 +45,28 @@ if (!conflict) {
   });
   process.stdout.write(`${repo.url}\n`);
 } else {
-  const test = "const assert = require('node:assert');\nconst greet = require('./greeting.js');\nassert.match(greet(), /^hello/);\nassert.match(greet('ada'), /^hello, ada/);\nconsole.log('ok');\n";
+  const test =
+    "const assert = require('node:assert');\nconst greet = require('./greeting.js');\nassert.match(greet(), /^hello/);\nassert.match(greet('ada'), /^hello, ada/);\nconsole.log('ok');\n";
   const repo = createFixtureRepo({
     dir,
     name: 'demo',
-    base: { 'Makefile': 'test:\n\tnode test.js\n', 'greeting.js': "module.exports = () => 'hello';\n", 'test.js': "require('./greeting.js')();\n", '.config/tarmac/land-gate.json': gate },
-    branches: [{ name: 'feature/conflict', commits: [{ message: 'greeting: say hello to someone', files: { 'greeting.js': "module.exports = (name) => (name ? `hello, ${name}` : 'hello');\n", 'test.js': test } }] }],
+    base: {
+      Makefile: 'test:\n\tnode test.js\n',
+      'greeting.js': "module.exports = () => 'hello';\n",
+      'test.js': "require('./greeting.js')();\n",
+      '.config/tarmac/land-gate.json': gate,
+    },
+    branches: [
+      {
+        name: 'feature/conflict',
+        commits: [
+          {
+            message: 'greeting: say hello to someone',
+            files: { 'greeting.js': "module.exports = (name) => (name ? `hello, ${name}` : 'hello');\n", 'test.js': test },
+          },
+        ],
+      },
+    ],
   });
   // Meanwhile main changed the same line.
   repo.advanceTarget('greeting: more cheerful', { 'greeting.js': "module.exports = () => 'hello!';\n" });
@@ -63,9 +79,20 @@ if (!conflict) {
         name: 'resolver',
         match: 'greeting.js',
         turns: [
-          { text: 'Reading the conflict in greeting.js.', toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'greeting.js' } }], usage: { inputTokens: 2400, outputTokens: 60 } },
-          { text: 'Keeping the name (branch) and the exclamation (main).', toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: 'greeting.js', content: resolved } }], usage: { inputTokens: 2700, outputTokens: 90 } },
-          { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'git add greeting.js && GIT_EDITOR=true git rebase --continue' } }], usage: { inputTokens: 2900, outputTokens: 50 } },
+          {
+            text: 'Reading the conflict in greeting.js.',
+            toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'greeting.js' } }],
+            usage: { inputTokens: 2400, outputTokens: 60 },
+          },
+          {
+            text: 'Keeping the name (branch) and the exclamation (main).',
+            toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: 'greeting.js', content: resolved } }],
+            usage: { inputTokens: 2700, outputTokens: 90 },
+          },
+          {
+            toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'git add greeting.js && GIT_EDITOR=true git rebase --continue' } }],
+            usage: { inputTokens: 2900, outputTokens: 50 },
+          },
           { text: 'Resolved greeting.js keeping both intents; the rebase is complete.', usage: { inputTokens: 3100, outputTokens: 30 } },
         ],
       },

@@ -68,7 +68,12 @@ async function runCompleted(stack: Stack, path: string, body: Record<string, unk
   const created = await call<Created>(stack, 'POST', path, body);
   if (created.status !== 201) throw new Error(`POST ${path}: ${created.status} ${JSON.stringify(created.body)}`);
   const id = created.body.id;
-  await waitFor(() => call<RunView>(stack, 'GET', `/v1/runs/${id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, `run ${id}`);
+  await waitFor(
+    () => call<RunView>(stack, 'GET', `/v1/runs/${id}`),
+    (response) => response.body?.workflowStatus === 'COMPLETED',
+    240_000,
+    `run ${id}`,
+  );
   return id;
 }
 
@@ -82,7 +87,12 @@ const recordings: Recording[] = [
         branches: [{ name: 'feature/one', commits: [{ message: 'one: change shared', files: { 'shared.txt': 'one\n' } }] }],
       });
       repo.advanceTarget('target changes shared', { 'shared.txt': 'target\n' });
-      const id = await land(stack, { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: 'script#resolver', ladder: ['script#resolver'] } });
+      const id = await land(stack, {
+        repo: repo.url,
+        branches: ['feature/one'],
+        target: 'main',
+        agents: { resolver: 'script#resolver', ladder: ['script#resolver'] },
+      });
       await landed(stack, id);
       return [id];
     },
@@ -96,7 +106,12 @@ const recordings: Recording[] = [
         base: { 'check.sh': 'test -f FIXED || { echo "FIXED is missing"; exit 4; }\n', '.config/tarmac/land-gate.json': gate() },
         branches: [{ name: 'feature/f', commits: [{ message: 'feature without the fix', files: { 'feature.txt': 'f\n' } }] }],
       });
-      const id = await land(stack, { repo: repo.url, branches: ['feature/f'], target: 'main', agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] } });
+      const id = await land(stack, {
+        repo: repo.url,
+        branches: ['feature/f'],
+        target: 'main',
+        agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] },
+      });
       await landed(stack, id);
       return [id];
     },
@@ -120,10 +135,20 @@ const recordings: Recording[] = [
     async run(stack) {
       const repo = createFixtureRepo({
         base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gate() },
-        branches: [{ name: 'feature/gate', commits: [{ message: 'loosen the gate', files: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['true'] }]) } }] }],
+        branches: [
+          {
+            name: 'feature/gate',
+            commits: [{ message: 'loosen the gate', files: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['true'] }]) } }],
+          },
+        ],
       });
       const id = await land(stack, { repo: repo.url, branches: ['feature/gate'], target: 'main' });
-      await waitFor(() => call<RunView>(stack, 'GET', `/v1/landings/${id}`), (view) => view.body?.pendingQuestions?.length === 1, 120_000, 'the question');
+      await waitFor(
+        () => call<RunView>(stack, 'GET', `/v1/landings/${id}`),
+        (view) => view.body?.pendingQuestions?.length === 1,
+        120_000,
+        'the question',
+      );
       const answered = await stack.api('POST', `/v1/landings/${id}/answers`, { text: 'approved' });
       if (answered.status !== 200) throw new Error(`answer: ${answered.status} ${JSON.stringify(answered.body)}`);
       await landed(stack, id);
@@ -152,7 +177,12 @@ const recordings: Recording[] = [
         'test.js': "const max = require('./src/max.js');\nif (max(2, 5) !== 5) { console.error('max(2, 5) should be 5'); process.exit(1); }\n",
       };
       const repo = createFixtureRepo({ base: files });
-      const body = { repo: repo.url, branch: 'main', request: 'the unit test for max fails', agents: { implementer: 'script#fixer:fix-max', ladder: ['script#fixer:fix-max'] } };
+      const body = {
+        repo: repo.url,
+        branch: 'main',
+        request: 'the unit test for max fails',
+        agents: { implementer: 'script#fixer:fix-max', ladder: ['script#fixer:fix-max'] },
+      };
       return [await runCompleted(stack, '/v1/fix-loops', body)];
     },
   },
@@ -161,7 +191,11 @@ const recordings: Recording[] = [
     description: 'a schedule triggered once: the target gate is red, a child fix loop repairs it with a playbook, a child landing lands the repair',
     async run(stack) {
       const repo = createFixtureRepo({
-        base: { '.config/tarmac/land-gate.json': gateFile([{ id: 'smoke', run: ['make', 'smoke'] }]), Makefile: 'test:\n\ttrue\n', 'scripts/smoke.sh': 'echo smoke ok\n' },
+        base: {
+          '.config/tarmac/land-gate.json': gateFile([{ id: 'smoke', run: ['make', 'smoke'] }]),
+          Makefile: 'test:\n\ttrue\n',
+          'scripts/smoke.sh': 'echo smoke ok\n',
+        },
       });
       const created = await call<Created>(stack, 'POST', '/v1/schedules', { repo: repo.url, target: 'main' });
       if (created.status !== 201) throw new Error(`POST /v1/schedules: ${created.status} ${JSON.stringify(created.body)}`);
@@ -182,7 +216,8 @@ const recordings: Recording[] = [
   },
   {
     kind: 'target-queue',
-    description: "two landings onto one target at once: the queue admits one (update-with-start), the other waits for `admitted`, is re-gated on the first's merge and merges; the queue's history (still running) and both landings",
+    description:
+      "two landings onto one target at once: the queue admits one (update-with-start), the other waits for `admitted`, is re-gated on the first's merge and merges; the queue's history (still running) and both landings",
     async run(stack) {
       const repo = createFixtureRepo({
         base: { 'check.sh': 'sleep 2\n', '.config/tarmac/land-gate.json': gate() },
@@ -198,14 +233,18 @@ const recordings: Recording[] = [
   },
   {
     kind: 'merge-batch',
-    description: 'the target queue (batch size 4) and its batches: a pacer landing holds the target in a batch of one until all four wait, then is cancelled (its batch drops it); a batch of four with one bad landing: bisected in three rounds (4 red, 2 green, 3 green), three land in one fast-forward, the culprit gets its fixup round and lands after; the batch, the queue and the culprit',
+    description:
+      'the target queue (batch size 4) and its batches: a pacer landing holds the target in a batch of one until all four wait, then is cancelled (its batch drops it); a batch of four with one bad landing: bisected in three rounds (4 red, 2 green, 3 green), three land in one fast-forward, the culprit gets its fixup round and lands after; the batch, the queue and the culprit',
     async run(stack) {
       stack.scriptScenario('write-fixed', { edits: [{ file: 'FIXED', replace: 'yes\n' }] });
       const repo = queueRepo(['a1', 'a2', 'a3', 'b']);
       const pacer = await holdTarget(stack, repo);
       const good: string[] = [];
       for (const name of ['a1', 'a2', 'a3']) good.push(await startLanding(stack, repo, `feature/${name}`));
-      const bad = await startLanding(stack, repo, 'feature/b', { priority: -1, agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] } });
+      const bad = await startLanding(stack, repo, 'feature/b', {
+        priority: -1,
+        agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] },
+      });
       await allWaiting(stack, pacer, [...good, bad]);
       await releaseTarget(stack, pacer);
       for (const id of [...good, bad]) await landed(stack, id);
@@ -216,10 +255,14 @@ const recordings: Recording[] = [
   },
   {
     kind: 'landing-flaky',
-    description: 'a suite red on its first run and green when run again on the identical tree (TARMAC_GATE_ATTEMPT): the red round settled by evidence (quarantines asked, the base run too), flaky, retried under the shipped recipe; merged',
+    description:
+      'a suite red on its first run and green when run again on the identical tree (TARMAC_GATE_ATTEMPT): the red round settled by evidence (quarantines asked, the base run too), flaky, retried under the shipped recipe; merged',
     async run(stack) {
       const repo = createFixtureRepo({
-        base: { 'check.sh': 'if [ "$TARMAC_GATE_ATTEMPT" = 1 ]; then echo "first run: fails"; exit 3; fi\necho "run again: passes"\n', '.config/tarmac/land-gate.json': gate() },
+        base: {
+          'check.sh': 'if [ "$TARMAC_GATE_ATTEMPT" = 1 ]; then echo "first run: fails"; exit 3; fi\necho "run again: passes"\n',
+          '.config/tarmac/land-gate.json': gate(),
+        },
         branches: [{ name: 'feature/flaky', commits: [{ message: 'feature', files: { 'flaky.txt': 'f\n' } }] }],
       });
       const id = await land(stack, { repo: repo.url, branches: ['feature/flaky'], target: 'main' });
@@ -229,7 +272,8 @@ const recordings: Recording[] = [
   },
   {
     kind: 'landing-finish-on-host',
-    description: 'a plain landing after patch landing-finish-on-host: green gate, admitted at once, merged, and ended by capsule.finishRun on its host in the same workflow task (the cleanup left to the host janitor)',
+    description:
+      'a plain landing after patch landing-finish-on-host: green gate, admitted at once, merged, and ended by capsule.finishRun on its host in the same workflow task (the cleanup left to the host janitor)',
     async run(stack) {
       const repo = createFixtureRepo({
         base: { 'check.sh': 'echo ok\n', '.config/tarmac/land-gate.json': gate() },
@@ -242,10 +286,18 @@ const recordings: Recording[] = [
   },
   {
     kind: 'suite-quarantine',
-    description: "one target's quarantine entity: started by a quarantine (update-with-start), a second suite quarantined and lifted, the first dropped at its end by the entity's timer; with none left it ends",
+    description:
+      "one target's quarantine entity: started by a quarantine (update-with-start), a second suite quarantined and lifted, the first dropped at its end by the entity's timer; with none left it ends",
     async run(stack) {
       const [repo, target] = ['file:///recorded/quarantine.git', 'main'];
-      const request = (suiteId: string, forMs: number) => ({ suiteId, forMs, settled: 'flaky' as const, landingId: 'land.recorded', treeSha: 'a'.repeat(40), logRefs: [`runs/land.recorded/logs/gate-${suiteId}.log`] });
+      const request = (suiteId: string, forMs: number) => ({
+        suiteId,
+        forMs,
+        settled: 'flaky' as const,
+        landingId: 'land.recorded',
+        treeSha: 'a'.repeat(40),
+        logRefs: [`runs/land.recorded/logs/gate-${suiteId}.log`],
+      });
       await quarantineSuite(stack.client, stack.config.taskQueue, repo, target, request('lint', 3_000));
       await quarantineSuite(stack.client, stack.config.taskQueue, repo, target, request('test', 600_000));
       const handle = stack.client.workflow.getHandle(suiteQuarantineId(repo, target));
@@ -261,7 +313,12 @@ const recordings: Recording[] = [
     async run(stack) {
       const schedule = stack.client.schedule.getHandle(retentionScheduleId(stack.config.hostId));
       await schedule.trigger();
-      const described = await waitFor(() => schedule.describe(), (description) => description.info.recentActions.length > 0, 60_000, 'the sweep to start');
+      const described = await waitFor(
+        () => schedule.describe(),
+        (description) => description.info.recentActions.length > 0,
+        60_000,
+        'the sweep to start',
+      );
       const workflowId = described.info.recentActions[0]!.action.workflow.workflowId;
       await stack.client.workflow.getHandle(workflowId).result();
       return [workflowId];
@@ -283,7 +340,13 @@ async function collect(client: Client, workflowId: string, into: RecordedWorkflo
   const [history, description] = await Promise.all([handle.fetchHistory(), handle.describe()]);
   const events = history.events ?? [];
   const started = events[0]?.workflowExecutionStartedEventAttributes;
-  into.push({ workflowId, workflowType: started?.workflowType?.name ?? '?', status: description.status.name, events: events.length, history: historyToJson(history) });
+  into.push({
+    workflowId,
+    workflowType: started?.workflowType?.name ?? '?',
+    status: description.status.name,
+    events: events.length,
+    history: historyToJson(history),
+  });
   for (const event of events) {
     const child = event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
     if (child) await collect(client, child, into);
@@ -332,7 +395,9 @@ async function recordReplayDemo(stack: Stack): Promise<void> {
 async function main(kinds: string[]): Promise<number> {
   const unknown = kinds.filter((kind) => kind !== 'replay-demo' && !recordings.some((recording) => recording.kind === kind));
   if (unknown.length > 0) {
-    process.stderr.write(`record-histories: unknown kind ${unknown.join(', ')}; kinds: ${[...recordings.map((recording) => recording.kind), 'replay-demo'].join(', ')}\n`);
+    process.stderr.write(
+      `record-histories: unknown kind ${unknown.join(', ')}; kinds: ${[...recordings.map((recording) => recording.kind), 'replay-demo'].join(', ')}\n`,
+    );
     return 2;
   }
   const chosen = (kind: string) => kinds.length === 0 || kinds.includes(kind);
@@ -360,7 +425,9 @@ async function main(kinds: string[]): Promise<number> {
     process.stderr.write('[record] the workflow sources changed while recording: the fixtures may not match either version; record again\n');
     return 1;
   }
-  process.stderr.write(`[record] recorded from ${from.commit}${from.uncommitted.length > 0 ? ` with uncommitted changes to ${from.uncommitted.join(', ')}` : ''}\n`);
+  process.stderr.write(
+    `[record] recorded from ${from.commit}${from.uncommitted.length > 0 ? ` with uncommitted changes to ${from.uncommitted.join(', ')}` : ''}\n`,
+  );
   return 0;
 }
 

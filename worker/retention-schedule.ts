@@ -46,7 +46,12 @@ export async function ensureRetentionSchedule(client: Client, config: Config, lo
     await client.schedule.create(options);
   } catch (error) {
     if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-    await handle.update((previous) => ({ ...previous, spec: options.spec, action: { ...previous.action, ...options.action }, policies: { ...previous.policies, ...options.policies } }));
+    await handle.update((previous) => ({
+      ...previous,
+      spec: options.spec,
+      action: { ...previous.action, ...options.action },
+      policies: { ...previous.policies, ...options.policies },
+    }));
   }
   logger.info({ scheduleId, retentionMs: config.retentionMs, everyMs: config.retentionEveryMs }, 'retention schedule of this host is in place');
 }

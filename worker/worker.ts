@@ -65,12 +65,40 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
   const docker = new Docker({ socketPath: config.dockerSocket });
   await docker.ping();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const deps = { dataDir: config.dataDir, hostId: config.hostId, servesHost: config.workerQueues.includes('host'), docker, taskQueue: config.taskQueue, recipesDir: config.recipesDir, modelUpstreams: config.modelUpstreams, ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}),
-    environments: { egressAllow: [...config.egressAllow], setupEnv: config.environments.setupEnv, ...(config.environments.egressCa ? { caBundle: config.environments.egressCa } : {}), maxBytes: config.environments.envMaxBytes, cacheMaxBytes: config.environments.envCacheMaxBytes },
+  const deps = {
+    dataDir: config.dataDir,
+    hostId: config.hostId,
+    servesHost: config.workerQueues.includes('host'),
+    docker,
+    taskQueue: config.taskQueue,
+    recipesDir: config.recipesDir,
+    modelUpstreams: config.modelUpstreams,
+    ...(config.scriptScenariosDir ? { scriptScenariosDir: config.scriptScenariosDir } : {}),
+    environments: {
+      egressAllow: [...config.egressAllow],
+      setupEnv: config.environments.setupEnv,
+      ...(config.environments.egressCa ? { caBundle: config.environments.egressCa } : {}),
+      maxBytes: config.environments.envMaxBytes,
+      cacheMaxBytes: config.environments.envCacheMaxBytes,
+    },
   };
-  const hostLog = { info: (message: string, meta?: Record<string, unknown>) => logger.info(meta ?? {}, message), warn: (message: string, meta?: Record<string, unknown>) => logger.warn(meta ?? {}, message) };
+  const hostLog = {
+    info: (message: string, meta?: Record<string, unknown>) => logger.info(meta ?? {}, message),
+    warn: (message: string, meta?: Record<string, unknown>) => logger.warn(meta ?? {}, message),
+  };
   // The host's warm gate pool (activities/containers/gate-pool.ts): gate containers started before any landing needs one.
-  const gatePool = config.workerQueues.includes('host') && config.gatePool > 0 ? createGatePool({ dataDir: config.dataDir, hostId: config.hostId, docker, size: config.gatePool, image: defaultRunnerImage, environments: config.gatePoolEnvironments, log: hostLog }) : undefined;
+  const gatePool =
+    config.workerQueues.includes('host') && config.gatePool > 0
+      ? createGatePool({
+          dataDir: config.dataDir,
+          hostId: config.hostId,
+          docker,
+          size: config.gatePool,
+          image: defaultRunnerImage,
+          environments: config.gatePoolEnvironments,
+          log: hostLog,
+        })
+      : undefined;
   await gatePool?.start().catch((error: unknown) => logger.warn({ err: error }, 'the gate pool did not start; gates start their own containers'));
   // The landings' cleanups once their runs have closed (activities/janitor/run-janitor.ts): resumed below for this host's data dir.
   const runJanitor = createHostRunJanitor({ ...deps, ...(gatePool ? { gatePool } : {}), janitorLog: hostLog });
@@ -100,17 +128,39 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
     );
   }
   if (config.workerQueues.includes('host')) {
-    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: hostQueue(config.hostId), activities, interceptors, maxHeartbeatThrottleInterval }));
+    workers.push(
+      await Worker.create({
+        connection,
+        namespace: config.namespace,
+        taskQueue: hostQueue(config.hostId),
+        activities,
+        interceptors,
+        maxHeartbeatThrottleInterval,
+      }),
+    );
     // A host also takes placements: the runs it places are pinned to its queue above.
-    workers.push(await Worker.create({ connection, namespace: config.namespace, taskQueue: placementQueue(config.taskQueue), activities, interceptors, maxHeartbeatThrottleInterval }));
+    workers.push(
+      await Worker.create({
+        connection,
+        namespace: config.namespace,
+        taskQueue: placementQueue(config.taskQueue),
+        activities,
+        interceptors,
+        maxHeartbeatThrottleInterval,
+      }),
+    );
   }
   // The registry hears this host before it takes work, so the API knows at once what it can run.
   const clientConnection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection: clientConnection, namespace: config.namespace });
-  const report = () => reportAgents(client, config, docker).catch((error: unknown) => logger.warn({ err: error }, 'could not report the agents this worker can run'));
+  const report = () =>
+    reportAgents(client, config, docker).catch((error: unknown) => logger.warn({ err: error }, 'could not report the agents this worker can run'));
   await report();
   // A host sweeps its own data dir: its retention schedule is made (or updated) by its host worker.
-  if (config.workerQueues.includes('host')) await ensureRetentionSchedule(client, config, logger).catch((error: unknown) => logger.warn({ err: error }, 'could not put the retention schedule of this host in place'));
+  if (config.workerQueues.includes('host'))
+    await ensureRetentionSchedule(client, config, logger).catch((error: unknown) =>
+      logger.warn({ err: error }, 'could not put the retention schedule of this host in place'),
+    );
   // Runs this host finished (or lost) before it stopped, whose cleanup waits for them to close.
   if (config.workerQueues.includes('host')) {
     const resumed = await runJanitor.resume(client);

@@ -13,8 +13,17 @@ function createInstruments() {
     sessions: metricMeter.createCounter('tarmac_session_attempts', 'attempts', 'Agent session attempts, by class (delivered, crashed, oom…) and role'),
     reviewCache: metricMeter.createCounter('tarmac_review_cache', 'panels', 'Review panels by findings-cache status (hit, partial, miss)'),
     tokens: metricMeter.createCounter('tarmac_tokens', 'tokens', 'Tokens used by agent sessions, by direction and role'),
-    gateCache: metricMeter.createCounter('tarmac_gate_cache', 'suites', 'Gate suite results by gate-cache status (hit: reused by tree, no container; miss: the suite ran)'),
-    queueWait: metricMeter.createHistogram('tarmac_queue_wait_ms', 'int', 'ms', 'Time a landing waited in its target queue for one turn, by how the turn went (alone, batch)'),
+    gateCache: metricMeter.createCounter(
+      'tarmac_gate_cache',
+      'suites',
+      'Gate suite results by gate-cache status (hit: reused by tree, no container; miss: the suite ran)',
+    ),
+    queueWait: metricMeter.createHistogram(
+      'tarmac_queue_wait_ms',
+      'int',
+      'ms',
+      'Time a landing waited in its target queue for one turn, by how the turn went (alone, batch)',
+    ),
     batchResults: metricMeter.createCounter('tarmac_batch_results', 'landings', 'What speculative batches decided for their members (landed, culprit, retry)'),
   };
 }

@@ -29,7 +29,11 @@ function failureType(error: unknown): string | undefined {
 export function pinnedTo(hostId: string, hostLostAfterMs?: number): Activities {
   // A step no worker of the host picks up within `hostLostAfterMs` fails with a schedule-to-start
   // timeout: the host is lost (hostLost), and the run re-places itself on a live host.
-  const remote = proxyActivities<Activities>({ ...capsule, taskQueue: hostQueue(hostId), ...(hostLostAfterMs ? { scheduleToStartTimeout: hostLostAfterMs } : {}) });
+  const remote = proxyActivities<Activities>({
+    ...capsule,
+    taskQueue: hostQueue(hostId),
+    ...(hostLostAfterMs ? { scheduleToStartTimeout: hostLostAfterMs } : {}),
+  });
   const local = proxyLocalActivities<Activities>(localCapsule);
   const bound = new Set<string>(hostBoundCapsules);
   return new Proxy(remote, {

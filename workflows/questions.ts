@@ -93,7 +93,8 @@ export class QuestionDesk {
         const answer = text.trim();
         // A child's question: the child waits for it, so it hears first; then this run shows it answered.
         if (question.owner) await getExternalWorkflowHandle(question.owner).signal(answerSignal, { questionId: question.id, text: answer });
-        if (question.owner) this.adopt({ kind: 'question', id: question.id, question: question.question, owner: question.owner, answer }, `answered:${question.id}`);
+        if (question.owner)
+          this.adopt({ kind: 'question', id: question.id, question: question.question, owner: question.owner, answer }, `answered:${question.id}`);
         else this.answer(question.id, answer);
         return { accepted: true as const, questionId: question.id };
       },

@@ -20,7 +20,11 @@ export const retentionStatusQuery = defineQuery<{ hostId: string; state: 'sweepi
  */
 export async function retentionSweep(request: RetentionSweepRequest): Promise<RetentionReport> {
   const done: { report?: RetentionReport } = {};
-  setHandler(retentionStatusQuery, () => ({ hostId: request.hostId, state: done.report ? 'done' : 'sweeping', ...(done.report ? { report: done.report } : {}) }));
+  setHandler(retentionStatusQuery, () => ({
+    hostId: request.hostId,
+    state: done.report ? 'done' : 'sweeping',
+    ...(done.report ? { report: done.report } : {}),
+  }));
   const host = proxyActivities<Activities>({
     taskQueue: hostQueue(request.hostId),
     scheduleToStartTimeout: '10 minutes',

@@ -88,7 +88,12 @@ export class RunJournal {
   page(after = 0, limit = maxEventsPerPage): RunEventsPage {
     const start = this.firstAfter(Math.max(0, Math.floor(after)));
     const size = Math.min(Math.max(1, Math.floor(limit)), maxEventsPerPage);
-    return { events: this.events.slice(start, start + size), lastSeq: this.recorded, finished: this.finished, ...(this.earlier ? { earlier: { ...this.earlier } } : {}) };
+    return {
+      events: this.events.slice(start, start + size),
+      lastSeq: this.recorded,
+      finished: this.finished,
+      ...(this.earlier ? { earlier: { ...this.earlier } } : {}),
+    };
   }
 
   /** Index of the first kept event numbered above `seq` (numbers rise along the array; gaps where events were trimmed). */

@@ -1,5 +1,12 @@
 import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
-import { liftQuarantineUpdate, quarantinesQuery, quarantineUpdate, type Quarantine, type QuarantineRequest, type SuiteQuarantineInput } from '../core/quarantine';
+import {
+  liftQuarantineUpdate,
+  quarantinesQuery,
+  quarantineUpdate,
+  type Quarantine,
+  type QuarantineRequest,
+  type SuiteQuarantineInput,
+} from '../core/quarantine';
 import { activeQuarantines, addQuarantine } from '../policies/flake';
 
 /** Changes (quarantines and lifts) per run before the entity continues as new (keeps its history small). */
@@ -25,7 +32,15 @@ export async function suiteQuarantine(input: SuiteQuarantineInput): Promise<void
     quarantineUpdate,
     ({ suiteId, forMs, settled, landingId, treeSha, logRefs }) => {
       const now = Date.now();
-      entries = addQuarantine(inForce(), { suiteId, since: new Date(now).toISOString(), until: new Date(now + forMs).toISOString(), settled, landingId, treeSha, logRefs: [...logRefs] });
+      entries = addQuarantine(inForce(), {
+        suiteId,
+        since: new Date(now).toISOString(),
+        until: new Date(now + forMs).toISOString(),
+        settled,
+        landingId,
+        treeSha,
+        logRefs: [...logRefs],
+      });
       changes += 1;
       changed = true;
       return entries.find((entry) => entry.suiteId === suiteId)!;

@@ -47,7 +47,10 @@ export const excludeLine = (path: string) => `/${path.replace(/[\\*?[]/g, (char)
  * still what the worker copied, and it opens each part without following a link all the same.
  */
 export async function linkEnvironment(copy: string, products: string[]): Promise<string[]> {
-  const linked = await linkProducts(copy, products.filter((product) => !unsayable(product)));
+  const linked = await linkProducts(
+    copy,
+    products.filter((product) => !unsayable(product)),
+  );
   if (linked.length === 0) return linked;
   const gitDir = join(copy, '.git');
   if (!(await lstat(gitDir).catch(() => undefined))?.isDirectory()) return linked;
@@ -110,7 +113,10 @@ export function commandContainer(input: CommandContainerInput): CommandContainer
   const create = async (): Promise<string> => {
     // A bind of a missing directory would be made empty by Docker: an environment that is not on this host is said so.
     if (!(await readEnvironment(dataDir, environment.key))) {
-      throw failure(FailureCode.invalidRequest, `environment ${environment.key} is not on this host (${join(environmentsDir(dataDir), environment.key.replace(/^sha256:/, ''))}): the session's commands cannot run in it`);
+      throw failure(
+        FailureCode.invalidRequest,
+        `environment ${environment.key} is not on this host (${join(environmentsDir(dataDir), environment.key.replace(/^sha256:/, ''))}): the session's commands cannot run in it`,
+      );
     }
     await docker
       .getImage(environment.image)
@@ -129,7 +135,11 @@ export function commandContainer(input: CommandContainerInput): CommandContainer
           cmd: [waitScript],
           user: input.user,
           env: [...Object.entries(environment.env).map(([key, value]) => `${key}=${value}`), ...input.env, `TARMAC_ENVIRONMENT=${environment.key}`],
-          binds: [`${input.workspace}:${containerPaths.workspace}:${input.readOnly ? 'ro' : 'rw'}`, `${root}:${environmentMount}:ro`, ...input.objectDirs.map((dir) => `${dir}:${dir}:ro`)],
+          binds: [
+            `${input.workspace}:${containerPaths.workspace}:${input.readOnly ? 'ro' : 'rw'}`,
+            `${root}:${environmentMount}:ro`,
+            ...input.objectDirs.map((dir) => `${dir}:${dir}:ro`),
+          ],
           workingDir: containerPaths.workspace,
           timeoutMs: 0,
           logFile: input.logFile,
@@ -145,7 +155,8 @@ export function commandContainer(input: CommandContainerInput): CommandContainer
       if (statusCode(error) !== 409) throw error;
       // A racing attempt made it under the step's name a moment ago: it is this step's when its labels are.
       const raced = await docker.getContainer(name).inspect();
-      if (raced.Config.Labels?.[labelKeys.run] !== runId || raced.Config.Labels?.[labelKeys.step] !== step) throw new Error(`container name ${name} is taken by a container that is not this step's`);
+      if (raced.Config.Labels?.[labelKeys.run] !== runId || raced.Config.Labels?.[labelKeys.step] !== step)
+        throw new Error(`container name ${name} is taken by a container that is not this step's`);
       return raced.Id;
     }
   };

@@ -75,7 +75,12 @@ export function truncationNote(written: number, endsWithNewline: boolean): strin
  * and the container's further output is not read at all (Docker's own log of it is
  * capped by the container's LogConfig).
  */
-export async function copyCappedLog(source: Readable, logFile: string, maxBytes: number, onFirstOutput?: () => void): Promise<{ bytes: number; truncated: boolean }> {
+export async function copyCappedLog(
+  source: Readable,
+  logFile: string,
+  maxBytes: number,
+  onFirstOutput?: () => void,
+): Promise<{ bytes: number; truncated: boolean }> {
   await mkdir(dirname(logFile), { recursive: true });
   const out = createWriteStream(logFile, { flags: 'w' });
   const splitter = new DockerFrameSplitter();
@@ -119,7 +124,11 @@ export async function copyCappedLog(source: Readable, logFile: string, maxBytes:
  * The stdout of a finished container, at most `maxBytes` of it (the start), read as a
  * stream that is closed at the cap: the container's output is never held whole.
  */
-export async function readCappedStdout(docker: Docker, containerId: string, maxBytes: number = defaultMaxLogBytes): Promise<{ text: string; truncated: boolean }> {
+export async function readCappedStdout(
+  docker: Docker,
+  containerId: string,
+  maxBytes: number = defaultMaxLogBytes,
+): Promise<{ text: string; truncated: boolean }> {
   const container = docker.getContainer(containerId);
   // dockerode streams logs only with `follow`, which would wait on a running container;
   // the modem gives the same request (no follow) as a stream.

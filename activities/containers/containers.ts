@@ -105,7 +105,12 @@ function statusCode(error: unknown): number | undefined {
 }
 
 /** Creates the step's container under its deterministic name, sandboxed per the container contract (the gate pool's too). */
-export async function createStepContainer(docker: Docker, spec: Omit<ContainerSpec, 'labels'> & { labels: Record<string, string> }, name: string, maxLogBytes: number): Promise<Docker.Container> {
+export async function createStepContainer(
+  docker: Docker,
+  spec: Omit<ContainerSpec, 'labels'> & { labels: Record<string, string> },
+  name: string,
+  maxLogBytes: number,
+): Promise<Docker.Container> {
   return await docker.createContainer({
     name,
     Image: spec.image,
@@ -218,7 +223,13 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
   if (!network.ok) throw failure(FailureCode.invalidRequest, network.message);
   const maxLogBytes = spec.maxLogBytes ?? defaultMaxLogBytes;
   // The step's container: a gate pool's it was assigned (by id), or its own (by its labels).
-  const made = spec.adopt ? { container: docker.getContainer(spec.adopt.containerId), found: true, ahead: true } : await ensureStepContainer(docker, spec).then(({ container, existing }) => ({ container, found: Boolean(existing), ahead: existing?.Labels?.[labelKeys.ahead] === 'true' }));
+  const made = spec.adopt
+    ? { container: docker.getContainer(spec.adopt.containerId), found: true, ahead: true }
+    : await ensureStepContainer(docker, spec).then(({ container, existing }) => ({
+        container,
+        found: Boolean(existing),
+        ahead: existing?.Labels?.[labelKeys.ahead] === 'true',
+      }));
   const { container } = made;
   // A container made ahead of the step (or a pool's) is the first attempt's own run, whatever state
   // it is in; a later attempt that finds it reattaches, as to any other.
@@ -269,7 +280,12 @@ export async function runStepContainer(docker: Docker, spec: ContainerSpec): Pro
  * workflow asked for (`requested`: a worker shutdown or lost heartbeat leaves it for a retry to
  * reattach), or on any abort (`any`: a container no retry reattaches to).
  */
-export async function waitForContainer(context: Context, container: Docker.Container, deadlineMs: number, killOn: 'requested' | 'any'): Promise<{ timedOut: boolean }> {
+export async function waitForContainer(
+  context: Context,
+  container: Docker.Container,
+  deadlineMs: number,
+  killOn: 'requested' | 'any',
+): Promise<{ timedOut: boolean }> {
   let timedOut = false;
   const beat = setInterval(() => heartbeatWith(context, { containerId: container.id }), heartbeatEveryMs);
   const deadline = setTimeout(() => {

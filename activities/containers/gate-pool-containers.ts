@@ -12,7 +12,17 @@ import { leanRun } from '../git/lean-spawn';
 import { recordInManifest, mirrorPath, runPaths } from '../stores/run-store';
 
 /** Makes one waiting container in a fresh slot: on the default runner, or on an environment's base with its files. */
-export async function makeWaitingContainer(input: { docker: Docker; poolId: string; poolDir: string; image: string; user: { uid: number; gid: number }; labels: Record<string, string>; slot: string; environment: PoolEnvironmentRoot | undefined; slots: PoolSlots }): Promise<SlotFile> {
+export async function makeWaitingContainer(input: {
+  docker: Docker;
+  poolId: string;
+  poolDir: string;
+  image: string;
+  user: { uid: number; gid: number };
+  labels: Record<string, string>;
+  slot: string;
+  environment: PoolEnvironmentRoot | undefined;
+  slots: PoolSlots;
+}): Promise<SlotFile> {
   const { docker, poolId, poolDir, image, user, slot, environment, slots } = input;
   const { dir, workspace, control, slotFile } = slots.slotPaths(join(poolDir, slot));
   await mkdir(workspace, { recursive: true });
@@ -50,11 +60,20 @@ export async function makeWaitingContainer(input: { docker: Docker; poolId: stri
 }
 
 /** Why a waiting container may not run a suite of this environment (or of none); undefined: it may. */
-export async function unusable(deps: { docker: Docker; dataDir: string; image: string }, slot: SlotFile, environment: string | undefined): Promise<string | undefined> {
+export async function unusable(
+  deps: { docker: Docker; dataDir: string; image: string },
+  slot: SlotFile,
+  environment: string | undefined,
+): Promise<string | undefined> {
   const { docker, dataDir, image } = deps;
   const [state, runnerImageId, current] = await Promise.all([
     docker.getContainer(slot.containerId).inspect(),
-    environment ? undefined : docker.getImage(image).inspect().then((info) => info.Id),
+    environment
+      ? undefined
+      : docker
+          .getImage(image)
+          .inspect()
+          .then((info) => info.Id),
     environment ? currentEnvironmentRoot(dataDir, environment) : undefined,
   ]);
   if (!environment) return poolContainerProblem(state, { imageId: runnerImageId! });
@@ -70,20 +89,31 @@ export async function unusable(deps: { docker: Docker; dataDir: string; image: s
  * container and removed after it); a claimed one whose run's directory is gone (removed by retention
  * after a host was lost) is no one's. Then the pool's directory is emptied.
  */
-export async function removeEarlierContainers(input: { docker: Docker; poolId: string; poolDir: string; claimed: Set<string>; removeContainer: (id: string) => Promise<unknown> }): Promise<void> {
+export async function removeEarlierContainers(input: {
+  docker: Docker;
+  poolId: string;
+  poolDir: string;
+  claimed: Set<string>;
+  removeContainer: (id: string) => Promise<unknown>;
+}): Promise<void> {
   const { docker, poolId, poolDir, claimed, removeContainer } = input;
   const listed = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${poolId}`] }) });
   for (const info of listed) {
     const slot = info.Labels[poolLabelKeys.slot] ?? '.none';
     if (existsSync(join(poolDir, slot)) || !claimed.has(slot)) await removeContainer(info.Id).catch(() => undefined);
   }
-  for (const entry of await readdir(poolDir, { withFileTypes: true })) if (entry.isDirectory()) await rm(join(poolDir, entry.name), { recursive: true, force: true });
+  for (const entry of await readdir(poolDir, { withFileTypes: true }))
+    if (entry.isDirectory()) await rm(join(poolDir, entry.name), { recursive: true, force: true });
 }
 
 /** A claimed slot becomes the run's: listed first (should the host die right after the move, the run's cleanup still finds it), then moved. */
 export async function moveToRun(input: { dataDir: string; hostId: string; runId: string; repo: string; from: string; dir: string }): Promise<void> {
   const { dataDir, hostId, runId, repo, from, dir } = input;
-  await recordInManifest(runPaths(dataDir, runId).manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [dir] });
+  await recordInManifest(
+    runPaths(dataDir, runId).manifest,
+    { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
+    { dirs: [dir] },
+  );
   await mkdir(runPaths(dataDir, runId).runDir, { recursive: true });
   await rename(from, dir);
 }

@@ -61,8 +61,17 @@ export function poolContainerProblem(state: Docker.ContainerInspectInfo, want: {
  * `/bin/bash -c true` in the gate sandbox, labelled as the pool's (a killed worker's probe goes at
  * the next start with the pool's other leftovers). Start refused or a non-zero exit: no bash.
  */
-export async function imageHasBash(docker: Docker, imageId: string, { labels, user, name }: { labels: Record<string, string>; user: string; name: string }): Promise<boolean> {
-  const container = await createStepContainer(docker, { labels, image: imageId, entrypoint: ['/bin/bash', '-c', 'true'], cmd: [], user, env: [], binds: [], workingDir: '/', timeoutMs: 0, logFile: '' }, name, 1024 * 1024);
+export async function imageHasBash(
+  docker: Docker,
+  imageId: string,
+  { labels, user, name }: { labels: Record<string, string>; user: string; name: string },
+): Promise<boolean> {
+  const container = await createStepContainer(
+    docker,
+    { labels, image: imageId, entrypoint: ['/bin/bash', '-c', 'true'], cmd: [], user, env: [], binds: [], workingDir: '/', timeoutMs: 0, logFile: '' },
+    name,
+    1024 * 1024,
+  );
   try {
     await container.start();
     const exited = (await container.wait()) as { StatusCode?: number };

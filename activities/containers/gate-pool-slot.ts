@@ -34,7 +34,10 @@ export const poolLabelKeys = {
 
 /** A pool's identity: one per host id and data dir (test stacks share a host id, not a data dir). */
 export function gatePoolId(hostId: string, dataDir: string): string {
-  return createHash('sha256').update(JSON.stringify([hostId, dataDir])).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify([hostId, dataDir]))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 export interface SlotFile {
@@ -66,10 +69,19 @@ export function goScript(env: string[], command: string[]): string {
 
 /** The run side of the pool's slots: everything a claimed slot needs, none of the pool's own state. */
 export function createPoolSlots({ dataDir, docker, poolId }: { dataDir: string; docker: Docker; poolId: string }) {
-  const slotPaths = (dir: string) => ({ dir, workspace: join(dir, 'workspace'), control: join(dir, 'control'), slotFile: join(dir, 'slot.json'), assignment: join(dir, 'assignment.json') });
+  const slotPaths = (dir: string) => ({
+    dir,
+    workspace: join(dir, 'workspace'),
+    control: join(dir, 'control'),
+    slotFile: join(dir, 'slot.json'),
+    assignment: join(dir, 'assignment.json'),
+  });
   /** Where a run's claimed slot lives: in the run's own directory. */
   const claimedDir = (runId: string) => join(runPaths(dataDir, runId).runDir, 'gate-pool-slot');
-  const readSlot = async (dir: string): Promise<SlotFile | undefined> => await readFile(join(dir, 'slot.json'), 'utf8').then((text) => JSON.parse(text) as SlotFile).catch(() => undefined);
+  const readSlot = async (dir: string): Promise<SlotFile | undefined> =>
+    await readFile(join(dir, 'slot.json'), 'utf8')
+      .then((text) => JSON.parse(text) as SlotFile)
+      .catch(() => undefined);
   const removeContainer = async (containerId: string) => {
     await docker
       .getContainer(containerId)
@@ -80,7 +92,10 @@ export function createPoolSlots({ dataDir, docker, poolId }: { dataDir: string; 
   };
   /** A slot's containers, found by the pool's and the slot's labels only. */
   const removeSlotContainers = async (slot: string): Promise<number> => {
-    const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${poolId}`, `${poolLabelKeys.slot}=${slot}`] }) });
+    const found = await docker.listContainers({
+      all: true,
+      filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${poolId}`, `${poolLabelKeys.slot}=${slot}`] }),
+    });
     for (const info of found) await removeContainer(info.Id);
     return found.length;
   };
@@ -93,14 +108,27 @@ export function createPoolSlots({ dataDir, docker, poolId }: { dataDir: string; 
     removeSlotContainers,
 
     /** The tree into the claimed slot's workspace (and an environment's products linked), the suite's environment and command beside the go (not yet given). */
-    assign: async ({ runId, worktree, commitSha, treeSha, step, env, command, products = [] }: Assignment & { runId: string; worktree: string; env: string[]; command: string[]; products?: string[] }): Promise<void> => {
+    assign: async ({
+      runId,
+      worktree,
+      commitSha,
+      treeSha,
+      step,
+      env,
+      command,
+      products = [],
+    }: Assignment & { runId: string; worktree: string; env: string[]; command: string[]; products?: string[] }): Promise<void> => {
       const { workspace, control, assignment } = slotPaths(claimedDir(runId));
       // A placement run again after its go: the suite may be running on this workspace. It stands.
       if (existsSync(join(control, 'go'))) return;
       // Into the directory the container has mounted (a new one would not be the one it sees).
       for (const entry of await readdir(workspace)) await rm(join(workspace, entry), { recursive: true, force: true });
-      const [archive, tar] = await leanPipe({ command: 'git', args: gitArgs(worktree, 'archive', '--format=tar', commitSha) }, { command: 'tar', args: ['-x', '-C', workspace], stdout: 'ignore' });
-      if (archive.code !== 0 || tar.code !== 0) throw new Error(`the tree of ${commitSha} was not exported into the pool container's workspace: ${archive.stderr.toString()}${tar.stderr.toString()}`);
+      const [archive, tar] = await leanPipe(
+        { command: 'git', args: gitArgs(worktree, 'archive', '--format=tar', commitSha) },
+        { command: 'tar', args: ['-x', '-C', workspace], stdout: 'ignore' },
+      );
+      if (archive.code !== 0 || tar.code !== 0)
+        throw new Error(`the tree of ${commitSha} was not exported into the pool container's workspace: ${archive.stderr.toString()}${tar.stderr.toString()}`);
       // The environment's products where the tree has nothing, as a gate's own snapshot gets them (environments.ts).
       if (products.length > 0) await linkProducts(workspace, products);
       await handToContainerUser(workspace);
@@ -141,7 +169,9 @@ export function createPoolSlots({ dataDir, docker, poolId }: { dataDir: string; 
      */
     adoptable: async (runId: string, step: string): Promise<{ containerId: string; startedAtMs: number } | undefined> => {
       const { dir, control, assignment } = slotPaths(claimedDir(runId));
-      const assigned = await readFile(assignment, 'utf8').then((text) => JSON.parse(text) as Assignment).catch(() => undefined);
+      const assigned = await readFile(assignment, 'utf8')
+        .then((text) => JSON.parse(text) as Assignment)
+        .catch(() => undefined);
       if (assigned?.step !== step) return undefined;
       const [went, slot] = await Promise.all([stat(join(control, 'go')).catch(() => undefined), readSlot(dir)]);
       if (!went || !slot) return undefined;
@@ -150,7 +180,8 @@ export function createPoolSlots({ dataDir, docker, poolId }: { dataDir: string; 
         .inspect()
         .then((info) => info.State)
         .catch(() => undefined);
-      if (state && (state.Running || Date.parse(state.FinishedAt) >= Math.floor(went.mtimeMs))) return { containerId: slot.containerId, startedAtMs: went.mtimeMs };
+      if (state && (state.Running || Date.parse(state.FinishedAt) >= Math.floor(went.mtimeMs)))
+        return { containerId: slot.containerId, startedAtMs: went.mtimeMs };
       // Gone, or stopped before its go (the suite never ran in it): the step runs the suite in a container of its own.
       if (state) await removeContainer(slot.containerId).catch(() => undefined);
       await rm(dir, { recursive: true, force: true });

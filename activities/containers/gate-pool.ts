@@ -91,7 +91,8 @@ export function createGatePool(deps: GatePoolDeps) {
     await rm(join(poolDir, slot.slot), { recursive: true, force: true });
   };
   const allShelves = () => [runner, ...keys.flatMap((key) => shelves.get(key) ?? [])];
-  const writeState = () => writeFileAtomic(join(poolDir, 'state.json'), `${JSON.stringify(poolState(size, runner, keys, shelves))}\n`, { durable: false }).catch(() => undefined);
+  const writeState = () =>
+    writeFileAtomic(join(poolDir, 'state.json'), `${JSON.stringify(poolState(size, runner, keys, shelves))}\n`, { durable: false }).catch(() => undefined);
 
   /** A key no longer kept (fallen off the list, or its environment gone): its waiting containers go. */
   const forget = async (key: string) => {
@@ -106,7 +107,11 @@ export function createGatePool(deps: GatePoolDeps) {
   /** The wait needs bash: asked once per image, with a throwaway container of the pool's labels. */
   const hasBash = bashProbe((imageId) => {
     const slot = `probe-${newSlot()}`;
-    return imageHasBash(docker, imageId, { labels: { ...baseLabels(), [poolLabelKeys.slot]: slot }, user: `${user.uid}:${user.gid}`, name: `tarmac-pool-${poolId}-${slot}` });
+    return imageHasBash(docker, imageId, {
+      labels: { ...baseLabels(), [poolLabelKeys.slot]: slot },
+      user: `${user.uid}:${user.gid}`,
+      name: `tarmac-pool-${poolId}-${slot}`,
+    });
   });
 
   /** Makes one waiting container in a fresh slot: on the default runner, or on an environment's base with its files. */
@@ -229,7 +234,12 @@ function poolState(size: number, runner: Shelf, keys: string[], shelves: Map<str
     size,
     idle: runner.idle.length,
     filling: runner.filling,
-    environments: keys.map((key) => ({ key, idle: shelves.get(key)?.idle.length ?? 0, filling: shelves.get(key)?.filling ?? 0, skipped: shelves.get(key)?.skipped === true })),
+    environments: keys.map((key) => ({
+      key,
+      idle: shelves.get(key)?.idle.length ?? 0,
+      filling: shelves.get(key)?.filling ?? 0,
+      skipped: shelves.get(key)?.skipped === true,
+    })),
   };
 }
 
@@ -262,7 +272,12 @@ function refillAfter(docker: Docker, containerId: string, fill: () => Promise<vo
 }
 
 /** Makes a container for the next shelf short of its want, until none is (or one cannot be made: gates start their own). */
-async function fillShelves(input: { next: () => Shelf | undefined; makeOne: (shelf: Shelf) => Promise<void>; writeState: () => Promise<unknown>; log?: GatePoolDeps['log'] }): Promise<void> {
+async function fillShelves(input: {
+  next: () => Shelf | undefined;
+  makeOne: (shelf: Shelf) => Promise<void>;
+  writeState: () => Promise<unknown>;
+  log?: GatePoolDeps['log'];
+}): Promise<void> {
   const { next, makeOne, writeState, log } = input;
   for (;;) {
     const shelf = next();

@@ -66,7 +66,10 @@ export const gateSandboxVersion = 'gate-sandbox-1';
 export async function exportTree(repository: string, commitSha: string, dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  const [archive, tar] = await leanPipe({ command: 'git', args: gitArgs(repository, 'archive', '--format=tar', commitSha) }, { command: 'tar', args: ['-x', '-C', dir], stdout: 'ignore' });
+  const [archive, tar] = await leanPipe(
+    { command: 'git', args: gitArgs(repository, 'archive', '--format=tar', commitSha) },
+    { command: 'tar', args: ['-x', '-C', dir], stdout: 'ignore' },
+  );
   if (archive.code !== 0) throw new Error(`git archive ${commitSha} exited ${archive.code}: ${archive.stderr.toString('utf8').trim()}`);
   if (tar.code !== 0) throw new Error(`tar -x -C ${dir} exited ${tar.code}: ${tar.stderr.toString('utf8').trim()}`);
 }
@@ -86,7 +89,9 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
 
   /** The suite's definition digest: what decides what runs (policies/gate-cache-key.ts). */
   const suiteDigest = (suite: GateSuite, timeoutMs: number, environment?: EnvironmentRef) =>
-    `sha256:${createHash('sha256').update(suiteDefinitionText({ suite, timeoutMs, env: suiteEnv(suite, environment), sandbox: gateSandboxVersion })).digest('hex')}`;
+    `sha256:${createHash('sha256')
+      .update(suiteDefinitionText({ suite, timeoutMs, env: suiteEnv(suite, environment), sandbox: gateSandboxVersion }))
+      .digest('hex')}`;
 
   /** The key of a suite on a tree with the image as Docker has it now; none when Docker does not know the image (the run reports that). */
   const currentKey = async ({ treeSha, suite, image, timeoutMs, environment }: RunGateSuiteInput): Promise<GateCacheKey | undefined> => {
@@ -99,7 +104,18 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
   };
 
   /** The container of one suite on one tree, and the snapshot of that tree it mounts. */
-  const suiteContainer = ({ runId, repo, commitSha, treeSha, suite, image, timeoutMs, round, evidence, environment }: RunGateSuiteInput): { spec: ContainerSpec; logFile: string; step: string } => {
+  const suiteContainer = ({
+    runId,
+    repo,
+    commitSha,
+    treeSha,
+    suite,
+    image,
+    timeoutMs,
+    round,
+    evidence,
+    environment,
+  }: RunGateSuiteInput): { spec: ContainerSpec; logFile: string; step: string } => {
     const paths = runPaths(dataDir, runId);
     const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}${evidence ? `-${evidence}` : ''}`;
     const snapshot = join(paths.snapshots, step);
@@ -128,7 +144,11 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
       // reattached one keeps the tree its container is using.
       prepare: async () => {
         await rm(ready, { force: true });
-        await recordInManifest(paths.manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [snapshot, ready] });
+        await recordInManifest(
+          paths.manifest,
+          { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
+          { dirs: [snapshot, ready] },
+        );
         // The workspace holds the run's own commits (rebased, fixed) and reads the rest from the mirror.
         await exportTree(paths.worktree, commitSha, snapshot);
         if (environment) await linkProducts(snapshot, environment.products);
@@ -159,8 +179,26 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
           await writeFileAtomic(logFile, found.hit.log, { durable: false });
           // Sealed by this very step (an attempt that ran the suite and died before it reported): its own run, not a reuse.
           const own = sealedBy.runId === runId && sealedBy.step === step;
-          log.info('gate cache hit: the suite is not run', { runId, suite: suite.id, treeSha, status: result.status, sealedBy, sealedAt: found.hit.sealedAt, removedContainers: removed.length, own });
-          return { suiteId: suite.id, treeSha, status: result.status, exitCode: result.exitCode, logRef: dataRef(dataDir, logFile), durationMs: result.durationMs, reattached: own, cache: own ? 'miss' : 'hit' };
+          log.info('gate cache hit: the suite is not run', {
+            runId,
+            suite: suite.id,
+            treeSha,
+            status: result.status,
+            sealedBy,
+            sealedAt: found.hit.sealedAt,
+            removedContainers: removed.length,
+            own,
+          });
+          return {
+            suiteId: suite.id,
+            treeSha,
+            status: result.status,
+            exitCode: result.exitCode,
+            logRef: dataRef(dataDir, logFile),
+            durationMs: result.durationMs,
+            reattached: own,
+            cache: own ? 'miss' : 'hit',
+          };
         }
       }
       // The pool's container when the placement assigned it this very step and gave its go (gate-pool.ts).
@@ -177,9 +215,11 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
       const decision = sealDecision({ status, oomKilled: result.oomKilled, logKept: logContent !== undefined });
       if (!decision.seal) log.info('gate result not sealed', { runId, suite: suite.id, treeSha, reason: decision.reason });
       else if (key && imageId && status !== 'timed-out') {
-        await cache.seal({ ...key, imageId }, { status, exitCode: result.exitCode, durationMs: result.durationMs }, logContent!, { runId, step, hostId }).catch((error: unknown) => {
-          log.warn('gate result not sealed: the cache could not be written', { runId, suite: suite.id, error: String(error) });
-        });
+        await cache
+          .seal({ ...key, imageId }, { status, exitCode: result.exitCode, durationMs: result.durationMs }, logContent!, { runId, step, hostId })
+          .catch((error: unknown) => {
+            log.warn('gate result not sealed: the cache could not be written', { runId, suite: suite.id, error: String(error) });
+          });
       }
       return {
         suiteId: suite.id,
@@ -217,10 +257,20 @@ export function createGateActivities({ dataDir, hostId, docker, gatePool }: Gate
       // Without an environment: a container of the default runner. With one: only a container made for its very key.
       if (!gatePool || gatePool.size <= 0 || input.evidence || (!environment && input.image !== gatePool.image)) return false;
       const { spec, step } = suiteContainer(input);
-      if (spec.entrypoint || spec.memoryBytes !== undefined || spec.nanoCpus !== undefined || spec.pidsLimit !== undefined || spec.maxLogBytes !== undefined) return false;
+      if (spec.entrypoint || spec.memoryBytes !== undefined || spec.nanoCpus !== undefined || spec.pidsLimit !== undefined || spec.maxLogBytes !== undefined)
+        return false;
       if (!(await gatePool.claim({ runId: input.runId, repo: input.repo, ...(environment ? { environment: environment.key } : {}) }))) return false;
       const products = environment?.products ?? [];
-      await gatePool.assign({ runId: input.runId, worktree: runPaths(dataDir, input.runId).worktree, commitSha: input.commitSha, treeSha: input.treeSha, step, env: spec.env, command: spec.cmd, products });
+      await gatePool.assign({
+        runId: input.runId,
+        worktree: runPaths(dataDir, input.runId).worktree,
+        commitSha: input.commitSha,
+        treeSha: input.treeSha,
+        step,
+        env: spec.env,
+        command: spec.cmd,
+        products,
+      });
       return true;
     },
 

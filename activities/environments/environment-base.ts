@@ -34,18 +34,28 @@ export async function imageIdOf(docker: Docker, image: string): Promise<string |
 }
 
 /** The base image of a declaration for the tree of `commitSha` in `worktree`, built when it is a Dockerfile's and missing. */
-export async function baseImageFor(docker: Docker, worktree: string, commitSha: string, declaration: EnvironmentDeclaration, fallbackImage: string | undefined, logFile: string): Promise<BaseImage> {
+export async function baseImageFor(
+  docker: Docker,
+  worktree: string,
+  commitSha: string,
+  declaration: EnvironmentDeclaration,
+  fallbackImage: string | undefined,
+  logFile: string,
+): Promise<BaseImage> {
   if (!declaration.dockerfile) {
     const image = declaration.image ?? fallbackImage ?? defaultRunnerImage;
     const imageId = await imageIdOf(docker, image);
-    if (!imageId) throw failure(FailureCode.imageMissing, `image ${image} of the environment is not on this Docker host; build it with scripts/setup.sh or docker build`);
+    if (!imageId)
+      throw failure(FailureCode.imageMissing, `image ${image} of the environment is not on this Docker host; build it with scripts/setup.sh or docker build`);
     return { ok: true, image, imageId };
   }
   const { path, context, args } = declaration.dockerfile;
   const inContext = context === '.' ? path : posix.relative(context, path);
   if (inContext.startsWith('../')) return { ok: false, why: `the Dockerfile ${path} is outside its build context ${context}`, log: '' };
   const git = automationGit(worktree);
-  const contextTree = (await git.raw(['rev-parse', '--verify', '--quiet', context === '.' ? `${commitSha}^{tree}` : `${commitSha}:${context}`]).catch(() => '')).trim();
+  const contextTree = (
+    await git.raw(['rev-parse', '--verify', '--quiet', context === '.' ? `${commitSha}^{tree}` : `${commitSha}:${context}`]).catch(() => '')
+  ).trim();
   if (!contextTree) return { ok: false, why: `the build context ${context} is not a directory of the tree under test`, log: '' };
   const tag = dockerfileTag(contextTree, inContext, args);
   const existing = await imageIdOf(docker, tag);
@@ -55,7 +65,16 @@ export async function baseImageFor(docker: Docker, worktree: string, commitSha: 
   const context_ = Context.current();
   const lines: string[] = [];
   try {
-    const stream = await docker.buildImage(archive.stdout, { t: tag, dockerfile: inContext, buildargs: args, networkmode: 'none', rm: true, forcerm: true, pull: false, labels: { 'tarmac.environment-base': contextTree } });
+    const stream = await docker.buildImage(archive.stdout, {
+      t: tag,
+      dockerfile: inContext,
+      buildargs: args,
+      networkmode: 'none',
+      rm: true,
+      forcerm: true,
+      pull: false,
+      labels: { 'tarmac.environment-base': contextTree },
+    });
     const beat = setInterval(() => heartbeatWith(context_, { building: tag }), 2_000);
     try {
       await new Promise<void>((resolve, reject) => {

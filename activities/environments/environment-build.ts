@@ -12,7 +12,19 @@ import { gitArgs, handToContainerUser } from '../git/git';
 import { leanPipe, leanRun } from '../git/lean-spawn';
 import { dataRef, runPaths, writeFileAtomic } from '../stores/run-store';
 import { egressMount, egressPort, egressToolsMount, runSetupContainer, setupMount, writeSetupFiles } from './environment-setup';
-import { egressEntry, environmentsDir, keyHex, listProducts, readEnvironment, readInputs, recordName, refOf, type EnvironmentRecord, type PrepareEnvironmentInput, type PrepareEnvironmentResult } from './environment-records';
+import {
+  egressEntry,
+  environmentsDir,
+  keyHex,
+  listProducts,
+  readEnvironment,
+  readInputs,
+  recordName,
+  refOf,
+  type EnvironmentRecord,
+  type PrepareEnvironmentInput,
+  type PrepareEnvironmentResult,
+} from './environment-records';
 
 /** What a build needs of the environment activities' dependencies (environments.ts), defaults taken. */
 export interface BuildContext {
@@ -62,7 +74,20 @@ export async function buildEnvironment(ctx: BuildContext, input: PrepareEnvironm
     const refused = [...new Set(egress.filter((entry) => !entry.allowed && entry.host).map((entry) => `${entry.host}:${entry.port}`))];
     const baseInputs = await readInputs(runPaths(dataDir, input.runId).worktree, input.baseSha, input.declaration.inputs).catch(() => undefined);
     const branchChangedInputs = JSON.stringify(baseInputs) !== JSON.stringify(keyed.inputs);
-    const failed = (why: string): PrepareEnvironmentResult => ({ ok: false, failure: { key, why, branchChangedInputs, exitCode: setup.exitCode, logRef: dataRef(dataDir, logFile), logTail: '', refused, egress: egress.map(egressEntry), ...(allow.refusedDeclared.length ? { refusedDeclared: allow.refusedDeclared } : {}) } });
+    const failed = (why: string): PrepareEnvironmentResult => ({
+      ok: false,
+      failure: {
+        key,
+        why,
+        branchChangedInputs,
+        exitCode: setup.exitCode,
+        logRef: dataRef(dataDir, logFile),
+        logTail: '',
+        refused,
+        egress: egress.map(egressEntry),
+        ...(allow.refusedDeclared.length ? { refusedDeclared: allow.refusedDeclared } : {}),
+      },
+    });
     if (setup.exitCode !== 0) {
       const result = await setupFailure(ctx, input.declaration, setup, logFile, failed);
       await rm(work, { recursive: true, force: true });
@@ -87,15 +112,23 @@ async function writeSetupDir(ctx: BuildContext, input: PrepareEnvironmentInput, 
   await writeSetupFiles(setupDir, input.declaration.setup);
   const present = inputs.filter((entry): entry is { path: string; oid: string; mode: string } => !('absent' in entry)).map((entry) => entry.path);
   if (present.length > 0) {
-    const [archive, tar] = await leanPipe({ command: 'git', args: gitArgs(runPaths(ctx.dataDir, input.runId).worktree, 'archive', '--format=tar', input.commitSha, '--', ...present) }, { command: 'tar', args: ['-x', '-C', join(setupDir, 'inputs')], stdout: 'ignore' });
-    if (archive.code !== 0 || tar.code !== 0) throw new Error(`the environment's inputs could not be exported: ${archive.stderr.toString('utf8').trim()} ${tar.stderr.toString('utf8').trim()}`);
+    const [archive, tar] = await leanPipe(
+      { command: 'git', args: gitArgs(runPaths(ctx.dataDir, input.runId).worktree, 'archive', '--format=tar', input.commitSha, '--', ...present) },
+      { command: 'tar', args: ['-x', '-C', join(setupDir, 'inputs')], stdout: 'ignore' },
+    );
+    if (archive.code !== 0 || tar.code !== 0)
+      throw new Error(`the environment's inputs could not be exported: ${archive.stderr.toString('utf8').trim()} ${tar.stderr.toString('utf8').trim()}`);
   }
   await handToContainerUser(join(setupDir, 'inputs'));
   return present;
 }
 
 /** Runs the setup container behind its own egress gateway; every connection lands in the run's logs as it ends. */
-async function runSetup(ctx: BuildContext, input: PrepareEnvironmentInput, at: { key: string; hex: string; baseImage: string; work: string; logs: string; logFile: string }) {
+async function runSetup(
+  ctx: BuildContext,
+  input: PrepareEnvironmentInput,
+  at: { key: string; hex: string; baseImage: string; work: string; logs: string; logFile: string },
+) {
   const { hostId, caBundle, user } = ctx;
   const { runId, declaration } = input;
   const { key, hex, work, logs } = at;
@@ -117,10 +150,20 @@ async function runSetup(ctx: BuildContext, input: PrepareEnvironmentInput, at: {
       ...['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'npm_config_proxy', 'npm_config_https_proxy'].map((name) => `${name}=${proxy}`),
       'NO_PROXY=',
       'no_proxy=',
-      ...(caBundle ? ['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'npm_config_cafile', 'PIP_CERT', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO'].map((name) => `${name}=${egressToolsMount}/ca.crt`) : []),
+      ...(caBundle
+        ? ['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'npm_config_cafile', 'PIP_CERT', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO'].map(
+            (name) => `${name}=${egressToolsMount}/ca.crt`,
+          )
+        : []),
     ];
     setup = await runSetupContainer(ctx.docker, {
-      labels: { [labelKeys.run]: runId, [labelKeys.step]: `environment-${hex.slice(0, 16)}`, [labelKeys.role]: 'environment', 'tarmac.environment': hex, 'tarmac.host': hostId },
+      labels: {
+        [labelKeys.run]: runId,
+        [labelKeys.step]: `environment-${hex.slice(0, 16)}`,
+        [labelKeys.role]: 'environment',
+        'tarmac.environment': hex,
+        'tarmac.host': hostId,
+      },
       image: at.baseImage,
       user: `${user.uid}:${user.gid}`,
       env,
@@ -147,7 +190,13 @@ async function runSetup(ctx: BuildContext, input: PrepareEnvironmentInput, at: {
 type SetupRun = Awaited<ReturnType<typeof runSetup>>['setup'];
 
 /** Why a setup failed, in words, with its log's tail and the failing command when the log names it. */
-async function setupFailure(ctx: BuildContext, declaration: EnvironmentDeclaration, setup: SetupRun, logFile: string, failed: (why: string) => PrepareEnvironmentResult): Promise<PrepareEnvironmentResult> {
+async function setupFailure(
+  ctx: BuildContext,
+  declaration: EnvironmentDeclaration,
+  setup: SetupRun,
+  logFile: string,
+  failed: (why: string) => PrepareEnvironmentResult,
+): Promise<PrepareEnvironmentResult> {
   const tail = await logTail(logFile);
   const which = failingCommand(tail, declaration);
   const why = setup.timedOut
@@ -168,7 +217,10 @@ async function setupFailure(ctx: BuildContext, declaration: EnvironmentDeclarati
  * The result stream is untrusted: a container of the runner image extracts it (links and names
  * resolve in its own file system, never the host's); only what lands in root/ is kept.
  */
-async function unpackResult(ctx: BuildContext, at: { runId: string; hex: string; work: string; logs: string }): Promise<{ exitCode: number | null; logFile: string }> {
+async function unpackResult(
+  ctx: BuildContext,
+  at: { runId: string; hex: string; work: string; logs: string },
+): Promise<{ exitCode: number | null; logFile: string }> {
   const { user } = ctx;
   const { runId, hex, work, logs } = at;
   const rootDir = join(work, 'root');
@@ -194,7 +246,12 @@ async function unpackResult(ctx: BuildContext, at: { runId: string; hex: string;
 }
 
 /** The built environment's record, written last; the build directory renamed into place. */
-async function storeRecord(ctx: BuildContext, input: PrepareEnvironmentInput, keyed: Keyed, at: { work: string; root: string; hex: string; present: string[]; startedAt: number; egress: EgressConnection[] }): Promise<EnvironmentRecord> {
+async function storeRecord(
+  ctx: BuildContext,
+  input: PrepareEnvironmentInput,
+  keyed: Keyed,
+  at: { work: string; root: string; hex: string; present: string[]; startedAt: number; egress: EgressConnection[] },
+): Promise<EnvironmentRecord> {
   const { runId, repo, declaration } = input;
   const { work, egress } = at;
   const rootDir = join(work, 'root');
@@ -218,7 +275,14 @@ async function storeRecord(ctx: BuildContext, input: PrepareEnvironmentInput, ke
   await rm(join(work, 'egress'), { recursive: true, force: true });
   await writeFileAtomic(join(work, recordName), JSON.stringify(record, null, 2));
   await rename(work, join(at.root, at.hex));
-  log.info('environment built', { runId, key: keyed.key, products: products.length, sizeBytes: record.sizeBytes, buildMs: record.buildMs, egress: egress.length });
+  log.info('environment built', {
+    runId,
+    key: keyed.key,
+    products: products.length,
+    sizeBytes: record.sizeBytes,
+    buildMs: record.buildMs,
+    egress: egress.length,
+  });
   return record;
 }
 
@@ -280,4 +344,3 @@ function failingCommand(logText: string, declaration: EnvironmentDeclaration): {
 function forwarderPath(): string {
   return join(__dirname, '..', '..', 'images', 'shared', 'tarmac-forward');
 }
-

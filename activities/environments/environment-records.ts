@@ -115,7 +115,15 @@ export async function linkProducts(snapshot: string, products: string[]): Promis
 export const keyHex = (key: string) => key.replace(/^sha256:/, '');
 
 /** A connection as the run's outcome records it (the full record stays in the run's logs and the environment's record). */
-export const egressEntry = ({ host, port, allowed, bytesUp, bytesDown, reason, error }: EgressConnection): EgressEntry => ({ host, port, allowed, bytesUp, bytesDown, ...(reason ? { reason } : {}), ...(error ? { error } : {}) });
+export const egressEntry = ({ host, port, allowed, bytesUp, bytesDown, reason, error }: EgressConnection): EgressEntry => ({
+  host,
+  port,
+  allowed,
+  bytesUp,
+  bytesDown,
+  ...(reason ? { reason } : {}),
+  ...(error ? { error } : {}),
+});
 
 /** An environment's record, when its directory is complete and says what its name says. */
 export async function readEnvironment(dataDir: string, key: string): Promise<EnvironmentRecord | undefined> {
@@ -165,7 +173,6 @@ async function runsUsing(dataDir: string): Promise<Map<string, string[]>> {
   );
   return using;
 }
-
 
 /** The environment a landing is given: its key, base image, products, env and egress. */
 export function refOf(record: EnvironmentRecord, cache: 'hit' | 'miss'): EnvironmentRef {

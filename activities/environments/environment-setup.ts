@@ -160,7 +160,10 @@ export async function runSetupContainer(docker: Docker, spec: SetupContainerSpec
       ReadonlyRootfs: true,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
-      Tmpfs: { '/tmp': 'rw,exec,nosuid,size=1g', '/workspace': `rw,exec,nosuid,size=${spec.maxBytes},uid=${spec.user.split(':')[0]},gid=${spec.user.split(':')[1]},mode=0755` },
+      Tmpfs: {
+        '/tmp': 'rw,exec,nosuid,size=1g',
+        '/workspace': `rw,exec,nosuid,size=${spec.maxBytes},uid=${spec.user.split(':')[0]},gid=${spec.user.split(':')[1]},mode=0755`,
+      },
       // The workspace tmpfs counts against the memory limit: room for both.
       Memory: spec.memoryBytes + spec.maxBytes,
       MemorySwap: spec.memoryBytes + spec.maxBytes,
@@ -190,5 +193,12 @@ export async function runSetupContainer(docker: Docker, spec: SetupContainerSpec
   const resultBytes = await Promise.race([result.done, new Promise<number>((resolve) => setTimeout(() => resolve(-1), 15_000).unref())]);
   await Promise.race([logged, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
   const final = (await container.inspect()).State;
-  return { exitCode: timedOut || tooLarge ? null : final.ExitCode, timedOut, oomKilled: final.OOMKilled, tooLarge, resultBytes, durationMs: Date.now() - startedAt };
+  return {
+    exitCode: timedOut || tooLarge ? null : final.ExitCode,
+    timedOut,
+    oomKilled: final.OOMKilled,
+    tooLarge,
+    resultBytes,
+    durationMs: Date.now() - startedAt,
+  };
 }

@@ -11,9 +11,33 @@ import type { EnvironmentRef } from '../../core/environment-types';
 import { containerUser } from '../git/git';
 import { dataRef, runPaths } from '../stores/run-store';
 import { buildEnvironment } from './environment-build';
-import { environmentsDir, inUseDir, keyHex, listEnvironments, readEnvironment, readInputs, recordName, refOf, type PrepareEnvironmentInput, type PrepareEnvironmentResult } from './environment-records';
+import {
+  environmentsDir,
+  inUseDir,
+  keyHex,
+  listEnvironments,
+  readEnvironment,
+  readInputs,
+  recordName,
+  refOf,
+  type PrepareEnvironmentInput,
+  type PrepareEnvironmentResult,
+} from './environment-records';
 
-export { egressEntry, environmentMount, environmentRoot, environmentsDir, linkProducts, listEnvironments, listProducts, readEnvironment, readInputs, type EnvironmentRecord, type PrepareEnvironmentInput, type PrepareEnvironmentResult } from './environment-records';
+export {
+  egressEntry,
+  environmentMount,
+  environmentRoot,
+  environmentsDir,
+  linkProducts,
+  listEnvironments,
+  listProducts,
+  readEnvironment,
+  readInputs,
+  type EnvironmentRecord,
+  type PrepareEnvironmentInput,
+  type PrepareEnvironmentResult,
+} from './environment-records';
 
 /**
  * Environments (issue 24): what a repository's gates and agents run in — a base image plus the
@@ -115,7 +139,19 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
         const key = `sha256:${createHash('sha256').update(declarationDigestText(declaration)).digest('hex')}`;
         const baseInputs = await readInputs(worktree, input.baseSha, declaration.inputs).catch(() => undefined);
         const headInputs = await readInputs(worktree, commitSha, declaration.inputs).catch(() => undefined);
-        return { ok: false, failure: { key, why: base.why, exitCode: null, logRef: dataRef(dataDir, baseLog), logTail: base.log, refused: [], egress: [], branchChangedInputs: JSON.stringify(baseInputs) !== JSON.stringify(headInputs) } };
+        return {
+          ok: false,
+          failure: {
+            key,
+            why: base.why,
+            exitCode: null,
+            logRef: dataRef(dataDir, baseLog),
+            logTail: base.log,
+            refused: [],
+            egress: [],
+            branchChangedInputs: JSON.stringify(baseInputs) !== JSON.stringify(headInputs),
+          },
+        };
       }
       const { image: baseImage, imageId: baseImageId } = base;
       const inputs = await readInputs(runPaths(dataDir, runId).worktree, commitSha, declaration.inputs);
@@ -127,7 +163,13 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
       }
       // A landing that needs a key another is building waits for that build: one build, and for the waiter a hit.
       const waiting = building.get(key);
-      const pending = waiting ?? buildEnvironment({ dataDir, hostId, docker, user, maxBytes, caBundle, egressAllow: deps.egressAllow, ...(deps.setupEnv ? { setupEnv: deps.setupEnv } : {}) }, input, { key, baseImage, baseImageId, inputs }).finally(() => building.delete(key));
+      const pending =
+        waiting ??
+        buildEnvironment(
+          { dataDir, hostId, docker, user, maxBytes, caBundle, egressAllow: deps.egressAllow, ...(deps.setupEnv ? { setupEnv: deps.setupEnv } : {}) },
+          input,
+          { key, baseImage, baseImageId, inputs },
+        ).finally(() => building.delete(key));
       if (!waiting) building.set(key, pending);
       const built = await pending;
       const result: PrepareEnvironmentResult = waiting && built.ok ? { ok: true, environment: { ...built.environment, cache: 'hit' } } : built;
@@ -149,7 +191,10 @@ export function createEnvironmentActivities(deps: EnvironmentDeps) {
       const { runId, commitSha, declaration } = input;
       if (declaration.dockerfile) return undefined;
       const baseImage = declaration.image ?? input.fallbackImage ?? defaultRunnerImage;
-      const [baseImageId, inputs] = await Promise.all([imageIdOf(docker, baseImage), readInputs(runPaths(dataDir, runId).worktree, commitSha, declaration.inputs)]);
+      const [baseImageId, inputs] = await Promise.all([
+        imageIdOf(docker, baseImage),
+        readInputs(runPaths(dataDir, runId).worktree, commitSha, declaration.inputs),
+      ]);
       if (!baseImageId) return undefined;
       const key = `sha256:${createHash('sha256').update(environmentKeyText({ declaration, baseImageId, inputs })).digest('hex')}`;
       const found = await readEnvironment(dataDir, key);

@@ -33,7 +33,11 @@ const PlaybooksRecipeSchema = Type.Object({
   ),
   grounding: Type.Object({ groundedCommands: Type.Array(Type.String()), groundingFiles: Type.Array(Type.String()) }, { additionalProperties: false }),
   limits: Type.Object(
-    { maxRepairs: Type.Integer({ minimum: 0, maximum: 10 }), maxToolIterations: Type.Integer({ minimum: 1 }), sessionTimeout: Type.String({ pattern: durationPattern }) },
+    {
+      maxRepairs: Type.Integer({ minimum: 0, maximum: 10 }),
+      maxToolIterations: Type.Integer({ minimum: 1 }),
+      sessionTimeout: Type.String({ pattern: durationPattern }),
+    },
     { additionalProperties: false },
   ),
 });
@@ -120,10 +124,18 @@ class NotReadYet {
  * first path not read yet, that path is read, and the next pass goes one file further.
  * Only paths the playbooks really look at are read (and refused when they are links).
  */
-async function playbookPatch(workspace: string, playbooks: Playbook[], output: string, make: MakeDatabase | null): Promise<{ patch: ReturnType<typeof matchPlaybook> } | { refused: string }> {
+async function playbookPatch(
+  workspace: string,
+  playbooks: Playbook[],
+  output: string,
+  make: MakeDatabase | null,
+): Promise<{ patch: ReturnType<typeof matchPlaybook> } | { refused: string }> {
   const files = new Map<string, string | undefined>();
   // The workspace is the worker's own repository: its file list comes from git at its head.
-  const listed = (await treeEntries(workspace, 'HEAD')).filter(isRegular).slice(0, maxPlaybookTreeFiles).map((entry) => entry.path);
+  const listed = (await treeEntries(workspace, 'HEAD'))
+    .filter(isRegular)
+    .slice(0, maxPlaybookTreeFiles)
+    .map((entry) => entry.path);
   const read = (path: string) => {
     if (!files.has(path)) throw new NotReadYet(path);
     return files.get(path);
@@ -188,7 +200,17 @@ export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; 
      * Branch content is untrusted: a link anywhere in a path the playbook reads or writes
      * (a committed `Makefile -> /etc/…`) means no playbook is applied, and the log says why.
      */
-    applyPlaybook: async ({ runId, logRef, make = null, recipe }: { runId: string; logRef: string; make?: MakeDatabase | null; recipe?: unknown }): Promise<{ playbookId: string; summary: string; files: string[] } | null> => {
+    applyPlaybook: async ({
+      runId,
+      logRef,
+      make = null,
+      recipe,
+    }: {
+      runId: string;
+      logRef: string;
+      make?: MakeDatabase | null;
+      recipe?: unknown;
+    }): Promise<{ playbookId: string; summary: string; files: string[] } | null> => {
       const workspace = runPaths(dataDir, runId).worktree;
       const git = automationGit(workspace);
       // A retry (the worker died mid-call) must not apply the edit twice: the commit names the
@@ -218,7 +240,13 @@ export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; 
         }
         // The edits are line edits checked against the file as it is: the playbook changes those lines, nothing else.
         const before = seen.kind === 'file' ? (await readFileNoFollow(workspace, path, maxPlaybookFileBytes)).toString('utf8') : undefined;
-        const after = before === undefined ? undefined : applyLineEdits(before, patch.edits.filter((edit) => edit.path === path));
+        const after =
+          before === undefined
+            ? undefined
+            : applyLineEdits(
+                before,
+                patch.edits.filter((edit) => edit.path === path),
+              );
         if (after === undefined) {
           note(`no playbook applied: playbook ${patch.playbookId}'s edit does not fit ${path}`, { runId });
           return null;
@@ -239,7 +267,17 @@ export function createFixActivities({ dataDir, recipesDir }: { dataDir: string; 
     },
 
     /** Files changed since `baseSha`, and pushes the fixes to a new run-owned branch (never forced). */
-    publishFixes: async ({ runId, repo, baseSha, branch }: { runId: string; repo: string; baseSha: string; branch: string }): Promise<{ filesChanged: string[]; headSha: string; pushed: boolean }> => {
+    publishFixes: async ({
+      runId,
+      repo,
+      baseSha,
+      branch,
+    }: {
+      runId: string;
+      repo: string;
+      baseSha: string;
+      branch: string;
+    }): Promise<{ filesChanged: string[]; headSha: string; pushed: boolean }> => {
       const git = originGit(runPaths(dataDir, runId).worktree, repo);
       const headSha = (await git.revparse(['HEAD'])).trim();
       const filesChanged = (await git.raw(['diff', '--name-only', `${baseSha}..${headSha}`])).split('\n').filter(Boolean);

@@ -65,7 +65,19 @@ export function createGroundingActivities({ dataDir, hostId, docker }: { dataDir
   const user = containerUser();
 
   /** Make's database of a commit's makefiles, from make itself in a container; undefined when make could not give one. */
-  async function makeDatabase({ runId, repo, commitSha, image, step }: { runId: string; repo: string; commitSha: string; image: string; step: string }): Promise<Omit<MakeDatabase, 'source'> | undefined> {
+  async function makeDatabase({
+    runId,
+    repo,
+    commitSha,
+    image,
+    step,
+  }: {
+    runId: string;
+    repo: string;
+    commitSha: string;
+    image: string;
+    step: string;
+  }): Promise<Omit<MakeDatabase, 'source'> | undefined> {
     const paths = runPaths(dataDir, runId);
     const snapshot = join(paths.snapshots, step);
     const ready = `${snapshot}.ready`;
@@ -85,7 +97,11 @@ export function createGroundingActivities({ dataDir, hostId, docker }: { dataDir
       maxLogBytes: maxDatabaseBytes,
       prepare: async () => {
         await rm(ready, { force: true });
-        await recordInManifest(paths.manifest, { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [snapshot, ready] });
+        await recordInManifest(
+          paths.manifest,
+          { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
+          { dirs: [snapshot, ready] },
+        );
         await exportTree(paths.worktree, commitSha, snapshot);
         await handToContainerUser(snapshot);
         await writeFile(ready, `${commitSha}\n`);

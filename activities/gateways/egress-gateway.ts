@@ -109,7 +109,10 @@ export async function startEgressGateway(options: EgressGatewayOptions): Promise
   const finish = (entry: Draft) => ledger.finish(entry);
 
   /** Admits and connects, or answers and records why not; the open connection to a checked address otherwise. */
-  async function openUpstream(base: Pick<EgressConnection, 'kind' | 'host' | 'port' | 'startedAt'>, refuse: (status: number, text: string) => void): Promise<{ upstream: Socket; entry: Draft; release: () => void } | undefined> {
+  async function openUpstream(
+    base: Pick<EgressConnection, 'kind' | 'host' | 'port' | 'startedAt'>,
+    refuse: (status: number, text: string) => void,
+  ): Promise<{ upstream: Socket; entry: Draft; release: () => void } | undefined> {
     const slot = ledger.takeSlot();
     if ('refused' in slot) {
       refuse(slot.refused.status, refusalText(slot.refused));
@@ -158,7 +161,17 @@ export async function startEgressGateway(options: EgressGatewayOptions): Promise
       answerResponse(response, 400, `tarmac egress gateway: ${request.method} ${(request.url ?? '').slice(0, 200)} is not a proxy request (${hint})`);
       // Not a connection anywhere: recorded (while there is room) so that the record shows what the setup tried.
       if (!ledger.takeRecord()) return;
-      return finish({ kind: 'http', host: String(request.headers.host ?? '').slice(0, 255), port: 0, allowed: false, reason: 'not a proxy request', status: 400, bytesUp: 0, bytesDown: 0, startedAt });
+      return finish({
+        kind: 'http',
+        host: String(request.headers.host ?? '').slice(0, 255),
+        port: 0,
+        allowed: false,
+        reason: 'not a proxy request',
+        status: 400,
+        bytesUp: 0,
+        bytesDown: 0,
+        startedAt,
+      });
     }
     const base = { kind: 'http' as const, host: target.hostname.slice(0, 255), port: target.port === '' ? 80 : Number(target.port), startedAt };
     const opened = await openUpstream(base, (status, text) => {
@@ -242,9 +255,11 @@ class EgressLedger {
    */
   takeSlot(): { refused: Extract<Admission, { ok: false }> } | { release: () => void } {
     const { limits } = this;
-    if (this.#taken >= limits.records) return { refused: { ok: false, status: 503, reason: `the egress gateway has recorded ${limits.records} connections, its limit` } };
+    if (this.#taken >= limits.records)
+      return { refused: { ok: false, status: 503, reason: `the egress gateway has recorded ${limits.records} connections, its limit` } };
     this.#taken += 1;
-    if (this.#open >= limits.connections) return { refused: { ok: false, status: 503, reason: `the egress gateway has ${limits.connections} connections open, its limit` } };
+    if (this.#open >= limits.connections)
+      return { refused: { ok: false, status: 503, reason: `the egress gateway has ${limits.connections} connections open, its limit` } };
     this.#open += 1;
     let released = false;
     return {
@@ -274,7 +289,12 @@ async function admit(host: string, port: number | undefined, allow: string[], re
   try {
     addresses = await resolveHost(decision.host);
   } catch (error) {
-    return { ok: false, status: 502, allowed: true, reason: `${decision.host} could not be resolved (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
+    return {
+      ok: false,
+      status: 502,
+      allowed: true,
+      reason: `${decision.host} could not be resolved (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    };
   }
   if (addresses.length === 0) return { ok: false, status: 502, allowed: true, reason: `${decision.host} resolved to no address` };
   for (const address of addresses) {
@@ -297,4 +317,5 @@ function refusal(base: Pick<EgressConnection, 'kind' | 'host' | 'port' | 'starte
   };
 }
 
-const refusalText = (admission: Extract<Admission, { ok: false }>) => `tarmac egress gateway: ${admission.status === 403 ? 'refused: ' : ''}${admission.reason}`;
+const refusalText = (admission: Extract<Admission, { ok: false }>) =>
+  `tarmac egress gateway: ${admission.status === 403 ? 'refused: ' : ''}${admission.reason}`;

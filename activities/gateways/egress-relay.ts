@@ -60,7 +60,11 @@ function connectTo(address: string, port: number, timeoutMs: number): Promise<So
 }
 
 /** The first of the checked addresses that answers; the last failure when none does. */
-export async function connectFirst(addresses: string[], port: number, timeoutMs: number): Promise<{ socket: Socket; address: string } | { error: string; address: string }> {
+export async function connectFirst(
+  addresses: string[],
+  port: number,
+  timeoutMs: number,
+): Promise<{ socket: Socket; address: string } | { error: string; address: string }> {
   let failure = { error: 'no address', address: '' };
   for (const address of addresses) {
     try {
@@ -127,7 +131,14 @@ export function relayTunnel(input: { client: Socket; upstream: Socket; head: Buf
  * again), its response streamed back without hop-by-hop or proxy headers. Resolves when the
  * client's response is closed; the upstream connection is closed then.
  */
-export function relayRequest(input: { request: IncomingMessage; response: ServerResponse; upstream: Socket; target: URL; idleTimeoutMs: number; counts: RelayCounts }): Promise<void> {
+export function relayRequest(input: {
+  request: IncomingMessage;
+  response: ServerResponse;
+  upstream: Socket;
+  target: URL;
+  idleTimeoutMs: number;
+  counts: RelayCounts;
+}): Promise<void> {
   const { request, response, upstream, target, idleTimeoutMs, counts } = input;
   if (response.destroyed || request.socket.destroyed) return closeUnused(upstream, counts);
   return new Promise<void>((done) => {

@@ -119,7 +119,8 @@ export function forwardExchange(input: ExchangeInput): Promise<ExchangeResult> {
         if (bodyBytes <= input.maxMeteredBytes) bodyChunks.push(chunk);
       };
       const decoding = decoder(response.headers['content-encoding']);
-      if (decoding === 'unknown') result.meterProblem = `the response is encoded as "${String(response.headers['content-encoding'])}": its usage cannot be read`;
+      if (decoding === 'unknown')
+        result.meterProblem = `the response is encoded as "${String(response.headers['content-encoding'])}": its usage cannot be read`;
       const decoded = decoding && decoding !== 'unknown' ? decoding : undefined;
       const meterDone = new Promise<void>((done) => {
         if (!decoded) return done();

@@ -44,7 +44,20 @@ export const ModelGatewayUsageSchema = Type.Object({
 export type ModelGatewayUsage = Static<typeof ModelGatewayUsageSchema>;
 
 export function emptyUsage(provider: ModelProvider): ModelGatewayUsage {
-  return { provider, ...zeroTokens, costUsd: 0, requests: 0, metered: 0, unmetered: 0, unpricedModels: [], budgetRefusals: 0, otherRefusals: 0, failures: 0, byModel: {}, updatedAt: new Date().toISOString() };
+  return {
+    provider,
+    ...zeroTokens,
+    costUsd: 0,
+    requests: 0,
+    metered: 0,
+    unmetered: 0,
+    unpricedModels: [],
+    budgetRefusals: 0,
+    otherRefusals: 0,
+    failures: 0,
+    byModel: {},
+    updatedAt: new Date().toISOString(),
+  };
 }
 
 /** The persisted counters, checked: a counter file that does not read back stops the gateway (never a silent reset of what was spent). */
@@ -74,7 +87,12 @@ function addCounts(into: TokenCounts & { costUsd: number }, tokens: TokenCounts,
  * Adds one response's tokens to the counters, priced by the first of `models` (the
  * response's, then the request's) that has a price; none → cost 0 and the model flagged.
  */
-export function meterResponse(usage: ModelGatewayUsage, pricing: PricingTable, tokens: TokenCounts, models: (string | undefined)[]): { costUsd: number; pricedAs?: string; unpriced?: string } {
+export function meterResponse(
+  usage: ModelGatewayUsage,
+  pricing: PricingTable,
+  tokens: TokenCounts,
+  models: (string | undefined)[],
+): { costUsd: number; pricedAs?: string; unpriced?: string } {
   const named = models.find((model): model is string => typeof model === 'string' && model.length > 0) ?? 'unknown';
   const priced = models.map((model) => priceOf(pricing, model)).find((found) => found !== undefined);
   const costUsd = priced ? costOf(priced.price, tokens) : 0;

@@ -135,22 +135,39 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const started = Date.now();
     const url = new URL(request.url ?? '/', 'http://model-gateway');
-    const entry: Record<string, unknown> = { at: new Date(started).toISOString(), id: randomBytes(6).toString('hex'), method: request.method, path: url.pathname + url.search };
+    const entry: Record<string, unknown> = {
+      at: new Date(started).toISOString(),
+      id: randomBytes(6).toString('hex'),
+      method: request.method,
+      path: url.pathname + url.search,
+    };
     const requestHeaders = transcriptHeaders(request.headers);
     if (!routeAllowed(provider, request.method, url.pathname)) {
       usage.otherRefusals += 1;
       await persist();
       request.resume();
-      return answer(response, 'route', `tarmac: the model gateway does not forward ${request.method} ${url.pathname} (it forwards ${allowedRoutes(provider)})`, { ...entry, request: { headers: requestHeaders } });
+      return answer(
+        response,
+        'route',
+        `tarmac: the model gateway does not forward ${request.method} ${url.pathname} (it forwards ${allowedRoutes(provider)})`,
+        { ...entry, request: { headers: requestHeaders } },
+      );
     }
     const body = await readBody(request, limits.requestBytes);
     if (!body) {
       usage.otherRefusals += 1;
       await persist();
-      return answer(response, 'too-large', `tarmac: the request body is over the model gateway's limit of ${limits.requestBytes} bytes`, { ...entry, request: { headers: requestHeaders } });
+      return answer(response, 'too-large', `tarmac: the request body is over the model gateway's limit of ${limits.requestBytes} bytes`, {
+        ...entry,
+        request: { headers: requestHeaders },
+      });
     }
     const forwarded = forwardedRequest(provider, url.pathname, body);
-    const requestRecord = { headers: requestHeaders, body: transcriptBody(forwarded.body, limits.transcriptBodyChars), ...(forwarded.changed ? { changed: forwarded.changed } : {}) };
+    const requestRecord = {
+      headers: requestHeaders,
+      body: transcriptBody(forwarded.body, limits.transcriptBodyChars),
+      ...(forwarded.changed ? { changed: forwarded.changed } : {}),
+    };
     Object.assign(entry, { model: forwarded.model, stream: forwarded.stream });
 
     const refusal = await budgetRefusal();

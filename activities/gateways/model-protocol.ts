@@ -44,7 +44,18 @@ export function allowedRoutes(provider: ModelProvider): string {
 
 /** Headers that carry credentials (the client's, whatever they are) or belong to one hop only. */
 const credentialHeaders = new Set(['authorization', 'proxy-authorization', 'x-api-key', 'api-key', 'cookie', 'openai-organization', 'openai-project']);
-const hopHeaders = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host', 'content-length', 'expect']);
+const hopHeaders = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+  'content-length',
+  'expect',
+]);
 
 /**
  * The headers sent upstream: the client's, without its credentials and hop-by-hop

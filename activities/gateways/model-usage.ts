@@ -26,7 +26,13 @@ export function anthropicTokens(usage: unknown): TokenCounts | undefined {
   if (!isObject(usage) || !hasCount(usage, 'input_tokens', 'output_tokens')) return undefined;
   const creation = count(usage.cache_creation_input_tokens);
   const read = count(usage.cache_read_input_tokens);
-  return { inputTokens: count(usage.input_tokens) + creation + read, outputTokens: count(usage.output_tokens), cacheCreationInputTokens: creation, cacheReadInputTokens: read, reasoningTokens: 0 };
+  return {
+    inputTokens: count(usage.input_tokens) + creation + read,
+    outputTokens: count(usage.output_tokens),
+    cacheCreationInputTokens: creation,
+    cacheReadInputTokens: read,
+    reasoningTokens: 0,
+  };
 }
 
 /** OpenAI `usage` (Chat Completions or Responses shape) → counts; undefined when it is neither. Pure. */
@@ -35,12 +41,24 @@ export function openaiTokens(usage: unknown): TokenCounts | undefined {
   if (hasCount(usage, 'prompt_tokens', 'completion_tokens')) {
     const prompt = isObject(usage.prompt_tokens_details) ? usage.prompt_tokens_details : {};
     const completion = isObject(usage.completion_tokens_details) ? usage.completion_tokens_details : {};
-    return { inputTokens: count(usage.prompt_tokens), outputTokens: count(usage.completion_tokens), cacheCreationInputTokens: 0, cacheReadInputTokens: count(prompt.cached_tokens), reasoningTokens: count(completion.reasoning_tokens) };
+    return {
+      inputTokens: count(usage.prompt_tokens),
+      outputTokens: count(usage.completion_tokens),
+      cacheCreationInputTokens: 0,
+      cacheReadInputTokens: count(prompt.cached_tokens),
+      reasoningTokens: count(completion.reasoning_tokens),
+    };
   }
   if (hasCount(usage, 'input_tokens', 'output_tokens')) {
     const input = isObject(usage.input_tokens_details) ? usage.input_tokens_details : {};
     const output = isObject(usage.output_tokens_details) ? usage.output_tokens_details : {};
-    return { inputTokens: count(usage.input_tokens), outputTokens: count(usage.output_tokens), cacheCreationInputTokens: 0, cacheReadInputTokens: count(input.cached_tokens), reasoningTokens: count(output.reasoning_tokens) };
+    return {
+      inputTokens: count(usage.input_tokens),
+      outputTokens: count(usage.output_tokens),
+      cacheCreationInputTokens: 0,
+      cacheReadInputTokens: count(input.cached_tokens),
+      reasoningTokens: count(output.reasoning_tokens),
+    };
   }
   return undefined;
 }

@@ -22,7 +22,8 @@ async function ownPrivateDirectory(path: string): Promise<void> {
   });
   const seen = await lstat(path);
   const uid = process.getuid?.();
-  if (!seen.isDirectory() || (uid !== undefined && seen.uid !== uid)) throw new Error(`${path} is not a directory owned by this worker (uid ${uid}); refusing to put a gateway socket there`);
+  if (!seen.isDirectory() || (uid !== undefined && seen.uid !== uid))
+    throw new Error(`${path} is not a directory owned by this worker (uid ${uid}); refusing to put a gateway socket there`);
   if ((seen.mode & 0o077) !== 0) await chmod(path, 0o700);
 }
 
@@ -86,7 +87,13 @@ export async function listenPrivately(key: string, name: string, owner: Owner, s
  * Serves an HTTP server on a private socket (`listenPrivately`), keeping every connection in
  * `sockets` while it is open, so the gateway's close can cut the ones still open.
  */
-export async function serveHttpPrivately(key: string, name: string, owner: Owner, server: { emit(event: 'connection', socket: Socket): boolean }, sockets: Set<Socket>): Promise<PrivateSocket> {
+export async function serveHttpPrivately(
+  key: string,
+  name: string,
+  owner: Owner,
+  server: { emit(event: 'connection', socket: Socket): boolean },
+  sockets: Set<Socket>,
+): Promise<PrivateSocket> {
   return await listenPrivately(key, name, owner, (connection) => {
     sockets.add(connection);
     connection.on('close', () => sockets.delete(connection));

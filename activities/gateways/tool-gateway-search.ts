@@ -46,11 +46,21 @@ export function searchCommand(pattern: string, path: string, limits = searchLimi
 }
 
 /** The tool's answer from what the container printed: hits as `path:line:text`, and what stopped it. */
-export function searchAnswer(result: { exitCode: number; stdout: string; stderr: string }, limits = searchLimits): { text: string; hits: number; isError: boolean } {
+export function searchAnswer(
+  result: { exitCode: number; stdout: string; stderr: string },
+  limits = searchLimits,
+): { text: string; hits: number; isError: boolean } {
   if (result.exitCode === 137 || result.exitCode === 124) {
-    return { text: `search: stopped after ${limits.seconds} s (the pattern or the tree is too slow to search); narrow the path or simplify the pattern`, hits: 0, isError: true };
+    return {
+      text: `search: stopped after ${limits.seconds} s (the pattern or the tree is too slow to search); narrow the path or simplify the pattern`,
+      hits: 0,
+      isError: true,
+    };
   }
-  const lines = result.stdout.split('\n').filter(Boolean).map((line) => line.replace(/^\.\//, ''));
+  const lines = result.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.replace(/^\.\//, ''));
   const errors = result.stderr.split('\n').filter(Boolean);
   if (lines.length === 0 && errors.length > 0) return { text: `search: ${errors.slice(0, 5).join('\n')}`, hits: 0, isError: true };
   const hits = lines.slice(0, limits.hits);

@@ -52,8 +52,16 @@ export const gatewayLimits = {
 
 /** The tools the gateway offers, as MCP lists them. */
 export const tools = [
-  { name: 'read_file', description: 'Read a file of the workspace (links are not followed).', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
-  { name: 'list_files', description: 'List a directory of the workspace (links are shown with @, not followed).', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } },
+  {
+    name: 'read_file',
+    description: 'Read a file of the workspace (links are not followed).',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+  {
+    name: 'list_files',
+    description: 'List a directory of the workspace (links are shown with @, not followed).',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+  },
   {
     name: 'search',
     description: `Search the workspace for a POSIX extended regular expression (grep -E), at most ${searchLimits.hits} matches as path:line:text.`,
@@ -62,9 +70,17 @@ export const tools = [
   {
     name: 'edit_file',
     description: 'Replace text in a file (read it first).',
-    inputSchema: { type: 'object', properties: { path: { type: 'string' }, find: { type: 'string' }, replace: { type: 'string' } }, required: ['path', 'find', 'replace'] },
+    inputSchema: {
+      type: 'object',
+      properties: { path: { type: 'string' }, find: { type: 'string' }, replace: { type: 'string' } },
+      required: ['path', 'find', 'replace'],
+    },
   },
-  { name: 'write_file', description: 'Write a whole file (read it first if it exists).', inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'] } },
+  {
+    name: 'write_file',
+    description: 'Write a whole file (read it first if it exists).',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'] },
+  },
   {
     name: 'run_command',
     description: "Run a shell command in /workspace (with the repository's toolchain and dependencies when it declares an environment).",
@@ -80,7 +96,8 @@ const str = (value: unknown, fallback = ''): string => (typeof value === 'string
 export const text = (value: string, isError = false) => ({ content: [{ type: 'text' as const, text: value }], ...(isError ? { isError: true } : {}) });
 
 /** A workspace path as the agent gives it: relative, or absolute under the container's /workspace. Normalised and confined. */
-const workspacePath = (value: string): string => confinedPath(value === '/workspace' ? '.' : value.startsWith('/workspace/') ? value.slice('/workspace/'.length) : value);
+const workspacePath = (value: string): string =>
+  confinedPath(value === '/workspace' ? '.' : value.startsWith('/workspace/') ? value.slice('/workspace/'.length) : value);
 
 /** Files the gateway creates belong to the agents' uid when the worker is root (as if the agent made them). */
 const fileOwner = (): Owner | undefined => (process.getuid?.() === 0 ? containerUser() : undefined);
@@ -129,9 +146,13 @@ async function listFilesTool(call: ToolCall): Promise<ToolAnswer> {
 async function searchTool(call: ToolCall): Promise<ToolAnswer> {
   const { name, args, started, options } = call;
   const pattern = str(args.pattern);
-  if (pattern.length === 0 || pattern.length > searchLimits.patternChars) return await call.refuse(name, `search: the pattern must be 1 to ${searchLimits.patternChars} characters`);
+  if (pattern.length === 0 || pattern.length > searchLimits.patternChars)
+    return await call.refuse(name, `search: the pattern must be 1 to ${searchLimits.patternChars} characters`);
   const path = workspacePath(str(args.path, '.'));
-  const run = await execInContainer(options, searchCommand(pattern, path), (searchLimits.seconds + 5) * 1000, { head: gatewayLimits.searchOutputBytes, tail: 0 });
+  const run = await execInContainer(options, searchCommand(pattern, path), (searchLimits.seconds + 5) * 1000, {
+    head: gatewayLimits.searchOutputBytes,
+    tail: 0,
+  });
   const answer = searchAnswer({ exitCode: run.exitCode, stdout: run.stdout.text(), stderr: run.stderr.text() });
   await call.record({ tool: name, pattern: pattern.slice(0, 200), path, hits: answer.hits, exitCode: run.exitCode, durationMs: Date.now() - started });
   return text(answer.text, answer.isError);
@@ -144,7 +165,12 @@ async function writeTool(call: ToolCall): Promise<ToolAnswer> {
   const path = workspacePath(str(args.path));
   if (options.readOnly) return await call.refuse(name, `${name}: this session reviews; its workspace is read-only`, { path });
   const kind = await lstatNoFollow(workspace, path);
-  if (kind !== undefined && kind !== 'file') return await call.refuse(name, `${name}: ${path} is ${kind === 'link' ? 'a symbolic link; file tools do not follow links' : `not a regular file (${kind})`}`, { path });
+  if (kind !== undefined && kind !== 'file')
+    return await call.refuse(
+      name,
+      `${name}: ${path} is ${kind === 'link' ? 'a symbolic link; file tools do not follow links' : `not a regular file (${kind})`}`,
+      { path },
+    );
   const refusal = editGroundingRefusal(call.session.state.filesRead, path, kind === 'file');
   if (refusal) return await call.refuse(name, refusal, { path });
   let content: string;
@@ -154,7 +180,8 @@ async function writeTool(call: ToolCall): Promise<ToolAnswer> {
     if (find === '' || !before.includes(find)) return await call.refuse(name, `edit_file: the text to find is not in ${path}`, { path });
     content = before.split(find).join(str(args.replace));
   } else content = str(args.content);
-  if (Buffer.byteLength(content) > gatewayLimits.writeBytes) return await call.refuse(name, `${name}: ${path} would be more than ${gatewayLimits.writeBytes} bytes`, { path });
+  if (Buffer.byteLength(content) > gatewayLimits.writeBytes)
+    return await call.refuse(name, `${name}: ${path} would be more than ${gatewayLimits.writeBytes} bytes`, { path });
   const owner = fileOwner();
   await writeFileNoFollow(workspace, path, content, owner ? { owner } : {});
   note(call, { kind: 'edit', file: path });
@@ -176,13 +203,30 @@ async function runCommandTool(call: ToolCall): Promise<ToolAnswer> {
   const asked = Number(args.timeoutMs ?? options.commandTimeoutMs ?? 120_000);
   const timeoutMs = Math.min(Number.isFinite(asked) && asked > 0 ? asked : 120_000, 600_000);
   const target = options.commandContainer ? await options.commandContainer() : options.containerId();
-  const result = await execInContainer(options, ['sh', '-c', command], timeoutMs, { head: gatewayLimits.outputHeadBytes, tail: gatewayLimits.outputTailBytes }, target);
+  const result = await execInContainer(
+    options,
+    ['sh', '-c', command],
+    timeoutMs,
+    { head: gatewayLimits.outputHeadBytes, tail: gatewayLimits.outputTailBytes },
+    target,
+  );
   note(call, { kind: 'command-result', command, exitCode: result.exitCode });
   const output = result.output.text();
   const fingerprint = createHash('sha256').update(output).digest('hex').slice(0, 16);
   const dropped = result.output.dropped;
-  await call.record({ tool: name, command, exitCode: result.exitCode, durationMs: Date.now() - started, outputFingerprint: fingerprint, outputBytes: result.output.total, ...(dropped > 0 ? { outputDroppedBytes: dropped } : {}) });
-  const notice = dropped > 0 ? `output truncated: ${dropped} bytes dropped (kept the first ${gatewayLimits.outputHeadBytes} and the last ${gatewayLimits.outputTailBytes} bytes)\n` : '';
+  await call.record({
+    tool: name,
+    command,
+    exitCode: result.exitCode,
+    durationMs: Date.now() - started,
+    outputFingerprint: fingerprint,
+    outputBytes: result.output.total,
+    ...(dropped > 0 ? { outputDroppedBytes: dropped } : {}),
+  });
+  const notice =
+    dropped > 0
+      ? `output truncated: ${dropped} bytes dropped (kept the first ${gatewayLimits.outputHeadBytes} and the last ${gatewayLimits.outputTailBytes} bytes)\n`
+      : '';
   return text(`exit ${result.exitCode}\n${notice}${output}`, result.exitCode !== 0);
 }
 
@@ -200,11 +244,21 @@ export const toolHandlers: Record<ToolName, ToolHandler> = {
  * Runs argv in the session container (or `id`'s); stdout and stderr are read frame by frame
  * into capped buffers, so a flood costs the worker a fixed amount of memory.
  */
-async function execInContainer(options: { docker: Docker; user: string; containerId: () => string | undefined }, cmd: string[], timeoutMs: number, caps: { head: number; tail: number }, id = options.containerId()): Promise<{ exitCode: number; stdout: CappedOutput; stderr: CappedOutput; output: CappedOutput }> {
+async function execInContainer(
+  options: { docker: Docker; user: string; containerId: () => string | undefined },
+  cmd: string[],
+  timeoutMs: number,
+  caps: { head: number; tail: number },
+  id = options.containerId(),
+): Promise<{ exitCode: number; stdout: CappedOutput; stderr: CappedOutput; output: CappedOutput }> {
   if (!id) throw new Error('the session container is not running');
   const exec = await options.docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, WorkingDir: '/workspace', User: options.user });
   const stream = await exec.start({ hijack: true, stdin: false });
-  const streams = { stdout: new CappedOutput(caps.head, caps.tail), stderr: new CappedOutput(caps.head, caps.tail), output: new CappedOutput(caps.head, caps.tail) };
+  const streams = {
+    stdout: new CappedOutput(caps.head, caps.tail),
+    stderr: new CappedOutput(caps.head, caps.tail),
+    output: new CappedOutput(caps.head, caps.tail),
+  };
   const frames = new DockerFrameReader((kind, payload) => {
     (kind === 2 ? streams.stderr : streams.stdout).push(payload);
     streams.output.push(payload);

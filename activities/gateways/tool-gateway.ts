@@ -44,7 +44,6 @@ export interface GatewayHandle {
 
 export { gatewayLimits } from './tool-gateway-tools';
 
-
 export async function startGateway(options: GatewayOptions): Promise<GatewayHandle> {
   mkdirSync(options.dir, { recursive: true });
   const statePath = join(options.dir, 'state.json');
@@ -83,7 +82,8 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayHand
         return await call(request.params.name, request.params.arguments ?? {});
       } catch (error) {
         // A path the confinement refused is a refusal the session's record shows, not a crash.
-        if (error instanceof ConfinedPathError) return await refuse(request.params.name, error.message, { path: error.path }).catch(() => text(error.message, true));
+        if (error instanceof ConfinedPathError)
+          return await refuse(request.params.name, error.message, { path: error.path }).catch(() => text(error.message, true));
         return text(`error: ${(error as Error).message}`, true);
       }
     });

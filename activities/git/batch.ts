@@ -41,7 +41,10 @@ export function createBatchActivities({ dataDir }: { dataDir: string }) {
       for (const member of members) {
         // The member's workspace belongs to the worker like this one (agents only ever get copies).
         const from = runPaths(dataDir, member.landingId).worktree;
-        if (!existsSync(join(from, '.git')) || (await gitExitCode(workspace, ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', from, member.headSha])) !== 0) {
+        if (
+          !existsSync(join(from, '.git')) ||
+          (await gitExitCode(workspace, ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', from, member.headSha])) !== 0
+        ) {
           left.push({ landingId: member.landingId, reason: `its workspace is not on this host any more (head ${member.headSha.slice(0, 12)} not found)` });
           continue;
         }
@@ -49,7 +52,17 @@ export function createBatchActivities({ dataDir }: { dataDir: string }) {
         if (member.base === head) {
           next = member.headSha;
         } else {
-          const code = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--quiet', '--no-autosquash', '--onto', head, member.base, member.headSha]);
+          const code = await gitExitCode(workspace, [
+            '-c',
+            'core.editor=true',
+            'rebase',
+            '--quiet',
+            '--no-autosquash',
+            '--onto',
+            head,
+            member.base,
+            member.headSha,
+          ]);
           if (code !== 0) {
             await undoRebase(workspace);
             await git.raw(['checkout', '--quiet', '--detach', '--force', head]);

@@ -7,7 +7,8 @@ import { automationGit, catFileBatch, changedPaths, objectAt, type CatFileObject
 /** The Dockerfile a tree's declaration names (its gate file's `environment`, else its devcontainer), if any. */
 function dockerfileNamedBy(gateObject: CatFileObject | null, devcontainerObject: CatFileObject | null): string | undefined {
   // A path that is not a file there (a directory, a submodule) declares nothing, as at the landing's start.
-  const gate: GateFileParse = gateObject?.type === 'blob' ? parseGateFile(gateObject.content.toString('utf8')) : { ok: false, field: '(file)', message: 'is missing' };
+  const gate: GateFileParse =
+    gateObject?.type === 'blob' ? parseGateFile(gateObject.content.toString('utf8')) : { ok: false, field: '(file)', message: 'is missing' };
   const devcontainer = devcontainerObject?.type === 'blob' ? devcontainerObject.content.toString('utf8') : undefined;
   const parsed = environmentOf(gate, devcontainer);
   return parsed.ok ? parsed.declaration?.dockerfile?.path : undefined;
@@ -35,7 +36,13 @@ export async function gateFileFactsIn(dir: string, targetSha: string, headSha: s
   const headDeclares = targetGate?.oid !== headGate?.oid || targetDevcontainer?.oid !== headDevcontainer?.oid;
   const named = [dockerfileNamedBy(targetGate, targetDevcontainer), headDeclares ? dockerfileNamedBy(headGate, headDevcontainer) : undefined];
   const dockerfiles = [...new Set(named.filter((path): path is string => path !== undefined && path !== gateFilePath && path !== devcontainerPath))];
-  const objects = dockerfiles.length === 0 ? [] : await catFileBatch(dir, dockerfiles.flatMap((path) => [`${targetSha}:${path}`, `${headSha}:${path}`]));
+  const objects =
+    dockerfiles.length === 0
+      ? []
+      : await catFileBatch(
+          dir,
+          dockerfiles.flatMap((path) => [`${targetSha}:${path}`, `${headSha}:${path}`]),
+        );
   const declarationFiles: DeclarationFileFacts[] = [
     { path: devcontainerPath, targetBlob: targetDevcontainer?.oid ?? null, headBlob: headDevcontainer?.oid ?? null },
     ...dockerfiles.map((path, index) => ({ path, targetBlob: objects[2 * index]?.oid ?? null, headBlob: objects[2 * index + 1]?.oid ?? null })),

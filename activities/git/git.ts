@@ -64,7 +64,11 @@ export interface CatFileObject {
  */
 export async function catFileBatch(baseDir: string, names: string[]): Promise<(CatFileObject | null)[]> {
   if (names.some((name) => /[\n\r]/.test(name))) throw new Error('cat-file: an object name has a line break');
-  const { code, stdout: data, stderr } = await leanRun({ command: 'git', args: gitArgs(baseDir, 'cat-file', '--batch'), input: names.map((name) => `${name}\n`).join('') });
+  const {
+    code,
+    stdout: data,
+    stderr,
+  } = await leanRun({ command: 'git', args: gitArgs(baseDir, 'cat-file', '--batch'), input: names.map((name) => `${name}\n`).join('') });
   if (code !== 0) throw new Error(stderr.toString('utf8').trim() || `git cat-file --batch exited ${code ?? 'on a signal'}`);
   const objects: (CatFileObject | null)[] = [];
   let at = 0;
@@ -103,7 +107,8 @@ export interface OriginGit {
 
 /**
  * The worker's environment for git that talks to an origin: without the variables that make git
- * run another program (editor, pager, askpass, ssh, config paths) — a fetch or push needs none, and npm sets EDITOR for its scripts — and without `GIT_*` but the
+ * run another program (editor, pager, askpass, ssh, config paths) — a fetch or push needs none, and
+ * npm sets EDITOR for its scripts — and without `GIT_*` but the
  * certificate settings an operator may need for https.
  */
 const programVariables = /^(editor|visual|pager|prefix|ssh_askpass|git_.*)$/i;
@@ -269,9 +274,7 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
       // A path that is not a file there (a directory, a submodule) is no gate file either.
       const text = gateObject?.type === 'blob' ? gateObject.content.toString('utf8') : undefined;
       const gate: GateFileParse =
-        text === undefined
-          ? { ok: false, field: '(file)', message: `is missing from target ${target} at ${targetSha.slice(0, 12)}` }
-          : parseGateFile(text);
+        text === undefined ? { ok: false, field: '(file)', message: `is missing from target ${target} at ${targetSha.slice(0, 12)}` } : parseGateFile(text);
       const devcontainer = devcontainerObject?.type === 'blob' ? devcontainerObject.content.toString('utf8') : undefined;
       return { hostId, targetSha, gate, environment: environmentOf(gate, devcontainer) };
     },
@@ -281,13 +284,27 @@ export function createGitActivities({ dataDir, hostId }: GitActivityDeps) {
      * mirror and make the run workspace at it. Returns the host (sessions pin to it)
      * and the base commit against which the session's commits are counted.
      */
-    prepareSessionWorkspace: async ({ runId, repo, ref, alsoFetch = [] }: { runId: string; repo: string; ref: string; alsoFetch?: string[] }): Promise<{ hostId: string; baseSha: string }> => {
+    prepareSessionWorkspace: async ({
+      runId,
+      repo,
+      ref,
+      alsoFetch = [],
+    }: {
+      runId: string;
+      repo: string;
+      ref: string;
+      alsoFetch?: string[];
+    }): Promise<{ hostId: string; baseSha: string }> => {
       const mirror = await ensureMirror(dataDir, repo);
       await fetchRefs(mirror, repo, [ref, ...alsoFetch]);
       const baseSha = (await automationGit(mirror).revparse([`refs/remotes/origin/${ref}^{commit}`])).trim();
       const paths = runPaths(dataDir, runId);
       await mkdir(paths.runDir, { recursive: true });
-      await recordInManifest(paths.manifest, { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { worktrees: [paths.worktree] });
+      await recordInManifest(
+        paths.manifest,
+        { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
+        { worktrees: [paths.worktree] },
+      );
       await ensureWorkspace(mirror, paths.worktree, baseSha);
       return { hostId, baseSha };
     },

@@ -110,7 +110,11 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
       const paths = runPaths(dataDir, runId);
       await mkdir(paths.runDir, { recursive: true });
       // Recorded before it exists: a crash between the two still leaves cleanup knowing it is ours.
-      await recordInManifest(paths.manifest, { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { worktrees: [paths.worktree] });
+      await recordInManifest(
+        paths.manifest,
+        { runId, repo, mirror, hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
+        { worktrees: [paths.worktree] },
+      );
       await ensureWorkspace(mirror, paths.worktree, targetSha);
       return { workspace: paths.worktree };
     },
@@ -127,7 +131,9 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
     },
 
     /** The tree of a commit the run's workspace holds (the base a red suite is run on again, workflows/landing/flake.ts). */
-    treeOf: async ({ runId, sha }: { runId: string; sha: string }): Promise<{ treeSha: string }> => ({ treeSha: (await workspaceGit(runId).revparse([`${sha}^{tree}`])).trim() }),
+    treeOf: async ({ runId, sha }: { runId: string; sha: string }): Promise<{ treeSha: string }> => ({
+      treeSha: (await workspaceGit(runId).revparse([`${sha}^{tree}`])).trim(),
+    }),
 
     /** For a review of `base...HEAD`: the head, its tree, and the files changed since the merge base. */
     diffFacts: async ({ runId, base }: { runId: string; base: string }): Promise<{ headSha: string; treeSha: string; files: string[] }> => {
@@ -152,10 +158,21 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      * Reads and validates the gate file of `sha` (a target that moved, fetched into this
      * host's mirror by `currentTarget`); `blob` is the object at its path, null when missing.
      */
-    readGateFile: async ({ repo, sha }: { repo: string; sha: string }): Promise<{ gate: GateFileParse; blob: string | null; environment?: EnvironmentParse }> => {
+    readGateFile: async ({
+      repo,
+      sha,
+    }: {
+      repo: string;
+      sha: string;
+    }): Promise<{ gate: GateFileParse; blob: string | null; environment?: EnvironmentParse }> => {
       const git = automationGit(await ensureMirror(dataDir, repo));
       const object = await objectAt(git, sha, gateFilePath);
-      if (object?.type !== 'blob') return { gate: { ok: false, field: '(file)', message: `is missing from the target at ${sha.slice(0, 12)}` }, blob: object?.oid ?? null, environment: { ok: true } };
+      if (object?.type !== 'blob')
+        return {
+          gate: { ok: false, field: '(file)', message: `is missing from the target at ${sha.slice(0, 12)}` },
+          blob: object?.oid ?? null,
+          environment: { ok: true },
+        };
       const gate = parseGateFile(await git.raw(['cat-file', 'blob', object.oid]));
       // The environment as the target declares it at `sha` (the gate file's, else its devcontainer's).
       const devcontainer = await objectAt(git, sha, devcontainerPath);
@@ -168,7 +185,8 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      * that verify finds them read when the gate is over. Not awaited; taken once by verify in
      * this process (a verify elsewhere reads them itself).
      */
-    readVerifyFactsAhead: ({ runId, targetSha, headSha }: { runId: string; targetSha: string; headSha: string }): void => verifyFacts.readAhead(runId, targetSha, headSha),
+    readVerifyFactsAhead: ({ runId, targetSha, headSha }: { runId: string; targetSha: string; headSha: string }): void =>
+      verifyFacts.readAhead(runId, targetSha, headSha),
 
     /**
      * The last mechanical check before merge: the landing adds commits, changes the
@@ -176,7 +194,16 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      * target has it or as an operator approved it, and every declared suite passed on
      * exactly this tree.
      */
-    verifyLanding: async ({ runId, targetSha, headSha, gates, suiteIds, dropped, reviewedTreeSha, approvedGateFile }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[]; repairable: boolean }> => {
+    verifyLanding: async ({
+      runId,
+      targetSha,
+      headSha,
+      gates,
+      suiteIds,
+      dropped,
+      reviewedTreeSha,
+      approvedGateFile,
+    }: VerifyLandingInput): Promise<{ ok: boolean; problems: string[]; repairable: boolean }> => {
       // Every fact read from git, on exactly the SHAs to be merged: the workflow's view is not the
       // only guard. Read while the gate ran when the placement began them on these very SHAs (facts
       // of two commits do not change); a read that failed is read again here.
@@ -202,7 +229,13 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
      * verified head (equal to it, or with later commits on top: ancestry, not
      * equality) and reports `alreadyMerged` instead of a moved target.
      */
-    fastForwardTarget: async ({ runId, repo, target, expectedTargetSha, headSha }: FastForwardInput): Promise<{ mergedSha: string; alreadyMerged: boolean }> => {
+    fastForwardTarget: async ({
+      runId,
+      repo,
+      target,
+      expectedTargetSha,
+      headSha,
+    }: FastForwardInput): Promise<{ mergedSha: string; alreadyMerged: boolean }> => {
       const worktree = runPaths(dataDir, runId).worktree;
       // Every command here talks to the origin: only its own protocol, no prompt (originGit).
       const git = originGit(worktree, repo);
@@ -228,7 +261,10 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
       // Not read before the push: the lease below makes origin check the target under the ref's
       // lock, and only a refused push needs to know what the target is now.
       if ((await gitExitCode(worktree, ['merge-base', '--is-ancestor', expectedTargetSha, headSha])) !== 0) {
-        throw failure(FailureCode.notFastForward, `${headSha.slice(0, 12)} does not descend from ${target} at ${expectedTargetSha.slice(0, 12)}; nothing was pushed`);
+        throw failure(
+          FailureCode.notFastForward,
+          `${headSha.slice(0, 12)} does not descend from ${target} at ${expectedTargetSha.slice(0, 12)}; nothing was pushed`,
+        );
       }
       try {
         // Never a force push, although the option is spelled "force": the refspec has no `+`,
@@ -236,20 +272,35 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
         // it under the ref's lock, so a target moved by anyone since is refused, not
         // overwritten), and the check just above makes `expectedTargetSha` an ancestor of
         // `headSha`: the only update this push can make is that one fast-forward.
-        const pushed = await git.raw(['push', '--porcelain', '--no-verify', `--force-with-lease=${targetRef}:${expectedTargetSha}`, repo, `${headSha}:${targetRef}`]);
+        const pushed = await git.raw([
+          'push',
+          '--porcelain',
+          '--no-verify',
+          `--force-with-lease=${targetRef}:${expectedTargetSha}`,
+          repo,
+          `${headSha}:${targetRef}`,
+        ]);
         // `=`: the target already is the head (a retry after a push that landed); git checks no lease then.
         if (pushed.split('\n').some((line) => line.startsWith('=\t'))) return merged('target already is the verified head');
       } catch (error) {
         const now = await remoteHead();
         // A retry after a push that landed is refused by the lease: the target already holds the head.
-        if (await targetContainsHead(now)) return merged(now === headSha ? 'target already is the verified head' : 'the target already contains the verified head');
+        if (await targetContainsHead(now))
+          return merged(now === headSha ? 'target already is the verified head' : 'the target already contains the verified head');
         if (now !== expectedTargetSha) {
-          throw failure(FailureCode.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12) || '(deleted)'}; the push was refused`, { expected: expectedTargetSha, actual: now });
+          throw failure(FailureCode.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12) || '(deleted)'}; the push was refused`, {
+            expected: expectedTargetSha,
+            actual: now,
+          });
         }
         // The origin answered and refused (a hook, a protected branch): a retry would be refused the
         // same way. Anything else (the transport) may pass on a retry.
         const refused = /\[remote rejected\][^\n]*|\[rejected\][^\n]*/.exec(error instanceof Error ? error.message : String(error));
-        if (refused) throw failure(FailureCode.pushRefused, `the origin refused the push of ${headSha.slice(0, 12)} to ${target}: ${refused[0].trim()}; nothing was pushed`);
+        if (refused)
+          throw failure(
+            FailureCode.pushRefused,
+            `the origin refused the push of ${headSha.slice(0, 12)} to ${target}: ${refused[0].trim()}; nothing was pushed`,
+          );
         throw error;
       }
       log.info('target fast-forwarded', { target, from: expectedTargetSha, to: headSha });

@@ -67,14 +67,34 @@ class SpawnHelper {
   private start(): ChildProcess {
     const child = spawn(process.execPath, [helperFile], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced', env: process.env });
     this.child = child;
-    child.on('message', (message: { id: number; results: (Omit<LeanResult, 'stdout' | 'stderr' | 'timedOut' | 'overflowed'> & { stdout?: Uint8Array; stderr?: Uint8Array; timedOut?: boolean; overflowed?: boolean; error?: string; errorCode?: string })[] }) => {
-      const failed = message.results.find((result) => result.error !== undefined);
-      if (failed) return this.settle(message.id, undefined, Object.assign(new Error(failed.error), failed.errorCode ? { code: failed.errorCode } : {}));
-      this.settle(
-        message.id,
-        message.results.map((result) => ({ code: result.code, signal: result.signal, stdout: asBuffer(result.stdout), stderr: asBuffer(result.stderr), timedOut: result.timedOut === true, overflowed: result.overflowed === true })),
-      );
-    });
+    child.on(
+      'message',
+      (message: {
+        id: number;
+        results: (Omit<LeanResult, 'stdout' | 'stderr' | 'timedOut' | 'overflowed'> & {
+          stdout?: Uint8Array;
+          stderr?: Uint8Array;
+          timedOut?: boolean;
+          overflowed?: boolean;
+          error?: string;
+          errorCode?: string;
+        })[];
+      }) => {
+        const failed = message.results.find((result) => result.error !== undefined);
+        if (failed) return this.settle(message.id, undefined, Object.assign(new Error(failed.error), failed.errorCode ? { code: failed.errorCode } : {}));
+        this.settle(
+          message.id,
+          message.results.map((result) => ({
+            code: result.code,
+            signal: result.signal,
+            stdout: asBuffer(result.stdout),
+            stderr: asBuffer(result.stderr),
+            timedOut: result.timedOut === true,
+            overflowed: result.overflowed === true,
+          })),
+        );
+      },
+    );
     const lost = (why: string) => {
       if (this.child !== child) return;
       this.child = undefined;
@@ -112,7 +132,10 @@ class SpawnHelper {
 const asBuffer = (bytes: Uint8Array | undefined) => (bytes ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) : Buffer.alloc(0));
 
 let helper: SpawnHelper | undefined;
-/** The helper is used unless switched off (TARMAC_SPAWN_HELPER, checked by core/node/config.ts), missing, or Node cannot run it (type stripping: 23 and later). */
+/**
+ * The helper is used unless switched off (TARMAC_SPAWN_HELPER, checked by core/node/config.ts), missing,
+ * or Node cannot run it (type stripping: 23 and later).
+ */
 const helperOn = () => process.env.TARMAC_SPAWN_HELPER?.trim() !== 'off' && existsSync(helperFile) && Number(process.versions.node.split('.')[0]) >= 23;
 
 /** One command, run to its end; its output collected. A command that cannot start rejects (ENOENT and the like), as spawn's 'error' would. */
@@ -128,7 +151,8 @@ export async function leanPipe(first: LeanStep, second: LeanStep): Promise<[Lean
 }
 
 /** A child's environment holds strings only: unset entries are left out (spawn would pass "undefined"). */
-const definedEnv = (env: NodeJS.ProcessEnv): Record<string, string> => Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
+const definedEnv = (env: NodeJS.ProcessEnv): Record<string, string> =>
+  Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
 
 async function leanRunAll(given: LeanStep[]): Promise<LeanResult[]> {
   const steps = given.map((step) => (step.env ? { ...step, env: definedEnv(step.env) } : step));
@@ -144,7 +168,11 @@ async function directRun(steps: LeanStep[]): Promise<LeanResult[]> {
     const child = spawn(step.command, step.args, {
       cwd: step.cwd,
       env: step.env ?? process.env,
-      stdio: [piped || step.input !== undefined ? 'pipe' : 'ignore', index === 0 && steps.length === 2 ? 'pipe' : (step.stdout ?? 'pipe'), step.stderr ?? 'pipe'],
+      stdio: [
+        piped || step.input !== undefined ? 'pipe' : 'ignore',
+        index === 0 && steps.length === 2 ? 'pipe' : (step.stdout ?? 'pipe'),
+        step.stderr ?? 'pipe',
+      ],
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
@@ -165,10 +193,13 @@ async function directRun(steps: LeanStep[]): Promise<LeanResult[]> {
     child.stderr?.on('data', (chunk: Buffer) => err.push(chunk));
     child.stdin?.on('error', () => undefined);
     let timedOut = false;
-    const timer = step.timeoutMs === undefined ? undefined : setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGTERM');
-    }, step.timeoutMs);
+    const timer =
+      step.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            child.kill('SIGTERM');
+          }, step.timeoutMs);
     const done = new Promise<LeanResult>((resolve, reject) => {
       child.on('error', (error) => {
         clearTimeout(timer);

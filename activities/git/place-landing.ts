@@ -36,7 +36,16 @@ function gateRunsNext(rebased: RebaseResult): boolean {
  * are gone. A retry runs them again: each is idempotent on its host (the workspace and the
  * rebase state are kept and resumed).
  */
-export function createPlacement(deps: { dataDir: string; hostId: string; servesHost: boolean; git: GitActivities; landing: LandingCapsules; rebase: RebaseActivities; gates: GateActivities; environments: EnvironmentActivities }) {
+export function createPlacement(deps: {
+  dataDir: string;
+  hostId: string;
+  servesHost: boolean;
+  git: GitActivities;
+  landing: LandingCapsules;
+  rebase: RebaseActivities;
+  gates: GateActivities;
+  environments: EnvironmentActivities;
+}) {
   const { dataDir, hostId, servesHost, git, landing, rebase, gates, environments } = deps;
   return async function placeLanding(input: InspectTargetInput): Promise<PlaceLandingResult> {
     // A worker that does not poll its host's queue must not become a run's host: nothing would run
@@ -69,22 +78,41 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
       // host has the head's environment (a hit); a build is the gate phase's, with its own step.
       const startedAt = new Date().toISOString();
       const [treeSha, environment] = await Promise.all([
-        automationGit(runPaths(dataDir, runId).worktree).revparse([`${headSha}^{tree}`]).then((sha) => sha.trim()),
+        automationGit(runPaths(dataDir, runId).worktree)
+          .revparse([`${headSha}^{tree}`])
+          .then((sha) => sha.trim()),
         declaration
-          ? environments.lookupEnvironment({ runId, repo, commitSha: headSha, declaration, fallbackImage: gate.image ?? defaultRunnerImage }).catch((error: unknown) => {
-              log.info('the environment was not looked up; the gate phase prepares it', { error: String(error) });
-              return undefined;
-            })
+          ? environments
+              .lookupEnvironment({ runId, repo, commitSha: headSha, declaration, fallbackImage: gate.image ?? defaultRunnerImage })
+              .catch((error: unknown) => {
+                log.info('the environment was not looked up; the gate phase prepares it', { error: String(error) });
+                return undefined;
+              })
           : undefined,
       ]);
       if (declaration) {
         if (!environment) return;
         placed = { commitSha: headSha, environment };
-        parts.push({ name: `environment.prepare:${treeSha.slice(0, 12)}`, startedAt, endedAt: new Date().toISOString(), detail: environmentDetail(environment) });
+        parts.push({
+          name: `environment.prepare:${treeSha.slice(0, 12)}`,
+          startedAt,
+          endedAt: new Date().toISOString(),
+          detail: environmentDetail(environment),
+        });
       }
       await Promise.all(
         gate.suites.map(async (suite, index) => {
-          const input = { runId, repo, commitSha: headSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs: suiteTimeoutMs(suite), round: 1, ...(environment ? { environment } : {}) };
+          const input = {
+            runId,
+            repo,
+            commitSha: headSha,
+            treeSha,
+            suite,
+            image: gate.image ?? defaultRunnerImage,
+            timeoutMs: suiteTimeoutMs(suite),
+            round: 1,
+            ...(environment ? { environment } : {}),
+          };
           if ('hit' in (await gates.sealedResult(input).catch(() => ({ miss: 'lookup failed' })))) {
             sealed += 1;
             return;
@@ -106,7 +134,9 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
         }),
       );
     };
-    const rebased = await timed('capsule.rebaseBranches', () => rebase.rebaseBranches({ runId, targetSha: inspected.targetSha, heads }, { rebased: gateAhead }));
+    const rebased = await timed('capsule.rebaseBranches', () =>
+      rebase.rebaseBranches({ runId, targetSha: inspected.targetSha, heads }, { rebased: gateAhead }),
+    );
     // Started now when nothing can stop the landing before its gate (every patch present, the gate
     // file as the target has it): the suites run while the landing goes on to its gate phase.
     // Not awaited: Docker takes ~200 ms to start a container, and the landing's trip to its gate
@@ -116,7 +146,12 @@ export function createPlacement(deps: { dataDir: string; hostId: string; servesH
     if (pooled) {
       const next = gateRunsNext(rebased);
       await (next ? gates.goPooled(runId) : gates.discardPooled(runId)).catch((error: unknown) => {
-        log.info(next ? 'the gate pool container was not given its go; the round runs the suite in its own' : 'the unused gate pool container was not removed; the run cleanup removes it', { error: String(error) });
+        log.info(
+          next
+            ? 'the gate pool container was not given its go; the round runs the suite in its own'
+            : 'the unused gate pool container was not removed; the run cleanup removes it',
+          { error: String(error) },
+        );
       });
     }
     if (ahead.length > 0 && ahead.length + (pooled ? 1 : 0) + sealed === gate.suites.length && gateRunsNext(rebased)) {

@@ -118,7 +118,10 @@ async function patchIds(workspace: string, shas: string[]): Promise<Map<string, 
  * as a rebased copy (same author, date and subject), or as a patch already in
  * the target. Anything else is reported as dropped.
  */
-async function checkPatchesIn(workspace: string, { targetSha, heads }: PatchCheckInput): Promise<{ provenance: ProvenanceEntry[]; dropped: ProvenanceEntry[]; commitsSince: number; headTree?: string }> {
+async function checkPatchesIn(
+  workspace: string,
+  { targetSha, heads }: PatchCheckInput,
+): Promise<{ provenance: ProvenanceEntry[]; dropped: ProvenanceEntry[]; commitsSince: number; headTree?: string }> {
   const git = automationGit(workspace);
   const identity = '%an%x00%ae%x00%ad%x00%s';
   const rebased = new Map<string, string>();
@@ -132,7 +135,9 @@ async function checkPatchesIn(workspace: string, { targetSha, heads }: PatchChec
   const seen = new Set<string>();
   const candidates: { branch: string; original: string; subject: string; copy?: string }[] = [];
   for (const head of heads) {
-    const originals = (await git.raw(['log', '--reverse', '--format=%H%x00' + identity, '--date=raw', `${targetSha}..${head.sha}`])).split('\n').filter(Boolean);
+    const originals = (await git.raw(['log', '--reverse', '--format=%H%x00' + identity, '--date=raw', `${targetSha}..${head.sha}`]))
+      .split('\n')
+      .filter(Boolean);
     for (const line of originals) {
       const [original, ...rest] = line.split('\0');
       if (!original || seen.has(original)) continue;
@@ -143,7 +148,10 @@ async function checkPatchesIn(workspace: string, { targetSha, heads }: PatchChec
   }
   // patch-id --stable ignores line numbers and whitespace: the same change rebased elsewhere keeps
   // its id. One `git show` of every commit to compare, piped into one `git patch-id`.
-  const ids = await patchIds(workspace, candidates.flatMap((entry) => (entry.copy ? [entry.original, entry.copy] : [])));
+  const ids = await patchIds(
+    workspace,
+    candidates.flatMap((entry) => (entry.copy ? [entry.original, entry.copy] : [])),
+  );
   const provenance: ProvenanceEntry[] = [];
   for (const { branch, original, subject, copy } of candidates) {
     if (copy) {
@@ -177,7 +185,10 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
      * conflict and reports the commit and the conflicted files; never resolves anything itself.
      * `rebased` (the placement's) runs beside the patch check once the head is known.
      */
-    rebaseBranches: async ({ runId, targetSha, heads, resolvedHead }: RebaseInput, { rebased }: { rebased?: (headSha: string) => Promise<void> } = {}): Promise<RebaseResult> => {
+    rebaseBranches: async (
+      { runId, targetSha, heads, resolvedHead }: RebaseInput,
+      { rebased }: { rebased?: (headSha: string) => Promise<void> } = {},
+    ): Promise<RebaseResult> => {
       const workspace = runPaths(dataDir, runId).worktree;
       const git = automationGit(workspace);
       const state = await readState(runId, targetSha);
@@ -223,7 +234,11 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
       // Done: the patch check and the facts the next phases need, in the same capsule (one round
       // trip), read side by side.
       const headSha = state.applied[state.applied.length - 1]?.newHead ?? (await git.revparse(['HEAD'])).trim();
-      const [{ commitsSince, headTree, ...patches }, gateFile] = await Promise.all([checkPatchesIn(workspace, { runId, targetSha, heads }), gateFileFactsIn(workspace, targetSha, headSha), rebased?.(headSha)]);
+      const [{ commitsSince, headTree, ...patches }, gateFile] = await Promise.all([
+        checkPatchesIn(workspace, { runId, targetSha, heads }),
+        gateFileFactsIn(workspace, targetSha, headSha),
+        rebased?.(headSha),
+      ]);
       return {
         status: 'done',
         headSha,
@@ -243,12 +258,23 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
      * and the next call takes its delivered head (`resolvedHead`) when that head is built on `ontoSha`.
      * Resumable: a call that finds the rebase still stopped reports the conflict again.
      */
-    rebaseOnto: async ({ runId, fromSha, ontoSha, resolvedHead }: { runId: string; fromSha: string; ontoSha: string; resolvedHead?: string }): Promise<RebaseOntoResult> => {
+    rebaseOnto: async ({
+      runId,
+      fromSha,
+      ontoSha,
+      resolvedHead,
+    }: {
+      runId: string;
+      fromSha: string;
+      ontoSha: string;
+      resolvedHead?: string;
+    }): Promise<RebaseOntoResult> => {
       const workspace = runPaths(dataDir, runId).worktree;
       const git = automationGit(workspace);
       const label = `onto ${ontoSha.slice(0, 12)}`;
       if (rebaseRunning(workspace) && (resolvedHead || (await unmergedFiles(workspace)).length > 0)) {
-        if (!resolvedHead || (await gitExitCode(workspace, ['merge-base', '--is-ancestor', ontoSha, resolvedHead])) !== 0) return await conflictAt(workspace, label);
+        if (!resolvedHead || (await gitExitCode(workspace, ['merge-base', '--is-ancestor', ontoSha, resolvedHead])) !== 0)
+          return await conflictAt(workspace, label);
         await gitExitCode(workspace, ['rebase', '--abort']);
         await git.raw(['checkout', '--quiet', '--detach', resolvedHead]);
         return { status: 'done', headSha: resolvedHead };
@@ -256,7 +282,8 @@ export function createRebaseActivities({ dataDir }: { dataDir: string }) {
       // A rebase interrupted mid-way leaves HEAD anywhere on the new target: undone before HEAD is read.
       await interruptedRebaseUndone(workspace);
       // Done already (a retry after the result was lost): the head is on the new target.
-      if ((await gitExitCode(workspace, ['merge-base', '--is-ancestor', ontoSha, 'HEAD'])) === 0) return { status: 'done', headSha: (await git.revparse(['HEAD'])).trim() };
+      if ((await gitExitCode(workspace, ['merge-base', '--is-ancestor', ontoSha, 'HEAD'])) === 0)
+        return { status: 'done', headSha: (await git.revparse(['HEAD'])).trim() };
       const code = await gitExitCode(workspace, ['-c', 'core.editor=true', 'rebase', '--no-autosquash', '--onto', ontoSha, fromSha]);
       if (code !== 0) {
         if (rebaseRunning(workspace)) return await conflictAt(workspace, label);

@@ -62,10 +62,13 @@ function start(step: Step, stdinFrom: 'pipe' | 'ignore') {
   // A reader that stops early (tar failing) must not take the helper down with EPIPE.
   child.stdin?.on('error', () => undefined);
   let timedOut = false;
-  const timer = step.timeoutMs === undefined ? undefined : setTimeout(() => {
-    timedOut = true;
-    child.kill('SIGTERM');
-  }, step.timeoutMs);
+  const timer =
+    step.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          child.kill('SIGTERM');
+        }, step.timeoutMs);
   const done = new Promise<Result>((resolve) => {
     child.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
@@ -73,7 +76,14 @@ function start(step: Step, stdinFrom: 'pipe' | 'ignore') {
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, timedOut, overflowed, ...(step.stdout === 'pipe' ? { stdout: Buffer.concat(out) } : {}), ...(step.stderr === 'pipe' ? { stderr: Buffer.concat(err) } : {}) });
+      resolve({
+        code,
+        signal,
+        timedOut,
+        overflowed,
+        ...(step.stdout === 'pipe' ? { stdout: Buffer.concat(out) } : {}),
+        ...(step.stderr === 'pipe' ? { stderr: Buffer.concat(err) } : {}),
+      });
     });
   });
   return { child, done };

@@ -100,7 +100,19 @@ export function createRetentionActivities({ dataDir, hostId, client = () => Cont
     sweep: async ({ retentionMs }: { retentionMs: number }): Promise<RetentionReport> => {
       const startedAt = new Date();
       const now = startedAt.getTime();
-      const report: RetentionReport = { hostId, dataDir, retentionMs, startedAt: startedAt.toISOString(), endedAt: '', removed: [], keptRuns: [], keptMirrors: [], keptCacheEntries: 0, bytesFreed: 0, problems: [] };
+      const report: RetentionReport = {
+        hostId,
+        dataDir,
+        retentionMs,
+        startedAt: startedAt.toISOString(),
+        endedAt: '',
+        removed: [],
+        keptRuns: [],
+        keptMirrors: [],
+        keptCacheEntries: 0,
+        bytesFreed: 0,
+        problems: [],
+      };
       const logPath = join(dataDir, retentionLogName);
       const removeEntry = async (path: string, removal: Omit<RetentionRemoval, 'path' | 'bytes'>, remove: () => Promise<void>): Promise<void> => {
         const bytes = await sizeOf(path);
@@ -129,15 +141,23 @@ export function createRetentionActivities({ dataDir, hostId, client = () => Cont
         }
         const dir = join(runsDir, entry.name);
         const manifest = await readManifest(join(dir, 'manifest.json')).catch(() => undefined);
-        const workflow = manifest && manifest.runId === entry.name ? await workflowStatus(client(), entry.name) : ({ state: 'unknown', problem: 'not asked' } as const);
-        const decision = runRetention({ dirName: entry.name, ...(manifest ? { manifest } : {}), workflow, lastWriteMs: await lastWrite(dir) }, { now, retentionMs, hostId });
+        const workflow =
+          manifest && manifest.runId === entry.name ? await workflowStatus(client(), entry.name) : ({ state: 'unknown', problem: 'not asked' } as const);
+        const decision = runRetention(
+          { dirName: entry.name, ...(manifest ? { manifest } : {}), workflow, lastWriteMs: await lastWrite(dir) },
+          { now, retentionMs, hostId },
+        );
         if (!decision.remove) {
           report.keptRuns.push({ runId: entry.name, reason: decision.reason });
           if (manifest) kept.push(manifest);
           continue;
         }
         const status = workflow.state === 'closed' ? workflow.status : 'not-found';
-        await removeEntry(dir, { kind: 'run', runId: entry.name, status, finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () => rm(dir, { recursive: true, force: true }));
+        await removeEntry(
+          dir,
+          { kind: 'run', runId: entry.name, status, finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason },
+          () => rm(dir, { recursive: true, force: true }),
+        );
         // A directory that could not be removed whole still holds its workspace: its mirror stays.
         if (report.problems.some((problem) => problem.path === relative(dataDir, dir))) kept.push(manifest!);
       }
@@ -146,16 +166,30 @@ export function createRetentionActivities({ dataDir, hostId, client = () => Cont
       for (const entry of await readdir(mirrorsDir, { withFileTypes: true }).catch(() => [])) {
         const path = join(mirrorsDir, entry.name);
         // Only bare repositories Tarmac made (`<name>-<digest>.git` with a HEAD); anything else stays.
-        const isMirror = entry.isDirectory() && entry.name.endsWith('.git') && (await stat(join(path, 'HEAD')).then((info) => info.isFile()).catch(() => false));
+        const isMirror =
+          entry.isDirectory() &&
+          entry.name.endsWith('.git') &&
+          (await stat(join(path, 'HEAD'))
+            .then((info) => info.isFile())
+            .catch(() => false));
         if (!isMirror) {
           report.keptMirrors.push({ path: relative(dataDir, path), reason: 'not a mirror Tarmac made: never removed' });
           continue;
         }
         const usedBy = kept.filter((manifest) => manifest.mirror === path).map((manifest) => manifest.runId);
-        const times = await Promise.all(['.', 'FETCH_HEAD', 'HEAD', 'refs/remotes/origin'].map((name) => lstat(join(path, name)).then((info) => info.mtimeMs).catch(() => 0)));
+        const times = await Promise.all(
+          ['.', 'FETCH_HEAD', 'HEAD', 'refs/remotes/origin'].map((name) =>
+            lstat(join(path, name))
+              .then((info) => info.mtimeMs)
+              .catch(() => 0),
+          ),
+        );
         const decision = mirrorRetention({ usedBy, lastUsedMs: Math.max(...times) }, { now, retentionMs });
         if (!decision.remove) report.keptMirrors.push({ path: relative(dataDir, path), reason: decision.reason });
-        else await removeEntry(path, { kind: 'mirror', finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () => rm(path, { recursive: true, force: true }));
+        else
+          await removeEntry(path, { kind: 'mirror', finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () =>
+            rm(path, { recursive: true, force: true }),
+          );
       }
 
       // The findings cache: <tt>/<tree>/<reviewer>@<version>.json files; the gate cache:
@@ -174,7 +208,10 @@ export function createRetentionActivities({ dataDir, hostId, client = () => Cont
           if (!info) continue;
           const decision = cacheEntryRetention(info.mtimeMs, { now, retentionMs });
           if (!decision.remove) report.keptCacheEntries += 1;
-          else await removeEntry(path, { kind, finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () => rm(path, { force: true }));
+          else
+            await removeEntry(path, { kind, finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () =>
+              rm(path, { force: true }),
+            );
         }
       };
       await sweepCache(join(dataDir, 'cache', 'reviews'), 'review-cache', ['.json']);
@@ -185,17 +222,31 @@ export function createRetentionActivities({ dataDir, hostId, client = () => Cont
         const path = join(environmentsDir(dataDir), environment.key.slice('sha256:'.length));
         const decision = cacheEntryRetention(Date.parse(environment.lastUsedAt), { now, retentionMs });
         if (environment.usedBy.length > 0 || !decision.remove) report.keptCacheEntries += 1;
-        else await removeEntry(path, { kind: 'environment', finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () => rm(path, { recursive: true, force: true }));
+        else
+          await removeEntry(path, { kind: 'environment', finishedAt: new Date(decision.finishedAt).toISOString(), reason: decision.reason }, () =>
+            rm(path, { recursive: true, force: true }),
+          );
       }
       for (const entry of await readdir(environmentsDir(dataDir), { withFileTypes: true }).catch(() => [])) {
         if (!entry.isDirectory() || !/^[0-9a-f]{64}\.build-[0-9a-f]+$/.test(entry.name)) continue;
         const path = join(environmentsDir(dataDir), entry.name);
         const decision = cacheEntryRetention(await lastWrite(path), { now, retentionMs });
-        if (decision.remove) await removeEntry(path, { kind: 'environment', finishedAt: new Date(decision.finishedAt).toISOString(), reason: `a build left unfinished: ${decision.reason}` }, () => rm(path, { recursive: true, force: true }));
+        if (decision.remove)
+          await removeEntry(
+            path,
+            { kind: 'environment', finishedAt: new Date(decision.finishedAt).toISOString(), reason: `a build left unfinished: ${decision.reason}` },
+            () => rm(path, { recursive: true, force: true }),
+          );
       }
 
       report.endedAt = new Date().toISOString();
-      log.info('retention: sweep done', { hostId, removed: report.removed.length, bytesFreed: report.bytesFreed, keptRuns: report.keptRuns.length, problems: report.problems.length });
+      log.info('retention: sweep done', {
+        hostId,
+        removed: report.removed.length,
+        bytesFreed: report.bytesFreed,
+        keptRuns: report.keptRuns.length,
+        problems: report.problems.length,
+      });
       return report;
     },
   };

@@ -88,7 +88,12 @@ export function createRunJanitor({ dataDir, removeContainers, removeFiles, log, 
   const clean = async (runId: string, client: Client): Promise<void> => {
     const paths = runPaths(dataDir, runId);
     const status = await closed(client, runId);
-    const record = (what: Record<string, unknown>) => writeFileAtomic(join(paths.runDir, cleanupRecord), `${JSON.stringify({ runId, workflowStatus: status, ...what, at: new Date().toISOString() }, null, 2)}\n`, { durable: false });
+    const record = (what: Record<string, unknown>) =>
+      writeFileAtomic(
+        join(paths.runDir, cleanupRecord),
+        `${JSON.stringify({ runId, workflowStatus: status, ...what, at: new Date().toISOString() }, null, 2)}\n`,
+        { durable: false },
+      );
     try {
       const { removedContainers, removedPaths } = await remove(runId);
       await record({ removedPaths, removedContainers });
@@ -104,7 +109,9 @@ export function createRunJanitor({ dataDir, removeContainers, removeFiles, log, 
   const schedule = (runId: string, client: Client): void => {
     if (inFlight.has(runId)) return;
     const job = clean(runId, client)
-      .catch((error: unknown) => log.warn('run cleanup stopped waiting for the run to close; taken up again when this worker starts', { runId, error: String(error) }))
+      .catch((error: unknown) =>
+        log.warn('run cleanup stopped waiting for the run to close; taken up again when this worker starts', { runId, error: String(error) }),
+      )
       .finally(() => inFlight.delete(runId));
     inFlight.set(runId, job);
   };

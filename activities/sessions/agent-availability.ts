@@ -34,6 +34,9 @@ export async function availabilityFacts(deps: AvailabilityDeps, harnesses: Recor
 }
 
 /** Every harness#model of the registry, with whether this worker can run it and, if not, what is missing. */
-export async function workerAgents(deps: AvailabilityDeps, harnesses: Record<string, Pick<Harness, 'image' | 'adapter' | 'models'>>): Promise<Record<string, AgentAvailability>> {
+export async function workerAgents(
+  deps: AvailabilityDeps,
+  harnesses: Record<string, Pick<Harness, 'image' | 'adapter' | 'models'>>,
+): Promise<Record<string, AgentAvailability>> {
   return availabilityReport(harnesses, await availabilityFacts(deps, harnesses));
 }

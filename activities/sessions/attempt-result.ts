@@ -19,7 +19,13 @@ export interface DeliveredResult {
  * regular file, never through a link), else the fenced block of its last message on stdout (then
  * kept as `result.json` beside the attempt).
  */
-export async function readDeliveredResult(input: { adapter: HarnessAdapter; role: SessionRole; dir: string; outDir: string; stdout: string }): Promise<DeliveredResult> {
+export async function readDeliveredResult(input: {
+  adapter: HarnessAdapter;
+  role: SessionRole;
+  dir: string;
+  outDir: string;
+  stdout: string;
+}): Promise<DeliveredResult> {
   const { adapter, role, dir, outDir, stdout } = input;
   if (adapter.output === 'result-file') return readResultFile(outDir);
   const parsed = adapter.parse(stdout);
@@ -40,7 +46,10 @@ async function readResultFile(outDir: string): Promise<DeliveredResult> {
   try {
     text = (await readFileNoFollow(outDir, 'result.json', maxResultBytes)).toString('utf8');
   } catch (error) {
-    return { resultProblem: error instanceof ConfinedPathError && error.code === 'missing' ? 'result.json is missing' : `result.json is refused: ${(error as Error).message}` };
+    return {
+      resultProblem:
+        error instanceof ConfinedPathError && error.code === 'missing' ? 'result.json is missing' : `result.json is refused: ${(error as Error).message}`,
+    };
   }
   try {
     const check = checkSessionResult(JSON.parse(text));

@@ -25,7 +25,18 @@ import { dataRef, mirrorPath, recordInManifest, runPaths, type RunPaths } from '
 import { availabilityFacts } from './agent-availability';
 import { readDeliveredResult } from './attempt-result';
 import { loadScriptScenario } from './script-scenarios';
-import { advanceWorkspace, attemptWorkspace, commitsOver, importExport, prepareAttemptCopy, prepareConversation, rebaseStopped, runExport, type AttemptExport, type AttemptWorkspace } from './session-workspace';
+import {
+  advanceWorkspace,
+  attemptWorkspace,
+  commitsOver,
+  importExport,
+  prepareAttemptCopy,
+  prepareConversation,
+  rebaseStopped,
+  runExport,
+  type AttemptExport,
+  type AttemptWorkspace,
+} from './session-workspace';
 
 export interface SessionActivityDeps {
   dataDir: string;
@@ -68,7 +79,8 @@ export interface RunSessionInput {
 }
 
 /** The session activities' dependencies with their defaults taken. */
-export type AttemptDeps = Required<Pick<SessionActivityDeps, 'dataDir' | 'hostId' | 'docker' | 'secrets' | 'modelUpstreams'>> & Pick<SessionActivityDeps, 'recipesDir' | 'scriptScenariosDir'>;
+export type AttemptDeps = Required<Pick<SessionActivityDeps, 'dataDir' | 'hostId' | 'docker' | 'secrets' | 'modelUpstreams'>> &
+  Pick<SessionActivityDeps, 'recipesDir' | 'scriptScenariosDir'>;
 
 /** The container's loopback port of the model forwarder (images/shared/tarmac-forward). */
 const modelPort = 8417;
@@ -153,7 +165,13 @@ function describeAttempt(deps: AttemptDeps, input: RunSessionInput): Attempt {
     outDir: join(dir, 'out'),
     user: `${user.uid}:${user.gid}`,
     objectDirs: [join(mirrorPath(deps.dataDir, input.repo), 'objects')],
-    sessionEnv: ['HOME=/tmp', 'GIT_AUTHOR_NAME=tarmac-agent', 'GIT_AUTHOR_EMAIL=agent@tarmac.invalid', 'GIT_COMMITTER_NAME=tarmac-agent', 'GIT_COMMITTER_EMAIL=agent@tarmac.invalid'],
+    sessionEnv: [
+      'HOME=/tmp',
+      'GIT_AUTHOR_NAME=tarmac-agent',
+      'GIT_AUTHOR_EMAIL=agent@tarmac.invalid',
+      'GIT_COMMITTER_NAME=tarmac-agent',
+      'GIT_COMMITTER_EMAIL=agent@tarmac.invalid',
+    ],
     memoryBytes: input.limits.memoryMb * 1024 * 1024,
     nanoCpus: Math.round(input.limits.cpus * 1e9),
   };
@@ -166,7 +184,10 @@ function describeAttempt(deps: AttemptDeps, input: RunSessionInput): Attempt {
  */
 async function findOrReattach(attempt: Attempt): Promise<{ reattaches: boolean; scenario: object; unavailable?: string }> {
   const { deps, input, harnessName, model } = attempt;
-  const found = await deps.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${labelKeys.run}=${input.runId}`, `${labelKeys.step}=${attempt.step}`] }) });
+  const found = await deps.docker.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [`${labelKeys.run}=${input.runId}`, `${labelKeys.step}=${attempt.step}`] }),
+  });
   if (found.length > 0) return { reattaches: true, scenario: {} };
   const facts = await availabilityFacts({ docker: deps.docker, secrets: deps.secrets, modelUpstreams: deps.modelUpstreams }, { [harnessName]: input.harness });
   const availability = agentAvailability(input.harnessModel, { [harnessName]: input.harness }, facts);
@@ -181,7 +202,11 @@ async function writeAttemptFiles(attempt: Attempt, scenario: object): Promise<vo
   const { deps, input, paths, dir, outDir, model, harnessName, adapter } = attempt;
   const { runId, repo, role, task } = input;
   const mirror = mirrorPath(deps.dataDir, repo);
-  await recordInManifest(paths.manifest, { runId, repo, mirror, hostId: deps.hostId, createdAt: new Date().toISOString(), containerRunLabel: runId }, { dirs: [attemptWorkspace(dir).copy, attemptWorkspace(dir).exportDir] });
+  await recordInManifest(
+    paths.manifest,
+    { runId, repo, mirror, hostId: deps.hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
+    { dirs: [attemptWorkspace(dir).copy, attemptWorkspace(dir).exportDir] },
+  );
   await mkdir(outDir, { recursive: true });
   await writeFile(join(dir, 'task.json'), `${JSON.stringify({ role, model, harness: harnessName, attempt: input.attempt, ...scenario, ...task }, null, 2)}\n`);
   // CLI agents hand back findings, questions and drops in a fenced block of their last message.
@@ -193,12 +218,17 @@ async function writeAttemptFiles(attempt: Attempt, scenario: object): Promise<vo
  * The CLI's own state, per attempt; a follow-up on the same harness starts from a copy of the
  * conversation it continues (the earlier one stays as it was), and resumes it.
  */
-async function prepareAttemptConversation(attempt: Attempt): Promise<{ conversation: string; resumes?: ConversationRef; conversationRef: { id: string; resume: boolean } }> {
+async function prepareAttemptConversation(
+  attempt: Attempt,
+): Promise<{ conversation: string; resumes?: ConversationRef; conversationRef: { id: string; resume: boolean } }> {
   const { input, adapter, harnessName, paths, dir } = attempt;
   const { runId, sessionId } = input;
-  const resumes = input.continues && adapter.resumable && splitHarnessModel(input.continues.harnessModel)?.harness === harnessName ? input.continues : undefined;
+  const resumes =
+    input.continues && adapter.resumable && splitHarnessModel(input.continues.harnessModel)?.harness === harnessName ? input.continues : undefined;
   const conversation = await prepareConversation(dir, resumes ? join(paths.runDir, 'sessions', resumes.sessionId, `a${resumes.attempt}`) : undefined);
-  const conversationRef = resumes ? { id: conversationUuid(runId, resumes.sessionId, resumes.attempt), resume: true } : { id: conversationUuid(runId, sessionId, input.attempt), resume: false };
+  const conversationRef = resumes
+    ? { id: conversationUuid(runId, resumes.sessionId, resumes.attempt), resume: true }
+    : { id: conversationUuid(runId, sessionId, input.attempt), resume: false };
   return { conversation, ...(resumes ? { resumes } : {}), conversationRef };
 }
 
@@ -215,7 +245,23 @@ async function startGateways(attempt: Attempt, copy: string): Promise<Gateways> 
   const { docker, dataDir } = deps;
   const { runId, sessionId, role, limits } = input;
   const commands: CommandContainer | undefined = input.environment
-    ? commandContainer({ docker, dataDir, runId, sessionStep: step, labels: { 'tarmac.session': sessionId, 'tarmac.attempt': String(input.attempt) }, environment: input.environment, workspace: copy, readOnly: role === 'reviewer', objectDirs: attempt.objectDirs, user, env: attempt.sessionEnv, memoryBytes: attempt.memoryBytes, nanoCpus: attempt.nanoCpus, pidsLimit: limits.pids, logFile: join(paths.logs, `${step}-command.log`) })
+    ? commandContainer({
+        docker,
+        dataDir,
+        runId,
+        sessionStep: step,
+        labels: { 'tarmac.session': sessionId, 'tarmac.attempt': String(input.attempt) },
+        environment: input.environment,
+        workspace: copy,
+        readOnly: role === 'reviewer',
+        objectDirs: attempt.objectDirs,
+        user,
+        env: attempt.sessionEnv,
+        memoryBytes: attempt.memoryBytes,
+        nanoCpus: attempt.nanoCpus,
+        pidsLimit: limits.pids,
+        logFile: join(paths.logs, `${step}-command.log`),
+      })
     : undefined;
   await commands?.ensure();
   const container: Gateways['container'] = {};
@@ -251,7 +297,11 @@ async function startGateways(attempt: Attempt, copy: string): Promise<Gateways> 
 }
 
 /** Runs (or reattaches to) the agent's container; the gateways close when it ends. */
-async function runAgent(attempt: Attempt, gateways: Gateways, files: { workspace: string; conversation: string; conversationRef: { id: string; resume: boolean } }): Promise<ContainerResult> {
+async function runAgent(
+  attempt: Attempt,
+  gateways: Gateways,
+  files: { workspace: string; conversation: string; conversationRef: { id: string; resume: boolean } },
+): Promise<ContainerResult> {
   const { deps, input, model, harnessName, adapter, paths, step, dir, outDir, user } = attempt;
   const { runId, sessionId, role, limits } = input;
   const { gateway, modelGateway, container } = gateways;
@@ -304,7 +354,13 @@ async function runAgent(attempt: Attempt, gateways: Gateways, files: { workspace
 }
 
 /** Collects what the attempt left: its first turn, its result, its commits, the gateways' meters. */
-async function collectAttempt(attempt: Attempt, gateways: Gateways, result: ContainerResult, workspace: AttemptWorkspace, resumes: ConversationRef | undefined): Promise<SessionAttemptReport> {
+async function collectAttempt(
+  attempt: Attempt,
+  gateways: Gateways,
+  result: ContainerResult,
+  workspace: AttemptWorkspace,
+  resumes: ConversationRef | undefined,
+): Promise<SessionAttemptReport> {
   const { deps, input, adapter, paths, step, dir, outDir } = attempt;
   const { role, baseSha } = input;
   const tools = gateways.gateway.state();
@@ -368,8 +424,19 @@ async function collectCommits(attempt: Attempt, workspace: AttemptWorkspace): Pr
   const { deps, input, paths, step } = attempt;
   const { baseSha, sessionId } = input;
   const worktree = paths.worktree;
-  const exported = await runExport({ docker: deps.docker, runId: input.runId, step, image: input.harness.image, user: attempt.user, paths: workspace, baseSha, objectDirs: attempt.objectDirs, logFile: join(paths.logs, `${step}-export.log`) });
-  if (exported.exitCode !== 0) return { headSha: null, state: 'clean', problem: `the export of the agent's commits exited ${exported.exitCode ?? '(timeout)'}` };
+  const exported = await runExport({
+    docker: deps.docker,
+    runId: input.runId,
+    step,
+    image: input.harness.image,
+    user: attempt.user,
+    paths: workspace,
+    baseSha,
+    objectDirs: attempt.objectDirs,
+    logFile: join(paths.logs, `${step}-export.log`),
+  });
+  if (exported.exitCode !== 0)
+    return { headSha: null, state: 'clean', problem: `the export of the agent's commits exited ${exported.exitCode ?? '(timeout)'}` };
   const imported = await importExport(worktree, workspace, baseSha, `refs/tarmac/sessions/${sessionId}/a${input.attempt}`);
   if (imported.headSha && imported.state === 'clean' && (await commitsOver(worktree, baseSha, imported.headSha)) > 0 && !(await rebaseStopped(worktree))) {
     await advanceWorkspace(worktree, imported.headSha);

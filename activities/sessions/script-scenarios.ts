@@ -15,7 +15,11 @@ export async function loadScriptScenario(dir: string | undefined, model: string)
   if (name === undefined) return { ok: true, scenario: {} };
   const problem = scenarioNameProblem(name);
   if (problem) return { ok: false, reason: problem };
-  if (!dir) return { ok: false, reason: `scenario "${name}" needs a scenarios directory, and this worker has none (TARMAC_SCRIPT_SCENARIOS is not set; it is a development and test setting)` };
+  if (!dir)
+    return {
+      ok: false,
+      reason: `scenario "${name}" needs a scenarios directory, and this worker has none (TARMAC_SCRIPT_SCENARIOS is not set; it is a development and test setting)`,
+    };
   const file = join(dir, `${name}.json`);
   let text: string;
   try {

@@ -77,8 +77,11 @@ export async function prepareConversation(attemptDir: string, continuesAttemptDi
   if (earlier && existsSync(earlier)) await run('cp', ['-a', '--', earlier, dir]);
   else await mkdir(dir);
   await handToContainerUser(dir);
-  await writeFile(marker, `${new Date().toISOString()}
-`);
+  await writeFile(
+    marker,
+    `${new Date().toISOString()}
+`,
+  );
   return dir;
 }
 
@@ -140,7 +143,11 @@ export async function runExport(input: ExportInput): Promise<{ exitCode: number 
     cmd: [exportScript],
     user: input.user,
     env: ['HOME=/tmp', `TARMAC_BASE=${input.baseSha}`],
-    binds: [`${input.paths.copy}:${containerPaths.workspace}:ro`, `${input.paths.exportDir}:/tarmac/export:rw`, ...input.objectDirs.map((dir) => `${dir}:${dir}:ro`)],
+    binds: [
+      `${input.paths.copy}:${containerPaths.workspace}:ro`,
+      `${input.paths.exportDir}:/tarmac/export:rw`,
+      ...input.objectDirs.map((dir) => `${dir}:${dir}:ro`),
+    ],
     workingDir: containerPaths.workspace,
     timeoutMs: 120_000,
     logFile: input.logFile,
@@ -172,12 +179,26 @@ export async function importExport(repo: string, paths: AttemptWorkspace, baseSh
   if (info.size > maxBundleBytes) return { headSha: null, state, problem: `the bundle is larger than ${maxBundleBytes} bytes` };
   try {
     // `file` is allowed for this one command: a bundle is read through the file transport.
-    await automationGit(repo).raw(['-c', 'protocol.allow=never', '-c', 'protocol.file.allow=always', '-c', 'fetch.fsckObjects=true', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', bundle, `+HEAD:${ref}`]);
+    await automationGit(repo).raw([
+      '-c',
+      'protocol.allow=never',
+      '-c',
+      'protocol.file.allow=always',
+      '-c',
+      'fetch.fsckObjects=true',
+      'fetch',
+      '--quiet',
+      '--no-tags',
+      '--no-write-fetch-head',
+      bundle,
+      `+HEAD:${ref}`,
+    ]);
   } catch (error) {
     return { headSha: null, state, problem: `the bundle was refused: ${(error as Error).message.split('\n')[0]}` };
   }
   const fetched = (await automationGit(repo).revparse([`${ref}^{commit}`])).trim();
-  if (fetched !== headSha) return { headSha: null, state, problem: `the bundle's HEAD ${fetched.slice(0, 12)} is not the reported head ${headSha.slice(0, 12)}` };
+  if (fetched !== headSha)
+    return { headSha: null, state, problem: `the bundle's HEAD ${fetched.slice(0, 12)} is not the reported head ${headSha.slice(0, 12)}` };
   return { headSha, state };
 }
 

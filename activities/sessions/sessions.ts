@@ -14,8 +14,6 @@ import { defaultModelUpstreams } from '../gateways/model-protocol';
 import { availabilityFacts } from './agent-availability';
 import { agentAvailability, runnableLadder } from '../../core/agent-availability';
 
-
-
 export interface ValidateDispatchInput {
   /** harness#model of the first attempt; empty → the ladder's first rung. */
   harnessModel: string;
@@ -42,7 +40,6 @@ export interface DispatchPlan {
   unavailable?: string;
 }
 
-
 /** A conversation's UUID, the same on every retry of the attempt (attempt.ts). */
 export { conversationUuid } from './attempt';
 
@@ -50,7 +47,15 @@ function invalidRequest(message: string): ApplicationFailure {
   return failure(FailureCode.invalidRequest, message);
 }
 
-export function createSessionActivities({ dataDir, hostId, docker, recipesDir, secrets = process.env, modelUpstreams = defaultModelUpstreams, scriptScenariosDir }: SessionActivityDeps) {
+export function createSessionActivities({
+  dataDir,
+  hostId,
+  docker,
+  recipesDir,
+  secrets = process.env,
+  modelUpstreams = defaultModelUpstreams,
+  scriptScenariosDir,
+}: SessionActivityDeps) {
   return {
     /**
      * Dispatch validation: every harness#model (the first and the whole ladder) is
@@ -59,7 +64,10 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
      */
     validateDispatch: async (input: ValidateDispatchInput): Promise<DispatchPlan> => {
       const recipes = runRecipes(input.recipes, recipesDir);
-      const names = [...(input.harnessModel ? [{ field: 'harnessModel', spec: input.harnessModel }] : []), ...(input.ladder ?? recipes.ladder).map((spec, index) => ({ field: `ladder[${index}]`, spec }))];
+      const names = [
+        ...(input.harnessModel ? [{ field: 'harnessModel', spec: input.harnessModel }] : []),
+        ...(input.ladder ?? recipes.ladder).map((spec, index) => ({ field: `ladder[${index}]`, spec })),
+      ];
       for (const { field, spec } of names) {
         const check = checkHarnessModel(spec, recipes.harnesses);
         if (!check.ok) {
@@ -87,7 +95,15 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         const { image, adapter, secrets: secretNames } = recipes.harnesses[name]!;
         harnesses[name] = { image, adapter, secrets: secretNames };
       }
-      return { recipeVersion: recipes.version, harnessModel, ladder, limits, budget, harnesses, ...(harnessModel ? {} : { unavailable: unavailable ?? 'no agent is configured' }) };
+      return {
+        recipeVersion: recipes.version,
+        harnessModel,
+        ladder,
+        limits,
+        budget,
+        harnesses,
+        ...(harnessModel ? {} : { unavailable: unavailable ?? 'no agent is configured' }),
+      };
     },
 
     /** A recipe panel by name, its reviewers checked against the registry. */
@@ -98,7 +114,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
         throw failure(FailureCode.invalidRequest, `review.panel: unknown panel "${name}" (known: ${Object.keys(recipes.panels).join(', ')})`);
       }
       const effective = quorum ?? panel.quorum;
-      if (effective > panel.reviewers.length) throw invalidRequest(`review.quorum: ${effective} is more than the ${panel.reviewers.length} reviewer(s) of panel "${name}"`);
+      if (effective > panel.reviewers.length)
+        throw invalidRequest(`review.quorum: ${effective} is more than the ${panel.reviewers.length} reviewer(s) of panel "${name}"`);
       return { ...panel, quorum: effective, name };
     },
 
@@ -107,7 +124,8 @@ export function createSessionActivities({ dataDir, hostId, docker, recipesDir, s
      * and reports everything observable (attempt.ts: find or reattach → prepare the
      * copy → gateways → run → collect). It judges nothing; the workflow classifies.
      */
-    runSession: async (input: RunSessionInput): Promise<SessionAttemptReport> => await runAttempt({ dataDir, hostId, docker, secrets, modelUpstreams, recipesDir, scriptScenariosDir }, input),
+    runSession: async (input: RunSessionInput): Promise<SessionAttemptReport> =>
+      await runAttempt({ dataDir, hostId, docker, secrets, modelUpstreams, recipesDir, scriptScenariosDir }, input),
   };
 }
 

@@ -141,10 +141,11 @@ async function openDirectory(root: string, parts: string[], relPath: string, cre
         } catch (reopened) {
           throw await componentError(reopened, dir, name, relPath);
         }
-        if (create.owner) await next.chown(create.owner.uid, create.owner.gid).catch(async (failed: unknown) => {
-          await next.close();
-          throw failed;
-        });
+        if (create.owner)
+          await next.chown(create.owner.uid, create.owner.gid).catch(async (failed: unknown) => {
+            await next.close();
+            throw failed;
+          });
       }
       await dir.handle.close();
       dir = { handle: next, path: join(dir.path, name) };
@@ -181,7 +182,12 @@ export async function lstatNoFollow(root: string, relPath: string): Promise<Entr
 }
 
 /** Opens the last component as a regular file that is the inode lstat saw, inside the root. */
-async function openFile(root: string, relPath: string, flags: number, create?: { owner?: Owner }): Promise<{ handle: FileHandle; stats: Stats; created: boolean }> {
+async function openFile(
+  root: string,
+  relPath: string,
+  flags: number,
+  create?: { owner?: Owner },
+): Promise<{ handle: FileHandle; stats: Stats; created: boolean }> {
   const parts = confinedComponents(relPath);
   if (parts.length === 0) throw new ConfinedPathError(relPath, 'not-file', 'is a directory');
   const { dir, rootReal } = await openDirectory(root, parts.slice(0, -1), relPath, create);
@@ -189,7 +195,10 @@ async function openFile(root: string, relPath: string, flags: number, create?: {
   let handle: FileHandle | undefined;
   try {
     const seen = await lstat(at(dir, name)).catch(() => undefined);
-    if (seen && !seen.isFile()) throw (seen.isSymbolicLink() ? new ConfinedPathError(relPath, 'link', `${name} is a symbolic link; file tools do not follow links`) : new ConfinedPathError(relPath, 'not-file', `is not a regular file (${kindOf(seen)})`));
+    if (seen && !seen.isFile())
+      throw seen.isSymbolicLink()
+        ? new ConfinedPathError(relPath, 'link', `${name} is a symbolic link; file tools do not follow links`)
+        : new ConfinedPathError(relPath, 'not-file', `is not a regular file (${kindOf(seen)})`);
     // O_NONBLOCK: a FIFO swapped in after the lstat must not hang the worker on open.
     const noFollow = flags | constants.O_NOFOLLOW | constants.O_NONBLOCK;
     let created = false;
@@ -246,7 +255,12 @@ export async function readFileNoFollow(root: string, relPath: string, maxBytes: 
  * (a hard link could be a name for a file elsewhere). New files and directories go to
  * `owner` when given. Returns whether the file was created.
  */
-export async function writeFileNoFollow(root: string, relPath: string, content: string | Buffer, options: { owner?: Owner } = {}): Promise<{ created: boolean }> {
+export async function writeFileNoFollow(
+  root: string,
+  relPath: string,
+  content: string | Buffer,
+  options: { owner?: Owner } = {},
+): Promise<{ created: boolean }> {
   const { handle, stats, created } = await openFile(root, relPath, constants.O_WRONLY, { ...(options.owner ? { owner: options.owner } : {}) });
   try {
     if (stats.nlink > 1) throw new ConfinedPathError(relPath, 'not-file', `has ${stats.nlink} hard links; file tools do not write files with other names`);
@@ -260,7 +274,11 @@ export async function writeFileNoFollow(root: string, relPath: string, content: 
 }
 
 /** One directory's entries (never `.git`), links shown as links and not followed; at most `maxEntries`. */
-export async function listDirectoryNoFollow(root: string, relPath: string, maxEntries: number): Promise<{ entries: { name: string; kind: EntryKind }[]; truncated: boolean }> {
+export async function listDirectoryNoFollow(
+  root: string,
+  relPath: string,
+  maxEntries: number,
+): Promise<{ entries: { name: string; kind: EntryKind }[]; truncated: boolean }> {
   const { dir } = await openDirectory(root, confinedComponents(relPath), relPath);
   try {
     const entries: { name: string; kind: EntryKind }[] = [];

@@ -26,7 +26,11 @@ const KeySchema = Type.Object({ treeSha: Type.String(), suiteId: Type.String(), 
 const SealedGateEntrySchema = Type.Object({
   schema: Type.Literal(1),
   key: KeySchema,
-  result: Type.Object({ status: Type.Union([Type.Literal('passed'), Type.Literal('failed')]), exitCode: Type.Union([Type.Integer(), Type.Null()]), durationMs: Type.Number({ minimum: 0 }) }),
+  result: Type.Object({
+    status: Type.Union([Type.Literal('passed'), Type.Literal('failed')]),
+    exitCode: Type.Union([Type.Integer(), Type.Null()]),
+    durationMs: Type.Number({ minimum: 0 }),
+  }),
   log: Type.Object({ sha256: Type.String(), bytes: Type.Integer({ minimum: 0 }) }),
   sealedBy: Type.Object({ runId: Type.String(), step: Type.String(), hostId: Type.String() }),
   sealedAt: Type.String(),
@@ -70,10 +74,13 @@ export function createGateCache({ dataDir }: { dataDir: string }) {
       try {
         entry = JSON.parse(await readFile(where.entry, 'utf8'));
       } catch (error) {
-        return { miss: (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no entry' : refused(where.entry, `unreadable entry: ${(error as Error).message}`) };
+        return {
+          miss: (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no entry' : refused(where.entry, `unreadable entry: ${(error as Error).message}`),
+        };
       }
       if (!Value.Check(SealedGateEntrySchema, entry)) return { miss: refused(where.entry, 'entry does not match the schema') };
-      if (!sameGateKey(entry.key, key)) return { miss: refused(where.entry, `entry is for another key (${entry.key.treeSha.slice(0, 12)} ${entry.key.suiteId})`) };
+      if (!sameGateKey(entry.key, key))
+        return { miss: refused(where.entry, `entry is for another key (${entry.key.treeSha.slice(0, 12)} ${entry.key.suiteId})`) };
       if (entry.digest !== digestOf(entry)) return { miss: refused(where.entry, 'entry digest does not match its content') };
       let logContent: Buffer;
       try {
@@ -81,7 +88,8 @@ export function createGateCache({ dataDir }: { dataDir: string }) {
       } catch (error) {
         return { miss: refused(where.log, `its log is unreadable: ${(error as Error).message}`) };
       }
-      if (logContent.length !== entry.log.bytes || sha256(logContent) !== entry.log.sha256) return { miss: refused(where.log, 'its log is not the one sealed') };
+      if (logContent.length !== entry.log.bytes || sha256(logContent) !== entry.log.sha256)
+        return { miss: refused(where.log, 'its log is not the one sealed') };
       // A hit keeps the entry young: retention (activities/janitor/retention.ts) counts from its last use.
       const now = new Date();
       await Promise.all([utimes(where.entry, now, now), utimes(where.log, now, now)]).catch(() => undefined);

@@ -46,9 +46,11 @@ export async function quarantineSuite(client: Client, taskQueue: string, repo: s
 export function createQuarantineActivities({ taskQueue }: { taskQueue: string }) {
   return {
     /** The suites quarantined on a landing's target now (a landing asks when a suite of its round is red). */
-    active: async ({ repo, target }: { repo: string; target: string }): Promise<Quarantine[]> => await quarantinesInForce(Context.current().client, repo, target),
+    active: async ({ repo, target }: { repo: string; target: string }): Promise<Quarantine[]> =>
+      await quarantinesInForce(Context.current().client, repo, target),
 
     /** Quarantines a suite on (repo, target): an entity that ended meanwhile is started again (a retry of this step finds it). */
-    quarantine: async ({ repo, target, request }: { repo: string; target: string; request: QuarantineRequest }): Promise<Quarantine> => await quarantineSuite(Context.current().client, taskQueue, repo, target, request),
+    quarantine: async ({ repo, target, request }: { repo: string; target: string; request: QuarantineRequest }): Promise<Quarantine> =>
+      await quarantineSuite(Context.current().client, taskQueue, repo, target, request),
   };
 }

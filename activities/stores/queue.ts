@@ -8,7 +8,10 @@ import { workflowTaskTimeout } from '../../core/timeouts';
 
 /** The target queue's workflow id: one queue per (repo, target). */
 export function targetQueueId(repo: string, target: string): string {
-  const digest = createHash('sha256').update(JSON.stringify([repo, target])).digest('hex').slice(0, 12);
+  const digest = createHash('sha256')
+    .update(JSON.stringify([repo, target]))
+    .digest('hex')
+    .slice(0, 12);
   return `queue.${repoName(repo).replace(/[^A-Za-z0-9._-]+/g, '_')}.${target.replace(/[^A-Za-z0-9._-]+/g, '_')}.${digest}`;
 }
 
@@ -19,7 +22,11 @@ export function createQueueActivities({ taskQueue }: { taskQueue: string }) {
      * (update-with-start). `admitted: true` when the target was free: the landing merges now,
      * with no signal round trip; otherwise the queue signals `admitted` when its turn comes.
      */
-    requestAdmission: async ({ repo, target, ...admit }: { repo: string; target: string } & AdmitRequest): Promise<{ queueId: string; admitted: boolean; seq?: number }> => {
+    requestAdmission: async ({
+      repo,
+      target,
+      ...admit
+    }: { repo: string; target: string } & AdmitRequest): Promise<{ queueId: string; admitted: boolean; seq?: number }> => {
       const queueId = targetQueueId(repo, target);
       const { client } = Context.current();
       const { admitted, seq } = await client.workflow.executeUpdateWithStart(admitUpdate, {

@@ -28,7 +28,10 @@ const SealedEntrySchema = Type.Object({
 });
 
 function digestOf(key: FindingsCacheKey, report: SealedReport): string {
-  const canonical = JSON.stringify({ key: { treeSha: key.treeSha, harnessModel: key.harnessModel, promptVersion: key.promptVersion }, report: { summary: report.summary, findings: report.findings, usage: report.usage } });
+  const canonical = JSON.stringify({
+    key: { treeSha: key.treeSha, harnessModel: key.harnessModel, promptVersion: key.promptVersion },
+    report: { summary: report.summary, findings: report.findings, usage: report.usage },
+  });
   return `sha256:${createHash('sha256').update(canonical).digest('hex')}`;
 }
 

@@ -89,7 +89,11 @@ const manifestUpdates = new Map<string, Promise<unknown>>();
  * Adds entries to a run's manifest, creating it if needed; entries are recorded once. Updates of one
  * manifest in this process run one at a time, so parallel sessions of a run never lose each other's entries.
  */
-export async function recordInManifest(path: string, base: Omit<Manifest, 'worktrees' | 'dirs'>, add: { worktrees?: string[]; dirs?: string[] }): Promise<Manifest> {
+export async function recordInManifest(
+  path: string,
+  base: Omit<Manifest, 'worktrees' | 'dirs'>,
+  add: { worktrees?: string[]; dirs?: string[] },
+): Promise<Manifest> {
   const previous = manifestUpdates.get(path) ?? Promise.resolve();
   const update = previous.catch(() => undefined).then(() => mergeIntoManifest(path, base, add));
   manifestUpdates.set(path, update);

@@ -25,7 +25,14 @@ function environmentView(entry: Listed): Static<typeof EnvironmentSchema> {
     builtBy: { runId: entry.builtBy.runId },
     inputs: entry.inputs.map((input) => ('absent' in input ? { path: input.path, absent: true as const } : { path: input.path, oid: input.oid })),
     products: [...entry.products],
-    egress: entry.egress.map(({ host, port, allowed, bytesUp, bytesDown, reason }) => ({ host, port, allowed, bytesUp, bytesDown, ...(reason ? { reason } : {}) })),
+    egress: entry.egress.map(({ host, port, allowed, bytesUp, bytesDown, reason }) => ({
+      host,
+      port,
+      allowed,
+      bytesUp,
+      bytesDown,
+      ...(reason ? { reason } : {}),
+    })),
     declaration: {
       source: declaration.source,
       file: declaration.file,
@@ -51,7 +58,8 @@ export const environmentRoutes: FastifyPluginAsyncTypebox<{ dataDir: string }> =
     '/environments',
     {
       schema: {
-        summary: "The repositories' environments cached on this host (built by its workers), most recently used first: key, size, inputs, egress, which runs hold them",
+        summary:
+          "The repositories' environments cached on this host (built by its workers), most recently used first: key, size, inputs, egress, which runs hold them",
         querystring: EnvironmentListQuery,
         response: { 200: Type.Object({ environments: Type.Array(EnvironmentSchema) }), ...errors },
       },

@@ -42,7 +42,7 @@ const streamSchema = (what: string) => ({
     'Events: phase, step, gate, session, cache, meters, question, outcome (journal events, JSON in `data`), `log` ({file, line, at}) and a final `end` ({workflowStatus, outcome}). ' +
     'Each event id is a cursor; reconnect with the header Last-Event-ID (or the query parameter `after`) set to the last id received to continue with no gap and no repeat. ' +
     'The journal is bounded: past its cap, older step, meters, session and cache events are replaced by one `trimmed` event ({dropped, throughSeq, reason}); numbers still only rise. ' +
-    'A long run continues as new (a fresh Temporal history) with its numbering going on: the stream reads the earlier runs\' events from them, one stream, no gap. ' +
+    "A long run continues as new (a fresh Temporal history) with its numbering going on: the stream reads the earlier runs' events from them, one stream, no gap. " +
     'One bearer token may hold at most TARMAC_API_MAX_STREAMS_PER_TOKEN (default 8) streams open at once; one more is refused with 429 TARMAC_RATE_LIMITED.',
   params: LandingIdParams,
   querystring: Type.Object({
@@ -124,7 +124,10 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
         try {
           await handle.query(eventsQuery, { after: cursor.journal, limit: 1 });
         } catch (error) {
-          if (error instanceof QueryNotRegisteredError) throw new NotFound(`run ${request.params.id} has no event stream (only landings, review panels and fix loops do); GET /v1/runs/${request.params.id} shows its status`);
+          if (error instanceof QueryNotRegisteredError)
+            throw new NotFound(
+              `run ${request.params.id} has no event stream (only landings, review panels and fix loops do); GET /v1/runs/${request.params.id} shows its status`,
+            );
           throw error;
         }
       }
@@ -134,7 +137,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
       const raw = new PassThrough();
       void reply
         .status(200)
-        .headers({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' })
+        .headers({
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        })
         // The 200 schema describes each event, not the stream the reply sends.
         .send(raw as never);
       raw.write(`retry: 2000\n\n`);

@@ -16,7 +16,13 @@ import { ErrorSchema, FixCreateSchema, RunCreatedSchema } from '../schemas';
 export const fixLoopRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: Config }> = async (app, { client, config }) => {
   app.post(
     '/fix-loops',
-    { schema: { summary: 'Start a fix loop (idempotent on repo, branch head, request and repro command)', body: FixCreateSchema, response: { 201: RunCreatedSchema, 200: RunCreatedSchema, 400: ErrorSchema, 401: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema } } },
+    {
+      schema: {
+        summary: 'Start a fix loop (idempotent on repo, branch head, request and repro command)',
+        body: FixCreateSchema,
+        response: { 201: RunCreatedSchema, 200: RunCreatedSchema, 400: ErrorSchema, 401: ErrorSchema, 413: ErrorSchema, 500: ErrorSchema },
+      },
+    },
     async function createFixLoop(request, reply) {
       const body = request.body;
       const problem = branchNameProblem(body.branch);

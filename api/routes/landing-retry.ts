@@ -26,12 +26,19 @@ async function retriable(client: Client, retried: string): Promise<WorkflowHandl
   if (description.type !== 'landing') throw new NotFound(`no landing ${retried} (${retried} is a ${description.type} run; only landings are retried)`);
   const status = description.status.name;
   if (status === 'RUNNING') {
-    throw new ApiError(FailureCode.conflict, `landing ${retried} is still running: a retry starts once it has ended (cancel it to end it now)`, { id: retried, workflowStatus: status });
+    throw new ApiError(FailureCode.conflict, `landing ${retried} is still running: a retry starts once it has ended (cancel it to end it now)`, {
+      id: retried,
+      workflowStatus: status,
+    });
   }
   if (status === 'COMPLETED') {
     const outcome = (await handle.result()) as LandingOutcome;
     if (outcome.status === 'landed') {
-      throw new ApiError(FailureCode.conflict, `landing ${retried} landed (${outcome.target} at ${outcome.mergedSha?.slice(0, 12) ?? 'its head'}); there is nothing to retry`, { id: retried, workflowStatus: status, outcome: outcome.status });
+      throw new ApiError(
+        FailureCode.conflict,
+        `landing ${retried} landed (${outcome.target} at ${outcome.mergedSha?.slice(0, 12) ?? 'its head'}); there is nothing to retry`,
+        { id: retried, workflowStatus: status, outcome: outcome.status },
+      );
     }
   }
   return handle;
@@ -67,8 +74,16 @@ export const landingRetryRoutes: FastifyPluginAsyncTypebox<{ client: Client; con
     });
     const { id, duplicate, retry } = started;
     request.log.info({ runId: id, retryOf: retried, duplicate }, 'landing retry requested');
-    return reply
-      .status(duplicate ? 200 : 201)
-      .send({ id, duplicate, retryOf: retried, attempt: retry!.attempt, repo: started.repo, target: started.target, targetSha: started.targetSha, heads: started.heads, links: { self: `/v1/landings/${id}` } });
+    return reply.status(duplicate ? 200 : 201).send({
+      id,
+      duplicate,
+      retryOf: retried,
+      attempt: retry!.attempt,
+      repo: started.repo,
+      target: started.target,
+      targetSha: started.targetSha,
+      heads: started.heads,
+      links: { self: `/v1/landings/${id}` },
+    });
   });
 };

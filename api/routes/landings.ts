@@ -69,12 +69,17 @@ export const landingRoutes: FastifyPluginAsyncTypebox<LandingRouteOptions> = asy
     });
     const { id, duplicate } = started;
     request.log.info({ runId: id, duplicate }, 'landing requested');
-    return reply.status(duplicate ? 200 : 201).send({ id, duplicate, repo: started.repo, target, targetSha: started.targetSha, heads: started.heads, links: { self: `/v1/landings/${id}` } });
+    return reply
+      .status(duplicate ? 200 : 201)
+      .send({ id, duplicate, repo: started.repo, target, targetSha: started.targetSha, heads: started.heads, links: { self: `/v1/landings/${id}` } });
   });
 
   app.get('/landings', { schema: listSchema }, async function listLandings(request) {
     const { limit = 50, ...query } = request.query;
-    const landings = await listRuns(client, { kind: 'landing', ...readerFilter(query) }, limit, (execution) => ({ ...runSummary(execution), ...queuedFor(execution.memo) }));
+    const landings = await listRuns(client, { kind: 'landing', ...readerFilter(query) }, limit, (execution) => ({
+      ...runSummary(execution),
+      ...queuedFor(execution.memo),
+    }));
     return { landings };
   });
 
@@ -109,12 +114,15 @@ export const landingControlRoutes: FastifyPluginAsyncTypebox<{ client: Client }>
       const status = (await handle.describe()).status.name;
       if (status !== 'RUNNING') throw new ApiError(FailureCode.conflict, `${what} ${request.params.id} is not running (${status}); nothing to answer`);
       try {
-        return await handle.executeUpdate(answerUpdate, { args: [{ text: request.body.text, ...(request.body.questionId ? { questionId: request.body.questionId } : {}) }] });
+        return await handle.executeUpdate(answerUpdate, {
+          args: [{ text: request.body.text, ...(request.body.questionId ? { questionId: request.body.questionId } : {}) }],
+        });
       } catch (error) {
         if (!(error instanceof WorkflowUpdateFailedError)) throw error;
         const cause = error.cause instanceof Error ? error.cause.message : '';
         // A run that takes no answers at all (a nightly, an agent session): nothing of it waits on one.
-        if (/no registered handler for update|unknown update/i.test(cause)) throw new ApiError(FailureCode.conflict, `${what} ${request.params.id} takes no answers; nothing to answer`);
+        if (/no registered handler for update|unknown update/i.test(cause))
+          throw new ApiError(FailureCode.conflict, `${what} ${request.params.id} takes no answers; nothing to answer`);
         throw new ApiError(FailureCode.validation, `text: ${cause || 'the answer was rejected'}`, { field: 'text' });
       }
     });

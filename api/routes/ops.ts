@@ -46,7 +46,10 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (app,
     async function health(_request, reply) {
       const [temporal, dockerState] = await Promise.all([
         // A deadline, not only a race: the call must not keep retrying after the answer was given.
-        within(3_500, client.connection.withDeadline(Date.now() + 3_000, () => client.connection.workflowService.getSystemInfo({}))).then(
+        within(
+          3_500,
+          client.connection.withDeadline(Date.now() + 3_000, () => client.connection.workflowService.getSystemInfo({})),
+        ).then(
           () => 'ok' as const,
           () => 'unreachable' as const,
         ),
@@ -94,7 +97,14 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (app,
       const up = renderMetrics([
         { name: 'tarmac_api_up', help: 'The API answers (always 1 when scraped).', type: 'gauge', samples: [{ labels: {}, value: 1 }] },
         ...(config.workerMetricsUrl
-          ? [{ name: 'tarmac_worker_metrics_up', help: 'The configured worker metrics endpoint answered this scrape.', type: 'gauge' as const, samples: [{ labels: {}, value: workerUp }] }]
+          ? [
+              {
+                name: 'tarmac_worker_metrics_up',
+                help: 'The configured worker metrics endpoint answered this scrape.',
+                type: 'gauge' as const,
+                samples: [{ labels: {}, value: workerUp }],
+              },
+            ]
           : []),
       ]);
       const text = [up, renderMetrics(families), landings, worker].filter((part) => part.length > 0).join('');

@@ -27,12 +27,20 @@ const QuarantineLiftQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const SuiteParams = Type.Object({ suiteId: Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'the suite id of the gate file' }) });
+const SuiteParams = Type.Object({
+  suiteId: Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'the suite id of the gate file' }),
+});
 
 // 431: a request line or headers larger than the server accepts (a long repo in the query or path).
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 431: ErrorSchema, 500: ErrorSchema };
 
-const view = (repo: string, target: string, entry: Quarantine) => ({ repo, target, ...entry, logRefs: [...entry.logRefs], links: { landing: `/v1/landings/${entry.landingId}` } });
+const view = (repo: string, target: string, entry: Quarantine) => ({
+  repo,
+  target,
+  ...entry,
+  logRefs: [...entry.logRefs],
+  links: { landing: `/v1/landings/${entry.landingId}` },
+});
 
 /**
  * Suite quarantines (workflows/suite-quarantine.ts): the suites whose red blocks no landing on a
@@ -56,7 +64,12 @@ export const quarantineRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = a
       const pairs: { repo: string; target: string }[] = [];
       if (repo !== undefined && target !== undefined) pairs.push({ repo, target });
       else {
-        const query = runListQuery({ kind: 'suite-quarantine', status: 'Running', ...(repo === undefined ? {} : { repo }), ...(target === undefined ? {} : { target }) });
+        const query = runListQuery({
+          kind: 'suite-quarantine',
+          status: 'Running',
+          ...(repo === undefined ? {} : { repo }),
+          ...(target === undefined ? {} : { target }),
+        });
         for await (const execution of client.workflow.list({ query })) {
           const attributes = execution.typedSearchAttributes;
           const found = { repo: attributes.get(searchAttributes.repo), target: attributes.get(searchAttributes.target) };
@@ -93,7 +106,8 @@ export const quarantineRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = a
       } catch (error) {
         if (error instanceof ApiError) throw error;
         // Ended by itself between the two calls (its last quarantine expired): nothing to lift.
-        if (error instanceof WorkflowNotFoundError || !(await quarantinesInForce(client, repo, target)).some((entry) => entry.suiteId === suiteId)) throw notQuarantined();
+        if (error instanceof WorkflowNotFoundError || !(await quarantinesInForce(client, repo, target)).some((entry) => entry.suiteId === suiteId))
+          throw notQuarantined();
         throw error;
       }
       return { lifted: true as const, repo, target, suiteId };

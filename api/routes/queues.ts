@@ -34,7 +34,15 @@ export function queueView(repo: string, target: string, queueId: string, status:
     ...(status.batch ? { batch: { id: status.batch.id, members: [...status.batch.members], links: { self: `/v1/runs/${status.batch.id}` } } } : {}),
     waiting: tickets.map((ticket, position) => {
       const eta = queueEta({ position, batchSize, recentTurnMs: recent, ...(inFlightForMs === undefined ? {} : { inFlightForMs }) });
-      return { landingId: ticket.landingId, position, lane: ticket.lane, seq: ticket.seq, batchable: ticket.batchable, ...(eta ? { etaMs: eta.etaMs } : {}), links: { landing: `/v1/landings/${ticket.landingId}` } };
+      return {
+        landingId: ticket.landingId,
+        position,
+        lane: ticket.lane,
+        seq: ticket.seq,
+        batchable: ticket.batchable,
+        ...(eta ? { etaMs: eta.etaMs } : {}),
+        links: { landing: `/v1/landings/${ticket.landingId}` },
+      };
     }),
     admitted: status.admitted,
     batches: status.batches ?? 0,

@@ -15,12 +15,24 @@ const RecipesSchema = Type.Object({
     }),
   ),
   ladder: Type.Array(Type.String()),
-  panels: Type.Array(Type.Object({ name: Type.String(), reviewers: Type.Array(Type.String()), quorum: Type.Integer(), blockingSeverities: Type.Array(Type.String()), promptVersion: Type.String() })),
+  panels: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      reviewers: Type.Array(Type.String()),
+      quorum: Type.Integer(),
+      blockingSeverities: Type.Array(Type.String()),
+      promptVersion: Type.String(),
+    }),
+  ),
   limits: Type.Object({
     session: Type.Record(Type.String(), Type.Unknown()),
     budget: Type.Record(Type.String(), Type.Unknown()),
     landing: Type.Record(Type.String(), Type.Unknown()),
-    gate: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'what follows a red suite settled by evidence: flaky, preExisting, quarantineFor (defaults: retry, fail, 168h)' })),
+    gate: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: 'what follows a red suite settled by evidence: flaky, preExisting, quarantineFor (defaults: retry, fail, 168h)',
+      }),
+    ),
   }),
   playbooks: Type.Array(Type.Object({ id: Type.String(), kind: Type.String(), description: Type.Optional(Type.String()) })),
 });
@@ -29,7 +41,12 @@ const RecipesSchema = Type.Object({
 export const recipeRoutes: FastifyPluginAsyncTypebox<{ recipesDir: string }> = async (app, { recipesDir }) => {
   app.get(
     '/recipes',
-    { schema: { summary: 'The recipes in force: harnesses and their models, the ladder, review panels, limits and fix playbooks', response: { 200: RecipesSchema, 401: ErrorSchema, 500: ErrorSchema } } },
+    {
+      schema: {
+        summary: 'The recipes in force: harnesses and their models, the ladder, review panels, limits and fix playbooks',
+        response: { 200: RecipesSchema, 401: ErrorSchema, 500: ErrorSchema },
+      },
+    },
     async function showRecipes() {
       // Read on each request: recipes are files an operator may edit; a broken edit is a 500 naming the file (logged).
       // The snapshot a run started now would carry (TARMAC_RECIPES_DIR).
@@ -37,10 +54,27 @@ export const recipeRoutes: FastifyPluginAsyncTypebox<{ recipesDir: string }> = a
       const { playbooks } = recipes.playbooks;
       return {
         version: recipes.version,
-        harnesses: Object.entries(recipes.harnesses).map(([name, harness]) => ({ name, adapter: harness.adapter, image: harness.image, models: [...harness.models], secrets: [...harness.secrets] })),
+        harnesses: Object.entries(recipes.harnesses).map(([name, harness]) => ({
+          name,
+          adapter: harness.adapter,
+          image: harness.image,
+          models: [...harness.models],
+          secrets: [...harness.secrets],
+        })),
         ladder: [...recipes.ladder],
-        panels: Object.entries(recipes.panels).map(([name, panel]) => ({ name, reviewers: [...panel.reviewers], quorum: panel.quorum, blockingSeverities: [...panel.blockingSeverities], promptVersion: panel.promptVersion })),
-        limits: { session: { ...recipes.limits.session }, budget: { ...recipes.limits.budget }, landing: { ...recipes.limits.landing }, ...(recipes.limits.gate ? { gate: { ...recipes.limits.gate } } : {}) },
+        panels: Object.entries(recipes.panels).map(([name, panel]) => ({
+          name,
+          reviewers: [...panel.reviewers],
+          quorum: panel.quorum,
+          blockingSeverities: [...panel.blockingSeverities],
+          promptVersion: panel.promptVersion,
+        })),
+        limits: {
+          session: { ...recipes.limits.session },
+          budget: { ...recipes.limits.budget },
+          landing: { ...recipes.limits.landing },
+          ...(recipes.limits.gate ? { gate: { ...recipes.limits.gate } } : {}),
+        },
         playbooks: playbooks.map(({ id, kind, description }) => ({ id, kind, ...(description ? { description } : {}) })),
       };
     },

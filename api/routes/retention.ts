@@ -58,14 +58,20 @@ const RetentionViewSchema = Type.Object({
 export const retentionRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (app, { client }) => {
   app.get(
     '/retention',
-    { schema: { summary: "Each worker host's retention schedule and its recent sweeps: what was removed, when and why", response: { 200: RetentionViewSchema, 401: ErrorSchema, 500: ErrorSchema } } },
+    {
+      schema: {
+        summary: "Each worker host's retention schedule and its recent sweeps: what was removed, when and why",
+        response: { 200: RetentionViewSchema, 401: ErrorSchema, 500: ErrorSchema },
+      },
+    },
     async function showRetention() {
       const hosts = [];
       for await (const summary of client.schedule.list()) {
         if (!summary.scheduleId.startsWith('tarmac.retention.') || summary.action?.workflowType !== 'retentionSweep') continue;
         const description = await client.schedule.getHandle(summary.scheduleId).describe();
         // The settings as the schedule has them now (the host's worker updates them at each start).
-        const request = (description.action.type === 'startWorkflow' ? description.action.args?.[0] : undefined) as { hostId?: string; retentionMs?: number } | undefined;
+        const request = (description.action.type === 'startWorkflow' ? description.action.args?.[0] : undefined) as
+          { hostId?: string; retentionMs?: number } | undefined;
         const every = description.spec.intervals?.[0]?.every;
         const recentSweeps = [];
         for (const action of [...description.info.recentActions].reverse()) {

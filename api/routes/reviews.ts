@@ -26,7 +26,10 @@ export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: C
     },
     async function createReview(request, reply) {
       const { base, head, panel, quorum } = request.body;
-      for (const [field, name] of [['base', base], ['head', head]] as const) {
+      for (const [field, name] of [
+        ['base', base],
+        ['head', head],
+      ] as const) {
         const problem = branchNameProblem(name);
         if (problem) throw invalid(field, problem);
       }
@@ -34,7 +37,8 @@ export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: C
       const recipes = loadRecipes(config.recipesDir);
       const definition = recipes.panels[panel];
       if (!definition) throw invalid('panel', `is not a known panel (known: ${Object.keys(recipes.panels).join(', ')})`);
-      if (quorum !== undefined && quorum > definition.reviewers.length) throw invalid('quorum', `is more than the ${definition.reviewers.length} reviewer(s) of panel "${panel}"`);
+      if (quorum !== undefined && quorum > definition.reviewers.length)
+        throw invalid('quorum', `is more than the ${definition.reviewers.length} reviewer(s) of panel "${panel}"`);
       const repo = await normaliseRepo(request.body.repo, config.repoAllow);
       const { targetSha: baseSha, heads } = await resolveHeads(repo, base, [head], { target: 'base', branch: () => 'head' });
       const id = runId('review', repo, [repo, baseSha, heads[0]!.sha, panel, quorum ?? null]);

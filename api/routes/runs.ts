@@ -31,7 +31,12 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (a
     const runs = await listRuns(client, { kind: kind ?? listedRunKinds, ...readerFilter(query) }, limit, (execution) => {
       const { id, ...summary } = runSummary(execution);
       const parent = (execution.memo as { parent?: unknown } | undefined)?.parent;
-      return { id, kind: execution.typedSearchAttributes.get(searchAttributes.kind) ?? execution.type, ...summary, ...(typeof parent === 'string' ? { parent } : {}) };
+      return {
+        id,
+        kind: execution.typedSearchAttributes.get(searchAttributes.kind) ?? execution.type,
+        ...summary,
+        ...(typeof parent === 'string' ? { parent } : {}),
+      };
     });
     return { runs };
   });
@@ -41,7 +46,13 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ client: Client }> = async (a
     const description = await handle.describe();
     const status: unknown = await handle.query('status').catch(() => undefined);
     const result: unknown = description.status.name === 'COMPLETED' ? await handle.result() : undefined;
-    return { id: request.params.id, type: description.type, workflowStatus: description.status.name, status: status ?? null, ...(result === undefined ? {} : { result }) };
+    return {
+      id: request.params.id,
+      type: description.type,
+      workflowStatus: description.status.name,
+      status: status ?? null,
+      ...(result === undefined ? {} : { result }),
+    };
   });
 
   app.post('/runs/:id/budget', { schema: budgetSchema }, async function changeBudget(request) {

@@ -23,13 +23,21 @@ const createSchema = {
   response: { 201: ScheduleCreatedSchema, 200: ScheduleCreatedSchema, 409: ErrorSchema, ...errors },
 };
 const listSchema = { summary: 'List the nightly schedules', response: { 200: ScheduleListSchema, ...errors } };
-const showSchema = { summary: 'A nightly schedule: its definition, next runs, running and recent runs with their outcomes', params: ScheduleIdParams, response: { 200: ScheduleViewSchema, ...errors } };
+const showSchema = {
+  summary: 'A nightly schedule: its definition, next runs, running and recent runs with their outcomes',
+  params: ScheduleIdParams,
+  response: { 200: ScheduleViewSchema, ...errors },
+};
 const triggerSchema = {
   summary: 'Run the nightly now (409 while a run of it is still in progress)',
   params: ScheduleIdParams,
   response: { 202: ScheduleTriggeredSchema, 409: ErrorSchema, ...errors },
 };
-const deleteSchema = { summary: 'Delete a nightly schedule (a run in progress finishes; no new ones start)', params: ScheduleIdParams, response: { 200: ScheduleDeletedSchema, ...errors } };
+const deleteSchema = {
+  summary: 'Delete a nightly schedule (a run in progress finishes; no new ones start)',
+  params: ScheduleIdParams,
+  response: { 200: ScheduleDeletedSchema, ...errors },
+};
 
 /**
  * Nightly schedules: a Temporal Schedule per (repo, target) whose action starts the

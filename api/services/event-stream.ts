@@ -93,7 +93,10 @@ export class EventStream {
           // Logs are complete once the run has ended: one last read so none is left behind.
           await this.sendNewLogLines();
           // No id: `end` is not a resume point (a client that reconnects after it gets `end` again).
-          if (this.open) this.raw.write(`event: end\ndata: ${JSON.stringify({ workflowStatus: state.workflowStatus, ...(state.outcome ? { outcome: state.outcome } : {}) })}\n\n`);
+          if (this.open)
+            this.raw.write(
+              `event: end\ndata: ${JSON.stringify({ workflowStatus: state.workflowStatus, ...(state.outcome ? { outcome: state.outcome } : {}) })}\n\n`,
+            );
           break;
         }
         idleRounds = this.cursor === before ? idleRounds + 1 : 0;
@@ -101,7 +104,10 @@ export class EventStream {
       }
     } catch (error) {
       this.options.log.error({ err: error, runId: handle.workflowId }, 'event stream failed');
-      if (this.open) this.raw.write(`event: error\ndata: ${JSON.stringify({ code: FailureCode.internal, message: 'the event stream failed; reconnect with Last-Event-ID' })}\n\n`);
+      if (this.open)
+        this.raw.write(
+          `event: error\ndata: ${JSON.stringify({ code: FailureCode.internal, message: 'the event stream failed; reconnect with Last-Event-ID' })}\n\n`,
+        );
     } finally {
       clearInterval(keepAlive);
       this.end();

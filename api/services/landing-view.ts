@@ -25,7 +25,8 @@ export async function landingView(client: Client, id: string): Promise<LandingVi
   try {
     view = await handle.query(landingStatusQuery);
   } catch (error) {
-    if (workflowStatus === 'RUNNING') unanswered = `no worker answered the status query (${error instanceof Error ? error.message : String(error)}); the phase is the last one recorded in visibility`;
+    if (workflowStatus === 'RUNNING')
+      unanswered = `no worker answered the status query (${error instanceof Error ? error.message : String(error)}); the phase is the last one recorded in visibility`;
   }
   let outcome: LandingOutcome | undefined = view?.outcome;
   if (!outcome && workflowStatus === 'COMPLETED') outcome = (await handle.result()) as LandingOutcome;

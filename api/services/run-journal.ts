@@ -28,17 +28,25 @@ type RunOutcome = Record<string, unknown>;
 export async function readJournal(client: Client, handle: WorkflowHandle, after: number, earlier: EarlierRuns): Promise<JournalState> {
   try {
     // Known to be in an earlier run of this workflow (it continued as new): straight to that run.
-    if (earlier.latest && after < earlier.latest.throughSeq) return { events: await readEarlier(client, handle.workflowId, earlier.latest, after, earlier), more: true, closed: false, workflowStatus: 'RUNNING' };
+    if (earlier.latest && after < earlier.latest.throughSeq)
+      return { events: await readEarlier(client, handle.workflowId, earlier.latest, after, earlier), more: true, closed: false, workflowStatus: 'RUNNING' };
     const page = await handle.query(eventsQuery, { after });
     if (page.earlier) earlier.latest = page.earlier;
-    if (page.earlier && after < page.earlier.throughSeq) return { events: await readEarlier(client, handle.workflowId, page.earlier, after, earlier), more: true, closed: false, workflowStatus: 'RUNNING' };
+    if (page.earlier && after < page.earlier.throughSeq)
+      return { events: await readEarlier(client, handle.workflowId, page.earlier, after, earlier), more: true, closed: false, workflowStatus: 'RUNNING' };
     // Numbers have gaps where the journal was trimmed: more is waiting if the page stops short of the last.
     const more = page.events.length > 0 && page.events.at(-1)!.seq < page.lastSeq;
     if (!page.finished || more) return { events: page.events, more, closed: false, workflowStatus: 'RUNNING' };
     // The journal is complete when the outcome is recorded; the workflow closes a moment later.
     const workflowStatus = (await handle.describe()).status.name;
     const outcome = workflowStatus === 'RUNNING' || workflowStatus === 'COMPLETED' ? ((await handle.result()) as RunOutcome) : undefined;
-    return { events: page.events, more: false, closed: true, workflowStatus: workflowStatus === 'RUNNING' ? 'COMPLETED' : workflowStatus, ...(outcome ? { outcome } : {}) };
+    return {
+      events: page.events,
+      more: false,
+      closed: true,
+      workflowStatus: workflowStatus === 'RUNNING' ? 'COMPLETED' : workflowStatus,
+      ...(outcome ? { outcome } : {}),
+    };
   } catch (error) {
     const description = await handle.describe();
     if (description.status.name === 'RUNNING') return { events: [], more: false, closed: false, workflowStatus: 'RUNNING' };
@@ -81,7 +89,14 @@ export class EarlierRuns {
  * skipped with one `trimmed` event, so the stream goes on and numbers still only rise. Any other
  * failure is thrown: the stream waits and asks again.
  */
-async function readEarlier(client: Client, workflowId: string, pointer: { runId: string; throughSeq: number }, after: number, runs: EarlierRuns, depth = 0): Promise<RunEvent[]> {
+async function readEarlier(
+  client: Client,
+  workflowId: string,
+  pointer: { runId: string; throughSeq: number },
+  after: number,
+  runs: EarlierRuns,
+  depth = 0,
+): Promise<RunEvent[]> {
   // A run this stream already read holds the numbers after the cursor: one query, no walk.
   const earlier = runs.holding(after) ?? pointer;
   try {
@@ -94,5 +109,14 @@ async function readEarlier(client: Client, workflowId: string, pointer: { runId:
     if (!(error instanceof WorkflowNotFoundError)) throw error;
   }
   const dropped = earlier.throughSeq - after;
-  return [{ kind: 'trimmed', dropped, throughSeq: earlier.throughSeq, reason: `${dropped} event(s) up to #${earlier.throughSeq} were recorded by run ${earlier.runId} of this workflow, which can no longer be read`, seq: earlier.throughSeq, at: new Date().toISOString() }];
+  return [
+    {
+      kind: 'trimmed',
+      dropped,
+      throughSeq: earlier.throughSeq,
+      reason: `${dropped} event(s) up to #${earlier.throughSeq} were recorded by run ${earlier.runId} of this workflow, which can no longer be read`,
+      seq: earlier.throughSeq,
+      at: new Date().toISOString(),
+    },
+  ];
 }

@@ -44,7 +44,12 @@ export function runSummary(execution: WorkflowExecutionInfo): Static<typeof RunS
 }
 
 /** The runs a filter matches, newest first, at most `limit`, each as `summary` reads it. */
-export async function listRuns<Summary>(client: Client, filter: Filter, limit: number, summary: (execution: WorkflowExecutionInfo) => Summary): Promise<Summary[]> {
+export async function listRuns<Summary>(
+  client: Client,
+  filter: Filter,
+  limit: number,
+  summary: (execution: WorkflowExecutionInfo) => Summary,
+): Promise<Summary[]> {
   const runs: Summary[] = [];
   for await (const execution of client.workflow.list({ query: runListQuery(filter) })) {
     runs.push(summary(execution));

@@ -29,7 +29,10 @@ export function definitionOf(memo: Record<string, unknown> | undefined): Schedul
 export const iso = (dates: Date[]) => dates.map((date) => date.toISOString());
 
 /** A Tarmac nightly schedule and its description; a schedule Temporal does not know throws its ScheduleNotFoundError (a 404). */
-export async function existingSchedule(client: Client, id: string): Promise<{ handle: ScheduleHandle; description: ScheduleDescription; definition: ScheduleDefinition }> {
+export async function existingSchedule(
+  client: Client,
+  id: string,
+): Promise<{ handle: ScheduleHandle; description: ScheduleDescription; definition: ScheduleDefinition }> {
   const handle = client.schedule.getHandle(id);
   const description = await handle.describe();
   const definition = definitionOf(description.memo);
@@ -103,10 +106,14 @@ export async function createNightlySchedule(client: Client, config: Config, body
   // This (repo, target) already has its nightly: the same definition is the same request.
   const { description, definition: current } = await existingSchedule(client, id);
   if (JSON.stringify(current) !== JSON.stringify(definition)) {
-    throw new ApiError(FailureCode.conflict, `${repo} ${target} already has nightly schedule ${id} with cron "${current.cron}" (${current.timezone}); delete it first to change it`, {
-      id,
-      existing: { cron: current.cron, timezone: current.timezone, ...(current.agents ? { agents: current.agents } : {}) },
-    });
+    throw new ApiError(
+      FailureCode.conflict,
+      `${repo} ${target} already has nightly schedule ${id} with cron "${current.cron}" (${current.timezone}); delete it first to change it`,
+      {
+        id,
+        existing: { cron: current.cron, timezone: current.timezone, ...(current.agents ? { agents: current.agents } : {}) },
+      },
+    );
   }
   return { id, ...current, paused: description.state.paused, nextRuns: iso(description.info.nextActionTimes), duplicate: true, links };
 }
@@ -123,7 +130,13 @@ export async function scheduleView(client: Client, id: string): Promise<Schedule
       .then((info) => info.status.name)
       .catch(() => 'UNKNOWN');
     const outcome = workflowStatus === 'COMPLETED' ? ((await run.result()) as NightlyOutcome) : undefined;
-    recentRuns.push({ workflowId, scheduledAt: action.scheduledAt.toISOString(), takenAt: action.takenAt.toISOString(), workflowStatus, ...(outcome ? { outcome: { ...outcome } } : {}) });
+    recentRuns.push({
+      workflowId,
+      scheduledAt: action.scheduledAt.toISOString(),
+      takenAt: action.takenAt.toISOString(),
+      workflowStatus,
+      ...(outcome ? { outcome: { ...outcome } } : {}),
+    });
   }
   return {
     id,

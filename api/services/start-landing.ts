@@ -59,7 +59,16 @@ export async function startLanding(client: Client, config: Config, start: Landin
   const retry = 'retryOf' in start.source ? { retryOf: start.source.retryOf, ...retryLandingId(start.source.retryOf) } : undefined;
   const id = retry?.id ?? landingId(repo, target, heads);
   const budget = start.budget(recipes.limits.budget);
-  const landing: LandingRequest = { repo, target, heads, requestedTargetSha: resolved.targetSha, ...(agents ? { agents } : {}), ...(budget ? { budget } : {}), recipes, ...(priority ? { priority } : {}) };
+  const landing: LandingRequest = {
+    repo,
+    target,
+    heads,
+    requestedTargetSha: resolved.targetSha,
+    ...(agents ? { agents } : {}),
+    ...(budget ? { budget } : {}),
+    recipes,
+    ...(priority ? { priority } : {}),
+  };
   const { duplicate } = await startRun(client, 'landing', {
     workflowId: id,
     taskQueue: config.taskQueue,

@@ -23,7 +23,8 @@ export function budgetCommandOf(action: string, values: { tokens?: string; 'cost
   let costUsd: number | undefined;
   if (costText !== undefined) {
     costUsd = Number(costText);
-    if (!/^[0-9]+(\.[0-9]+)?$/.test(costText) || costUsd < 0.01) throw new UsageError(`budget: --cost-usd must be US dollars, at least 0.01, not "${costText}"`);
+    if (!/^[0-9]+(\.[0-9]+)?$/.test(costText) || costUsd < 0.01)
+      throw new UsageError(`budget: --cost-usd must be US dollars, at least 0.01, not "${costText}"`);
   }
   let wallMs: number | undefined;
   if (values.wall !== undefined) {
@@ -32,7 +33,13 @@ export function budgetCommandOf(action: string, values: { tokens?: string; 'cost
   }
   const tokens = wholeNumber('tokens', values.tokens);
   const sessions = wholeNumber('sessions', values.sessions);
-  return { action: 'extend', ...(tokens !== undefined ? { tokens } : {}), ...(costUsd !== undefined ? { costUsd } : {}), ...(sessions !== undefined ? { sessions } : {}), ...(wallMs !== undefined ? { wallMs } : {}) };
+  return {
+    action: 'extend',
+    ...(tokens !== undefined ? { tokens } : {}),
+    ...(costUsd !== undefined ? { costUsd } : {}),
+    ...(sessions !== undefined ? { sessions } : {}),
+    ...(wallMs !== undefined ? { wallMs } : {}),
+  };
 }
 
 /** What an extension adds, e.g. `+10k tokens, +$1.00`. */
@@ -49,7 +56,12 @@ function additions(command: Extract<BudgetCommand, { action: 'extend' }>): strin
 
 /** `tarmac budget <id> extend … | stop` (POST /v1/runs/:id/budget): a run paused for its budget goes on, or ends. */
 export async function budgetCommand(args: string[], context: CliContext): Promise<ExitCode> {
-  const parsed = parseCommand('budget', args, { tokens: { type: 'string' }, 'cost-usd': { type: 'string' }, sessions: { type: 'string' }, wall: { type: 'string' } });
+  const parsed = parseCommand('budget', args, {
+    tokens: { type: 'string' },
+    'cost-usd': { type: 'string' },
+    sessions: { type: 'string' },
+    wall: { type: 'string' },
+  });
   const [id, action] = positionals('budget', parsed.positionals, ['id', 'extend|stop']);
   const command = budgetCommandOf(action!, parsed.values);
   const answer = await context.client().budget(id!, command);
@@ -58,9 +70,7 @@ export async function budgetCommand(args: string[], context: CliContext): Promis
     return ExitCode.failed;
   }
   writeLines(context.stdout, [
-    command.action === 'stop'
-      ? `stop accepted: run ${id} ends budget-exhausted`
-      : `budget of ${id} extended (${additions(command)}): the run goes on`,
+    command.action === 'stop' ? `stop accepted: run ${id} ends budget-exhausted` : `budget of ${id} extended (${additions(command)}): the run goes on`,
   ]);
   return ExitCode.ok;
 }

@@ -6,6 +6,9 @@ export async function cancelCommand(args: string[], context: CliContext): Promis
   const parsed = parseCommand('cancel', args, {});
   const [id] = positionals('cancel', parsed.positionals, ['id']);
   await context.client().cancel(id!);
-  writeLines(context.stdout, [`cancel requested for ${id}: its containers stop, cleanup runs, and the outcome will be cancelled`, `  see it with: tarmac status ${id}`]);
+  writeLines(context.stdout, [
+    `cancel requested for ${id}: its containers stop, cleanup runs, and the outcome will be cancelled`,
+    `  see it with: tarmac status ${id}`,
+  ]);
   return ExitCode.ok;
 }

@@ -10,7 +10,7 @@ export const shortKey = (key: string) => key.replace(/^sha256:/, '').slice(0, 12
 
 /** `tarmac environments`: one environment a row, most recently used first (the API's order). */
 export function environmentLines(environments: readonly EnvironmentView[]): string[] {
-  if (environments.length === 0) return ['no environment is cached on the API\'s host'];
+  if (environments.length === 0) return ["no environment is cached on the API's host"];
   return columns([
     ['KEY', 'REPO', 'SIZE', 'LAST USED', 'RUNS USING IT'],
     ...environments.map((entry) => [shortKey(entry.key), entry.repo, formatBytes(entry.sizeBytes), second(entry.lastUsedAt), entry.usedBy.join(', ') || '-']),

@@ -19,7 +19,8 @@ export async function fixCommand(args: string[], context: CliContext): Promise<E
   const [repoText, branch, request] = positionals('fix', parsed.positionals, ['repo', 'branch', 'request']);
   const { repro, implementer, architect, wait, json } = parsed.values;
   const maxRepairsText = parsed.values['max-repairs'];
-  if (maxRepairsText !== undefined && !/^(0|[1-9][0-9]?)$/.test(maxRepairsText)) throw new UsageError(`fix: --max-repairs must be a whole number 0-10, not "${maxRepairsText}"`);
+  if (maxRepairsText !== undefined && !/^(0|[1-9][0-9]?)$/.test(maxRepairsText))
+    throw new UsageError(`fix: --max-repairs must be a whole number 0-10, not "${maxRepairsText}"`);
   if (!wait && (parsed.values.logs || parsed.values.plain)) throw new UsageError('fix: --logs and --plain go with --wait');
   const client = context.client();
   const repo = repoArgument(repoText!, context.cwd);
@@ -36,7 +37,9 @@ export async function fixCommand(args: string[], context: CliContext): Promise<E
     if (json) context.stdout.write(`${JSON.stringify(created, null, 2)}\n`);
     else {
       writeLines(context.stdout, [
-        created.duplicate ? `fix loop ${created.id} already exists for this branch head and request; not started again` : `fix loop ${created.id} started on ${branch}`,
+        created.duplicate
+          ? `fix loop ${created.id} already exists for this branch head and request; not started again`
+          : `fix loop ${created.id} started on ${branch}`,
         `  ${client.url(created.links.self)}`,
         `  follow it with: tarmac watch ${created.id}`,
       ]);
@@ -51,5 +54,9 @@ export async function fixCommand(args: string[], context: CliContext): Promise<E
     return isFixOutcome(run.result) && goodFixOutcomes.includes(run.result.outcome) ? ExitCode.ok : ExitCode.failed;
   }
   writeLines(context.stdout, [`fix loop ${created.id}${created.duplicate ? ' (already running or done)' : ' started'}; waiting for its outcome`]);
-  return watchRun(context, created.id, 'fix-loop', { logs: parsed.values.logs === true, plain: parsed.values.plain === true, landOnto: { repo: repoText!, branch: branch! } });
+  return watchRun(context, created.id, 'fix-loop', {
+    logs: parsed.values.logs === true,
+    plain: parsed.values.plain === true,
+    landOnto: { repo: repoText!, branch: branch! },
+  });
 }

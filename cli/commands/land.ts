@@ -17,7 +17,8 @@ export function repoArgument(repo: string, cwd: string): string {
 
 /** `--priority <n>`: a whole number -100..100 (the API's range), or a usage error naming the option. */
 export function priorityArgument(text: string): number {
-  if (!/^[+-]?(0|[1-9][0-9]{0,2})$/.test(text) || Math.abs(Number(text)) > 100) throw new UsageError(`land: --priority must be a whole number from -100 to 100, not "${text}"`);
+  if (!/^[+-]?(0|[1-9][0-9]{0,2})$/.test(text) || Math.abs(Number(text)) > 100)
+    throw new UsageError(`land: --priority must be a whole number from -100 to 100, not "${text}"`);
   return Number(text);
 }
 
@@ -41,7 +42,13 @@ export async function landCommand(args: string[], context: CliContext): Promise<
   if (!watch && (parsed.values.logs || parsed.values.plain)) throw new UsageError('land: --logs and --plain go with --watch');
   const client = context.client();
   const agents = { ...(fixer ? { fixer } : {}), ...(resolver ? { resolver } : {}) };
-  const created = await client.createLanding({ repo: repoArgument(repo!, context.cwd), branches, target: onto, ...(fixer || resolver ? { agents } : {}), ...(priority ? { priority } : {}) });
+  const created = await client.createLanding({
+    repo: repoArgument(repo!, context.cwd),
+    branches,
+    target: onto,
+    ...(fixer || resolver ? { agents } : {}),
+    ...(priority ? { priority } : {}),
+  });
   if (json) {
     context.stdout.write(`${JSON.stringify(created, null, 2)}\n`);
     return ExitCode.ok;

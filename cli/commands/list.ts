@@ -28,7 +28,8 @@ export async function listCommand(args: string[], context: CliContext): Promise<
   let status: string | undefined;
   if (parsed.values.status !== undefined) {
     status = executionStatus(parsed.values.status);
-    if (!status) throw new UsageError(`list: --status must be one of running, completed, failed, canceled, terminated, timed-out, not "${parsed.values.status}"`);
+    if (!status)
+      throw new UsageError(`list: --status must be one of running, completed, failed, canceled, terminated, timed-out, not "${parsed.values.status}"`);
   }
   if (limit !== undefined && !/^[1-9][0-9]*$/.test(limit)) throw new UsageError(`list: --limit must be a whole number 1-200, not "${limit}"`);
   const runs = await context.client().listRuns({

@@ -18,7 +18,9 @@ export async function logsCommand(args: string[], context: CliContext): Promise<
       if (event?.kind === 'log') writeLines(context.stdout, [`${event.file}: ${event.line}`]);
     },
     onReconnect(attempt, lastEventId, reason) {
-      context.stderr.write(`tarmac: event stream interrupted (${reason}); reconnecting, attempt ${attempt}${lastEventId ? `, after event ${lastEventId}` : ''}\n`);
+      context.stderr.write(
+        `tarmac: event stream interrupted (${reason}); reconnecting, attempt ${attempt}${lastEventId ? `, after event ${lastEventId}` : ''}\n`,
+      );
     },
   });
   return ExitCode.ok;

@@ -6,7 +6,10 @@ import { repoArgument } from './land';
 /** One line per quarantine: the suite, where, until when, why and which landing's evidence. */
 export function quarantineLines(quarantines: readonly QuarantineView[]): string[] {
   if (quarantines.length === 0) return ['no suite is quarantined'];
-  return quarantines.map((entry) => `${entry.suiteId}  ${entry.target} of ${entry.repo}  until ${entry.until}  ${entry.settled} (tree ${entry.treeSha.slice(0, 12)}, ${entry.landingId})`);
+  return quarantines.map(
+    (entry) =>
+      `${entry.suiteId}  ${entry.target} of ${entry.repo}  until ${entry.until}  ${entry.settled} (tree ${entry.treeSha.slice(0, 12)}, ${entry.landingId})`,
+  );
 }
 
 /** `tarmac quarantines [--repo] [--target] [--json]` and `tarmac quarantines lift <suite> --repo --target` (/v1/quarantines). */
@@ -24,7 +27,9 @@ export async function quarantinesCommand(args: string[], context: CliContext): P
   const parsed = parseCommand('quarantines', args, { repo: { type: 'string' }, target: { type: 'string' }, json: { type: 'boolean' } });
   positionals('quarantines', parsed.positionals, []);
   const { repo, target, json } = parsed.values;
-  const quarantines = await context.client().quarantines({ ...(repo !== undefined ? { repo: repoArgument(repo, context.cwd) } : {}), ...(target !== undefined ? { target } : {}) });
+  const quarantines = await context
+    .client()
+    .quarantines({ ...(repo !== undefined ? { repo: repoArgument(repo, context.cwd) } : {}), ...(target !== undefined ? { target } : {}) });
   if (json) context.stdout.write(`${JSON.stringify({ quarantines }, null, 2)}\n`);
   else writeLines(context.stdout, quarantineLines(quarantines));
   return ExitCode.ok;

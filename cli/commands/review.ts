@@ -22,13 +22,21 @@ export async function reviewCommand(args: string[], context: CliContext): Promis
   if (json && watch) throw new UsageError('review: --json and --watch do not go together');
   if (!watch && (parsed.values.logs || parsed.values.plain)) throw new UsageError('review: --logs and --plain go with --watch');
   const client = context.client();
-  const created = await client.createReview({ repo: repoArgument(repo!, context.cwd), base, head: head!, panel, ...(quorum !== undefined ? { quorum: Number(quorum) } : {}) });
+  const created = await client.createReview({
+    repo: repoArgument(repo!, context.cwd),
+    base,
+    head: head!,
+    panel,
+    ...(quorum !== undefined ? { quorum: Number(quorum) } : {}),
+  });
   if (json) {
     context.stdout.write(`${JSON.stringify(created, null, 2)}\n`);
     return ExitCode.ok;
   }
   writeLines(context.stdout, [
-    created.duplicate ? `review panel ${created.id} already exists for this tree and panel; not started again` : `review panel ${created.id} started: ${head} against ${base}, panel ${panel}`,
+    created.duplicate
+      ? `review panel ${created.id} already exists for this tree and panel; not started again`
+      : `review panel ${created.id} started: ${head} against ${base}, panel ${panel}`,
     `  ${client.url(created.links.self)}`,
     ...(watch ? [] : [`  follow it with: tarmac watch ${created.id}`]),
   ]);

@@ -23,7 +23,10 @@ export async function statusCommand(args: string[], context: CliContext): Promis
     context.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
     return ExitCode.ok;
   }
-  const what = { fixLoop: 'fix loop', reviewPanel: 'review panel', landing: 'landing', nightly: 'nightly', agentSession: 'agent session', mergeBatch: 'merge batch' }[run.type] ?? run.type;
+  const what =
+    { fixLoop: 'fix loop', reviewPanel: 'review panel', landing: 'landing', nightly: 'nightly', agentSession: 'agent session', mergeBatch: 'merge batch' }[
+      run.type
+    ] ?? run.type;
   const lines = [`${run.id}  ${run.workflowStatus}  ${what}`];
   if (isFixOutcome(run.result)) lines.push(...fixOutcomeLines(run.result));
   else if (isPanelVerdict(run.result)) lines.push(...verdictLines(run.result));
@@ -33,8 +36,7 @@ export async function statusCommand(args: string[], context: CliContext): Promis
     const status = run.status as { state?: string; rounds?: unknown[]; members?: string[] } | null;
     const now = status?.state ? `: ${status.state}, ${status.rounds?.length ?? 0} round(s) gated, ${status.members?.length ?? 0} member(s)` : '';
     lines.push(`  in flight${now}; \`tarmac queue <repo> <target>\` shows the line behind it`);
-  }
-  else if (run.workflowStatus === 'RUNNING') lines.push(`  follow it with: tarmac watch ${run.id}`);
+  } else if (run.workflowStatus === 'RUNNING') lines.push(`  follow it with: tarmac watch ${run.id}`);
   writeLines(context.stdout, lines);
   return ExitCode.ok;
 }

@@ -24,7 +24,11 @@ const kindOfWorkflowType: Record<string, WatchedKind> = { landing: 'landing', re
 export async function watchedKind(client: TarmacClient, id: string): Promise<WatchedKind> {
   const run = await client.run(id);
   const kind = kindOfWorkflowType[run.type];
-  if (!kind) throw new CliError(`run ${id} is a ${run.type} run, which has no event stream (landings, review panels and fix loops do); see it with: tarmac status ${id}`, ExitCode.usage);
+  if (!kind)
+    throw new CliError(
+      `run ${id} is a ${run.type} run, which has no event stream (landings, review panels and fix loops do); see it with: tarmac status ${id}`,
+      ExitCode.usage,
+    );
   return kind;
 }
 

@@ -34,7 +34,10 @@ export const aider: HarnessAdapter = {
     }
     if (!seen) return { ok: false, problem: 'aider printed no token report' };
     const failed = /^(litellm\.\w*Error|Error:|API Error)/m.test(stdout);
-    const lines = stdout.split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('Tokens:'));
+    const lines = stdout
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line && !line.startsWith('Tokens:'));
     return {
       ok: true,
       result: {

@@ -42,7 +42,9 @@ export const claudeCode: HarnessAdapter = {
     'ENABLE_TOOL_SEARCH=false',
   ],
   parse(stdout) {
-    const result = jsonLines(stdout).reverse().find((event) => event.type === 'result');
+    const result = jsonLines(stdout)
+      .reverse()
+      .find((event) => event.type === 'result');
     if (!result) return { ok: false, problem: 'claude-code printed no result object' };
     const usage = (result.usage ?? {}) as Record<string, unknown>;
     const failed = result.is_error === true || (typeof result.subtype === 'string' && result.subtype !== 'success');

@@ -83,6 +83,9 @@ export const codex: HarnessAdapter = {
       }
     }
     if (!completed && failure === undefined) return { ok: false, problem: 'codex printed no completed turn' };
-    return { ok: true, result: { status: failure === undefined ? 'ok' : 'error', summary: failure ?? message, usage: { inputTokens, outputTokens, costUsd: 0 } } };
+    return {
+      ok: true,
+      result: { status: failure === undefined ? 'ok' : 'error', summary: failure ?? message, usage: { inputTokens, outputTokens, costUsd: 0 } },
+    };
   },
 };

@@ -7,7 +7,8 @@ import { resultFence } from '../session-result';
  * must give one — a reviewer whose findings cannot be read has not delivered (never "no findings").
  */
 export function resultContract(role: SessionRole): string {
-  const example = role === 'reviewer' ? '{"findings": [{"file": "src/a.js", "line": 3, "severity": "blocking", "message": "…"}]}' : '{"questions": [], "droppedCommits": []}';
+  const example =
+    role === 'reviewer' ? '{"findings": [{"file": "src/a.js", "line": 3, "severity": "blocking", "message": "…"}]}' : '{"questions": [], "droppedCommits": []}';
   const what =
     role === 'reviewer'
       ? 'End your final message with your findings as JSON in a fenced block (an empty list when you found nothing). Each finding has file, line, severity (blocking, major, minor or info) and message.'

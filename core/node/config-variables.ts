@@ -101,7 +101,8 @@ export const variables = {
   hostId: <Variable<string>>{
     name: 'TARMAC_HOST_ID',
     fallback: () => hostname(),
-    read: (text, problem) => (/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(text) ? text : (problem(`"${text}" must be letters, digits, ".", "_" or "-" (max 63)`), text)),
+    read: (text, problem) =>
+      /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(text) ? text : (problem(`"${text}" must be letters, digits, ".", "_" or "-" (max 63)`), text),
   },
   workerQueues: <Variable<readonly WorkerQueue[]>>{
     name: 'TARMAC_WORKER_QUEUES',
@@ -138,7 +139,8 @@ export const variables = {
     read: (text, problem) => {
       const origins = list(text);
       for (const origin of origins) {
-        if (!/^https?:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?$/.test(origin)) problem(`"${origin}" must be an origin like https://ops.example.com (scheme, host, optional port; no path)`);
+        if (!/^https?:\/\/[A-Za-z0-9.-]+(:[0-9]{1,5})?$/.test(origin))
+          problem(`"${origin}" must be an origin like https://ops.example.com (scheme, host, optional port; no path)`);
       }
       return origins;
     },
@@ -158,9 +160,24 @@ export const variables = {
     },
   },
   apiRateLimit: wholeNumber('TARMAC_API_RATE_LIMIT', 120, { min: 1, max: 1_000_000 }, 'must be a whole number of requests per minute (1-1000000)'),
-  apiMaxStreamsPerToken: wholeNumber('TARMAC_API_MAX_STREAMS_PER_TOKEN', 8, { min: 1, max: 10_000 }, 'must be a whole number of open event streams per token (1-10000)'),
-  gatePool: wholeNumber('TARMAC_GATE_POOL', 1, { min: 0, max: 16, digitsOnly: true }, 'must be a whole number of gate containers kept waiting (0-16; 0 turns the pool off)'),
-  gatePoolEnvironments: wholeNumber('TARMAC_GATE_POOL_ENVIRONMENTS', 2, { min: 0, max: 16, digitsOnly: true }, 'must be a whole number of environments the gate pool keeps a container for (0-16; 0 turns it off)'),
+  apiMaxStreamsPerToken: wholeNumber(
+    'TARMAC_API_MAX_STREAMS_PER_TOKEN',
+    8,
+    { min: 1, max: 10_000 },
+    'must be a whole number of open event streams per token (1-10000)',
+  ),
+  gatePool: wholeNumber(
+    'TARMAC_GATE_POOL',
+    1,
+    { min: 0, max: 16, digitsOnly: true },
+    'must be a whole number of gate containers kept waiting (0-16; 0 turns the pool off)',
+  ),
+  gatePoolEnvironments: wholeNumber(
+    'TARMAC_GATE_POOL_ENVIRONMENTS',
+    2,
+    { min: 0, max: 16, digitsOnly: true },
+    'must be a whole number of environments the gate pool keeps a container for (0-16; 0 turns it off)',
+  ),
   workerMetricsUrl: <Variable<string | undefined>>{
     name: 'TARMAC_WORKER_METRICS_URL',
     fallback: '',

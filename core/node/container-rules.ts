@@ -22,7 +22,10 @@ const maxReadable = 100;
  */
 export function containerName(run: string, step: string): string {
   const clean = `tarmac-${run}-${step}`.replace(/[^a-zA-Z0-9_.-]/g, '_').slice(0, maxReadable);
-  const digest = createHash('sha256').update(JSON.stringify([run, step])).digest('hex').slice(0, 16);
+  const digest = createHash('sha256')
+    .update(JSON.stringify([run, step]))
+    .digest('hex')
+    .slice(0, 16);
   return `${clean}-${digest}`;
 }
 

@@ -38,7 +38,8 @@ export function readEnvironmentConfig(env: NodeJS.ProcessEnv, problems: string[]
     const at = entry.indexOf('=');
     const name = at > 0 ? entry.slice(0, at) : '';
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) problems.push(`TARMAC_SETUP_ENV: "${entry}" must be NAME=value (a name of letters, digits and _)`);
-    else if (reservedName.test(name)) problems.push(`TARMAC_SETUP_ENV: ${name} is set by Tarmac itself (the egress gateway's proxy, HOME, TARMAC_*); leave it out`);
+    else if (reservedName.test(name))
+      problems.push(`TARMAC_SETUP_ENV: ${name} is set by Tarmac itself (the egress gateway's proxy, HOME, TARMAC_*); leave it out`);
     else setupEnv[name] = entry.slice(at + 1);
   }
   const ca = env.TARMAC_EGRESS_CA?.trim();
@@ -52,5 +53,10 @@ export function readEnvironmentConfig(env: NodeJS.ProcessEnv, problems: string[]
     }
     return bytes;
   };
-  return { setupEnv, ...(ca ? { egressCa: resolve(ca) } : {}), envMaxBytes: size('TARMAC_ENV_MAX_BYTES', '4g'), envCacheMaxBytes: size('TARMAC_ENV_CACHE_MAX', '20g') };
+  return {
+    setupEnv,
+    ...(ca ? { egressCa: resolve(ca) } : {}),
+    envMaxBytes: size('TARMAC_ENV_MAX_BYTES', '4g'),
+    envCacheMaxBytes: size('TARMAC_ENV_CACHE_MAX', '20g'),
+  };
 }

@@ -55,7 +55,10 @@ function validated<T>(file: string, text: string, schema: TSchema): T {
   if (first) {
     // A choice among fixed words is named by its words, not by the schema's "expected union value".
     const words = (first.schema as { anyOf?: { const?: unknown }[] }).anyOf?.map((entry) => entry.const);
-    const oneOf = words && words.length > 0 && words.every((word) => typeof word === 'string') ? `must be one of ${words.map((word) => JSON.stringify(word)).join(', ')}` : undefined;
+    const oneOf =
+      words && words.length > 0 && words.every((word) => typeof word === 'string')
+        ? `must be one of ${words.map((word) => JSON.stringify(word)).join(', ')}`
+        : undefined;
     throw new RecipeError(file, fieldName(first.path), oneOf ?? first.message.toLowerCase());
   }
   return data as T;
@@ -76,7 +79,8 @@ export function parseRecipes(texts: RecipeTexts): RecipeSnapshot {
   const { ladder } = validated<{ ladder: string[] }>('ladder.json', texts.ladder, LadderRecipeSchema);
   const limits = validated<Recipes['limits']>('limits.json', texts.limits, LimitsRecipeSchema);
   const quarantineFor = limits.gate?.quarantineFor;
-  if (quarantineFor !== undefined && (parseDuration(quarantineFor) ?? 0) < 1000) throw new RecipeError('limits.json', 'gate.quarantineFor', `is ${quarantineFor}; a quarantine lasts at least 1s`);
+  if (quarantineFor !== undefined && (parseDuration(quarantineFor) ?? 0) < 1000)
+    throw new RecipeError('limits.json', 'gate.quarantineFor', `is ${quarantineFor}; a quarantine lasts at least 1s`);
   ladder.forEach((entry, index) => {
     const check = checkHarnessModel(entry, harnessesRecipe);
     if (!check.ok) throw new RecipeError('ladder.json', `ladder[${index}]`, check.message);
@@ -87,8 +91,10 @@ export function parseRecipes(texts: RecipeTexts): RecipeSnapshot {
       const check = checkHarnessModel(reviewer, harnessesRecipe);
       if (!check.ok) throw new RecipeError('panels.json', `panels.${name}.reviewers[${index}]`, check.message);
     });
-    if (panel.quorum > panel.reviewers.length) throw new RecipeError('panels.json', `panels.${name}.quorum`, `is ${panel.quorum} but the panel has ${panel.reviewers.length} reviewer(s)`);
-    if (new Set(panel.reviewers).size !== panel.reviewers.length) throw new RecipeError('panels.json', `panels.${name}.reviewers`, 'must not name a reviewer twice (the cache is keyed by harness#model)');
+    if (panel.quorum > panel.reviewers.length)
+      throw new RecipeError('panels.json', `panels.${name}.quorum`, `is ${panel.quorum} but the panel has ${panel.reviewers.length} reviewer(s)`);
+    if (new Set(panel.reviewers).size !== panel.reviewers.length)
+      throw new RecipeError('panels.json', `panels.${name}.reviewers`, 'must not name a reviewer twice (the cache is keyed by harness#model)');
   }
   const playbooks = validated<PlaybooksSnapshot>('playbooks.json', texts.playbooks, PlaybooksSnapshotSchema);
   const pricing: PricingTable = parsePricing(texts.pricing);

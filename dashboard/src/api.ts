@@ -30,7 +30,11 @@ export function whenUnauthorized(callback: () => void): void {
 export async function api<T>(method: 'GET' | 'POST', path: string, body?: unknown, bearer = token.get()): Promise<T> {
   const response = await fetch(path, {
     method,
-    headers: { accept: 'application/json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      accept: 'application/json',
+      ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     cache: 'no-store',
     credentials: 'omit',

@@ -30,7 +30,13 @@ export function egressHosts(entries: readonly EgressEntry[]): EgressHost[] {
   const byHost = new Map<string, { host: string; allowed: boolean; connections: number; bytes: number; reason?: string }>();
   for (const entry of entries) {
     const id = `${entry.host}:${entry.port} ${entry.allowed}`;
-    const seen = byHost.get(id) ?? { host: `${entry.host}:${entry.port}`, allowed: entry.allowed, connections: 0, bytes: 0, ...(entry.reason ? { reason: entry.reason } : {}) };
+    const seen = byHost.get(id) ?? {
+      host: `${entry.host}:${entry.port}`,
+      allowed: entry.allowed,
+      connections: 0,
+      bytes: 0,
+      ...(entry.reason ? { reason: entry.reason } : {}),
+    };
     seen.connections += 1;
     seen.bytes += entry.bytesUp + entry.bytesDown;
     byHost.set(id, seen);
@@ -88,7 +94,11 @@ export function environmentUseRows(uses: readonly EnvironmentUse[] | undefined):
     shortKey: shortKey(use.key),
     tree: (use.treeSha ?? use.commitSha).slice(0, 10),
     cache: use.cache,
-    detail: use.failed ? `failed: ${use.failed}` : use.cache === 'hit' ? `reused (built in ${humanDuration(use.buildMs)})` : `built in ${humanDuration(use.buildMs)}`,
+    detail: use.failed
+      ? `failed: ${use.failed}`
+      : use.cache === 'hit'
+        ? `reused (built in ${humanDuration(use.buildMs)})`
+        : `built in ${humanDuration(use.buildMs)}`,
     failed: use.failed !== undefined,
     egress: egressHosts(use.egress),
   }));

@@ -95,9 +95,9 @@ export function EnvironmentList() {
     <>
       <h1>Environments</h1>
       <p class="muted">
-        What repositories declare their gates and agents run in: a base image plus what the setup produced, built once per key (the declaration, the base image and the inputs, such as lockfiles,
-        of the tree under test) and reused by every landing with the same inputs. These are the ones cached on the API's host; the least recently used go first once they pass the cache's limit,
-        never while a run holds them.
+        What repositories declare their gates and agents run in: a base image plus what the setup produced, built once per key (the declaration, the base image
+        and the inputs, such as lockfiles, of the tree under test) and reused by every landing with the same inputs. These are the ones cached on the API's
+        host; the least recently used go first once they pass the cache's limit, never while a run holds them.
       </p>
       <p role="status" class="muted">
         {error ? '' : environments ? `${environments.length} environment(s)` : 'Loading…'}
@@ -136,7 +136,9 @@ export function EnvironmentList() {
                 <td>
                   in {row.build} by {runLink(row.builtBy)}
                 </td>
-                <td data-field="used-by">{row.usedBy.length > 0 ? row.usedBy.map((id, at) => [at > 0 ? ', ' : '', runLink(id)]) : <span class="muted">none</span>}</td>
+                <td data-field="used-by">
+                  {row.usedBy.length > 0 ? row.usedBy.map((id, at) => [at > 0 ? ', ' : '', runLink(id)]) : <span class="muted">none</span>}
+                </td>
                 <td>
                   <EgressHosts hosts={row.egress} />
                 </td>

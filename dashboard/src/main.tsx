@@ -10,7 +10,10 @@ import { QueueList } from './queues';
 import { EnvironmentList } from './environments';
 import { RunPage } from './run';
 
-/** The page a hash names: `#/runs/<id>` is a run, `#/queues` the target queues, `#/environments` the host's environments, anything else the list (its filters in the hash's query). */
+/**
+ * The page a hash names: `#/runs/<id>` is a run, `#/queues` the target queues, `#/environments` the
+ * host's environments, anything else the list (its filters in the hash's query).
+ */
 function route(hash: string): { page: 'list'; query: string } | { page: 'run'; id: string } | { page: 'queues' } | { page: 'environments' } {
   const path = hash.replace(/^#/, '');
   const run = /^\/runs\/([A-Za-z0-9._:-]+)$/.exec(path);
@@ -45,7 +48,11 @@ function Login({ onSignedIn, notice }: { onSignedIn: () => void; notice: string 
       token.set(value.trim());
       onSignedIn();
     } catch (failure) {
-      setError(failure instanceof Error && 'status' in failure && failure.status === 401 ? 'The API refused this token.' : `Could not sign in: ${String(failure instanceof Error ? failure.message : failure)}`);
+      setError(
+        failure instanceof Error && 'status' in failure && failure.status === 401
+          ? 'The API refused this token.'
+          : `Could not sign in: ${String(failure instanceof Error ? failure.message : failure)}`,
+      );
     } finally {
       setBusy(false);
     }
@@ -56,7 +63,16 @@ function Login({ onSignedIn, notice }: { onSignedIn: () => void; notice: string 
         <h1 id="login-title">Tarmac dashboard</h1>
         <p>Sign in with an API token (TARMAC_API_TOKENS). It is kept for this tab only and sent as a bearer header.</p>
         <label for="token">API token</label>
-        <input id="token" name="token" type="password" autocomplete="off" spellcheck={false} required value={value} onInput={(event) => setValue(event.currentTarget.value)} />
+        <input
+          id="token"
+          name="token"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          required
+          value={value}
+          onInput={(event) => setValue(event.currentTarget.value)}
+        />
         <button type="submit" disabled={busy}>
           Sign in
         </button>

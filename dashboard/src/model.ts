@@ -3,7 +3,15 @@
  * /v1/landings/:id), the outcome, the journal events of the stream, and each session's own
  * status (GET /v1/runs/<run>.<session>). Pure: no DOM, no fetch (test/unit/dashboard-model.test.ts).
  */
-import type { GateResult as GateSuiteResult, LandingOutcomeView as LandingOutcome, LandingView, QueueView, RunEvent, Step as StepRecord, WireMeters as Meters } from '../../api/schemas';
+import type {
+  GateResult as GateSuiteResult,
+  LandingOutcomeView as LandingOutcome,
+  LandingView,
+  QueueView,
+  RunEvent,
+  Step as StepRecord,
+  WireMeters as Meters,
+} from '../../api/schemas';
 import type { BatchOutcome } from '../../core/batch-types';
 import type { SessionStatusView } from '../../core/session-types';
 
@@ -164,7 +172,11 @@ export function gateRounds(gates: readonly GateSuiteResult[], outcome: Pick<Land
 }
 
 /** What superseded a red gate result: the round and tree of the green that retired it. */
-export function supersededBy(outcome: Pick<LandingOutcome, 'supersedes'> | undefined, suiteId: string, round: number): { round: number; treeSha: string } | undefined {
+export function supersededBy(
+  outcome: Pick<LandingOutcome, 'supersedes'> | undefined,
+  suiteId: string,
+  round: number,
+): { round: number; treeSha: string } | undefined {
   return outcome?.supersedes?.find((entry) => entry.suiteId === suiteId && entry.red.round === round)?.supersededBy;
 }
 
@@ -205,13 +217,15 @@ export function sessionRows(
     const escalations = detail?.meters.escalations ?? seen.filter((event) => event.type === 'escalated').length;
     const respawns = detail?.meters.respawns ?? seen.filter((event) => event.type === 'respawned').length;
     const attempts = detail?.outcome?.attempts.length ?? ended?.attempts ?? Math.max(0, ...seen.map((event) => event.attempt ?? 0));
-    const status = detail?.outcome?.status ?? ended?.status ?? (seen.some((event) => event.type === 'ended' || event.type === 'delivered') ? 'ended' : 'running');
+    const status =
+      detail?.outcome?.status ?? ended?.status ?? (seen.some((event) => event.type === 'ended' || event.type === 'delivered') ? 'ended' : 'running');
     const markers = sessionMarkers(seen);
     if (respawns > 0 && !markers.includes('respawned')) markers.push('respawned');
     if (escalations > 0 && !markers.includes('escalated')) markers.push('escalated');
     if (status === 'asked') markers.push('asked');
     const role = ended?.role ?? seen.find((event) => event.role)?.role;
-    const harnessModel = detail?.outcome?.harnessModel ?? ended?.harnessModel ?? seen.filter((event) => event.harnessModel).at(-1)?.harnessModel ?? detail?.harnessModel;
+    const harnessModel =
+      detail?.outcome?.harnessModel ?? ended?.harnessModel ?? seen.filter((event) => event.harnessModel).at(-1)?.harnessModel ?? detail?.harnessModel;
     const attemptClass = detail?.outcome?.attempts.at(-1)?.class ?? classified?.class;
     return {
       sessionId,
@@ -258,7 +272,10 @@ export function humanDuration(ms: number): string {
   return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }
 
-/** A landing's merge-queue lineage: the speculative batch it merged in (with the landings of that fast-forward), and the batches that named it their culprit. */
+/**
+ * A landing's merge-queue lineage: the speculative batch it merged in (with the landings of that
+ * fast-forward), and the batches that named it their culprit.
+ */
 export interface BatchLineage {
   batch?: { id: string; round: number; treeSha: string; stackedSha: string; members: { id: string; self: boolean }[] };
   culprits: { batchId: string; round: number; treeSha: string; failing: string[] }[];
@@ -270,16 +287,35 @@ export function batchLineage(outcome: Pick<LandingOutcome, 'batch' | 'culpritIn'
   const culprits = outcome?.culpritIn ?? [];
   if (!batch && culprits.length === 0) return undefined;
   return {
-    ...(batch ? { batch: { id: batch.id, round: batch.round, treeSha: batch.treeSha, stackedSha: batch.stackedSha, members: batch.members.map((id) => ({ id, self: id === landingId })) } } : {}),
+    ...(batch
+      ? {
+          batch: {
+            id: batch.id,
+            round: batch.round,
+            treeSha: batch.treeSha,
+            stackedSha: batch.stackedSha,
+            members: batch.members.map((id) => ({ id, self: id === landingId })),
+          },
+        }
+      : {}),
     culprits: culprits.map((entry) => ({ ...entry, failing: [...entry.failing] })),
   };
 }
 
 /** A merge batch's members as its page lists them: what the batch decided for each, in the order it names them. */
-export function batchMembers(outcome: Pick<BatchOutcome, 'results'>): { landingId: string; result: 'landed' | 'culprit' | 'retry'; round?: number; detail: string }[] {
+export function batchMembers(
+  outcome: Pick<BatchOutcome, 'results'>,
+): { landingId: string; result: 'landed' | 'culprit' | 'retry'; round?: number; detail: string }[] {
   return Object.entries(outcome.results).map(([landingId, result]) => {
-    if (result.kind === 'landed') return { landingId, result: result.kind, round: result.round, detail: `landed in round ${result.round} (tree ${result.treeSha.slice(0, 10)})` };
-    if (result.kind === 'culprit') return { landingId, result: result.kind, round: result.round, detail: `the culprit: round ${result.round} red (${result.failing.join(', ')}); a fixup round, then back in the queue` };
+    if (result.kind === 'landed')
+      return { landingId, result: result.kind, round: result.round, detail: `landed in round ${result.round} (tree ${result.treeSha.slice(0, 10)})` };
+    if (result.kind === 'culprit')
+      return {
+        landingId,
+        result: result.kind,
+        round: result.round,
+        detail: `the culprit: round ${result.round} red (${result.failing.join(', ')}); a fixup round, then back in the queue`,
+      };
     return { landingId, result: result.kind, detail: `goes on alone: ${result.reason}` };
   });
 }
@@ -300,7 +336,11 @@ export function queuePanel(view: QueueView): QueuePanel {
   const middle = Math.floor(sorted.length / 2);
   const median = sorted.length === 0 ? undefined : sorted.length % 2 === 1 ? sorted[middle]! : Math.round((sorted[middle - 1]! + sorted[middle]!) / 2);
   return {
-    ...(view.batch ? { holder: { kind: 'batch' as const, id: view.batch.id, members: [...view.batch.members] } } : view.current ? { holder: { kind: 'landing' as const, id: view.current } } : {}),
+    ...(view.batch
+      ? { holder: { kind: 'batch' as const, id: view.batch.id, members: [...view.batch.members] } }
+      : view.current
+        ? { holder: { kind: 'landing' as const, id: view.current } }
+        : {}),
     ...(view.turnInFlightMs !== undefined ? { inFlight: humanDuration(view.turnInFlightMs) } : {}),
     line: [...view.waiting]
       .sort((a, b) => a.position - b.position)

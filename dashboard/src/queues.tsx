@@ -91,8 +91,8 @@ export function QueueList() {
     <>
       <h1>Queues</h1>
       <p class="muted">
-        One merge queue per repository and target: a landing that passed its gate waits here for its turn to merge, alone or in a speculative batch. Higher lanes (a landing's priority) go
-        first; a batch in flight is never reordered.
+        One merge queue per repository and target: a landing that passed its gate waits here for its turn to merge, alone or in a speculative batch. Higher
+        lanes (a landing's priority) go first; a batch in flight is never reordered.
       </p>
       <p role="status" class="muted">
         {error ? '' : queues ? `${queues.length} queue(s) running${loadedAt ? `, as of ${loadedAt}` : ''}` : 'Loading…'}
@@ -102,7 +102,9 @@ export function QueueList() {
           {error}
         </p>
       ) : null}
-      {queues?.map((view, index) => <Queue view={view} index={index} />)}
+      {queues?.map((view, index) => (
+        <Queue view={view} index={index} />
+      ))}
       {queues && queues.length === 0 ? <p>No target queue runs.</p> : null}
     </>
   );

@@ -83,7 +83,15 @@ export function Actions({ id, kind, paused, onDone }: { id: string; kind: string
   const input = (name: keyof typeof budget, label: string, step: string) => (
     <div class="field">
       <label for={`budget-${name}`}>{label}</label>
-      <input id={`budget-${name}`} type="number" min="0" step={step} inputMode="decimal" value={budget[name]} onInput={(event) => setBudget({ ...budget, [name]: event.currentTarget.value })} />
+      <input
+        id={`budget-${name}`}
+        type="number"
+        min="0"
+        step={step}
+        inputMode="decimal"
+        value={budget[name]}
+        onInput={(event) => setBudget({ ...budget, [name]: event.currentTarget.value })}
+      />
     </div>
   );
   return (
@@ -93,7 +101,11 @@ export function Actions({ id, kind, paused, onDone }: { id: string; kind: string
         <div class="actions">
           {confirming ? (
             <>
-              <button type="button" class="danger" onClick={() => void act('Cancel requested: its containers stop and cleanup runs.', () => api('POST', `/v1/landings/${id}/cancel`))}>
+              <button
+                type="button"
+                class="danger"
+                onClick={() => void act('Cancel requested: its containers stop and cleanup runs.', () => api('POST', `/v1/landings/${id}/cancel`))}
+              >
                 Confirm: cancel this landing
               </button>
               <button type="button" onClick={() => setConfirming(false)}>

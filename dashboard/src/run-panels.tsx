@@ -12,7 +12,8 @@ export function ReviewPanel({ review, index }: { review: ReviewRecord; index: nu
         Panel {index + 1}: {review.status} <Markers markers={cacheMarker} />
       </h3>
       <p>
-        REVIEW_CACHE=<strong data-field="cache">{review.cache}</strong> on tree <code>{short(review.treeSha)}</code>; {review.sessionsStarted} reviewer session(s) started
+        REVIEW_CACHE=<strong data-field="cache">{review.cache}</strong> on tree <code>{short(review.treeSha)}</code>; {review.sessionsStarted} reviewer
+        session(s) started
         {review.restored.length ? `; restored from the cache: ${review.restored.join(', ')}` : ''}. {review.summary}
       </p>
       <table>
@@ -33,7 +34,9 @@ export function ReviewPanel({ review, index }: { review: ReviewRecord; index: nu
               <td>{reviewer.source === 'cache' ? <Markers markers={['cached']} /> : 'session'}</td>
               <td>{reviewer.status}</td>
               <td>{reviewer.attempts ?? ''}</td>
-              <td>{reviewer.respawns ? <Markers markers={['respawned']} /> : ''} {reviewer.respawns ?? ''}</td>
+              <td>
+                {reviewer.respawns ? <Markers markers={['respawned']} /> : ''} {reviewer.respawns ?? ''}
+              </td>
               <td>{reviewer.reason ?? ''}</td>
             </tr>
           ))}
@@ -65,19 +68,14 @@ export function BatchLineageSection({ id, outcome }: { id: string; outcome: Land
       {lineage.batch ? (
         <div data-batch={lineage.batch.id} data-round={lineage.batch.round}>
           <p>
-            <Markers markers={['batched']} /> Merged in the speculative batch <a href={`#/runs/${lineage.batch.id}`}>{lineage.batch.id}</a>: gate round {lineage.batch.round} passed on tree{' '}
-            <code>{short(lineage.batch.treeSha)}</code>, and the target fast-forwarded to it (this landing's commit on the stack: <code>{short(lineage.batch.stackedSha)}</code>).
+            <Markers markers={['batched']} /> Merged in the speculative batch <a href={`#/runs/${lineage.batch.id}`}>{lineage.batch.id}</a>: gate round{' '}
+            {lineage.batch.round} passed on tree <code>{short(lineage.batch.treeSha)}</code>, and the target fast-forwarded to it (this landing's commit on the
+            stack: <code>{short(lineage.batch.stackedSha)}</code>).
           </p>
           <p id="batch-members-title">Landed in the same fast-forward:</p>
           <ul aria-labelledby="batch-members-title" class="members">
             {lineage.batch.members.map((member) => (
-              <li data-member={member.id}>
-                {member.self ? (
-                  <strong>{member.id} (this landing)</strong>
-                ) : (
-                  <a href={`#/runs/${member.id}`}>{member.id}</a>
-                )}
-              </li>
+              <li data-member={member.id}>{member.self ? <strong>{member.id} (this landing)</strong> : <a href={`#/runs/${member.id}`}>{member.id}</a>}</li>
             ))}
           </ul>
         </div>
@@ -86,8 +84,9 @@ export function BatchLineageSection({ id, outcome }: { id: string; outcome: Land
         <ul aria-label="Batches that named this landing the culprit">
           {lineage.culprits.map((culprit) => (
             <li data-culprit-in={culprit.batchId} data-round={culprit.round}>
-              <Markers markers={['culprit']} /> Named the culprit of batch <a href={`#/runs/${culprit.batchId}`}>{culprit.batchId}</a>: round {culprit.round}, the stack up to this landing, was red
-              on tree <code>{short(culprit.treeSha)}</code> ({culprit.failing.join(', ') || 'no suite named'}); it got a fixup round and came back to the queue at its place.
+              <Markers markers={['culprit']} /> Named the culprit of batch <a href={`#/runs/${culprit.batchId}`}>{culprit.batchId}</a>: round {culprit.round},
+              the stack up to this landing, was red on tree <code>{short(culprit.treeSha)}</code> ({culprit.failing.join(', ') || 'no suite named'}); it got a
+              fixup round and came back to the queue at its place.
             </li>
           ))}
         </ul>
@@ -165,7 +164,9 @@ function BatchRun({ outcome }: { outcome: BatchOutcome }) {
 /** A run that is not a landing (a panel, a fix loop, a nightly): its main facts, and the whole record. */
 export function OtherRun({ run }: { run: RunView }) {
   const record = (run.result ?? run.status ?? {}) as Record<string, unknown>;
-  const facts = ['status', 'outcome', 'summary', 'cache', 'playbookUsed', 'phase', 'state'].filter((key) => record[key] !== undefined && typeof record[key] !== 'object');
+  const facts = ['status', 'outcome', 'summary', 'cache', 'playbookUsed', 'phase', 'state'].filter(
+    (key) => record[key] !== undefined && typeof record[key] !== 'object',
+  );
   return (
     <>
       <dl class="facts">
@@ -177,7 +178,16 @@ export function OtherRun({ run }: { run: RunView }) {
         ))}
       </dl>
       {run.type === 'mergeBatch' && run.result ? <BatchRun outcome={run.result as BatchOutcome} /> : null}
-      {Array.isArray(record.reviewers) ? <ReviewPanel review={{ ...(record as unknown as ReviewRecord), blocking: (record.blocking as ReviewRecord['blocking'] | undefined) ?? [], restored: (record.restored as string[] | undefined) ?? [] }} index={0} /> : null}
+      {Array.isArray(record.reviewers) ? (
+        <ReviewPanel
+          review={{
+            ...(record as unknown as ReviewRecord),
+            blocking: (record.blocking as ReviewRecord['blocking'] | undefined) ?? [],
+            restored: (record.restored as string[] | undefined) ?? [],
+          }}
+          index={0}
+        />
+      ) : null}
       <details>
         <summary>The whole record</summary>
         <pre class="json">{JSON.stringify(record, null, 2)}</pre>

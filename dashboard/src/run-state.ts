@@ -111,7 +111,20 @@ function useSessionRows(id: string, events: RunEvent[], outcome: LandingOutcome 
           const view = await api<RunView>('GET', `/v1/runs/${id}.${row.sessionId}`);
           const status = view.status as SessionStatusView | null;
           const result = view.result as SessionOutcome | undefined;
-          next.set(row.sessionId, status ?? (result ? { state: 'done', attempt: result.attempts.length, harnessModel: result.harnessModel, decisions: result.decisions, meters: result.meters, outcome: result } : undefined));
+          next.set(
+            row.sessionId,
+            status ??
+              (result
+                ? {
+                    state: 'done',
+                    attempt: result.attempts.length,
+                    harnessModel: result.harnessModel,
+                    decisions: result.decisions,
+                    meters: result.meters,
+                    outcome: result,
+                  }
+                : undefined),
+          );
         } catch (error) {
           if (!(error instanceof ApiFailure && error.status === 404)) next.set(row.sessionId, undefined);
         }

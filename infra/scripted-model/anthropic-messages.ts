@@ -50,7 +50,9 @@ function stream(response: ServerResponse, answer: Answer, view: RequestView, id:
   const send = (type: string, data: object = {}) => events.event(type, { type, ...data });
   // message_start carries the input side of the usage; message_delta the final (cumulative) counts.
   const startUsage = { ...usageOf(answer.usage), output_tokens: Math.min(1, answer.usage.outputTokens) };
-  send('message_start', { message: { id, type: 'message', role: 'assistant', model: view.model, content: [], stop_reason: null, stop_sequence: null, usage: startUsage } });
+  send('message_start', {
+    message: { id, type: 'message', role: 'assistant', model: view.model, content: [], stop_reason: null, stop_sequence: null, usage: startUsage },
+  });
   send('ping');
   contentOf(answer).forEach((block, index) => {
     if (block.type === 'text') {
@@ -72,7 +74,16 @@ export const anthropicMessages: Protocol = {
   reply(response, answer, view, responseId) {
     const id = `msg_${responseId}`;
     if (view.stream) return stream(response, answer, view, id);
-    sendJson(response, 200, { id, type: 'message', role: 'assistant', model: view.model, content: contentOf(answer), stop_reason: stopReason(answer), stop_sequence: null, usage: usageOf(answer.usage) });
+    sendJson(response, 200, {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model: view.model,
+      content: contentOf(answer),
+      stop_reason: stopReason(answer),
+      stop_sequence: null,
+      usage: usageOf(answer.usage),
+    });
   },
   error(response, status, message) {
     const type = status === 404 ? 'not_found_error' : status === 413 ? 'request_too_large' : status >= 500 ? 'api_error' : 'invalid_request_error';

@@ -79,7 +79,12 @@ export function resolveTurn(script: Script, view: RequestView): Resolution {
   const name = conversation.name ?? `#${index}`;
   const turn = conversation.turns[view.modelTurns];
   if (!turn) {
-    return { kind: 'refused', conversation: name, turn: view.modelTurns, message: `scripted model: conversation ${name} has ${conversation.turns.length} turn(s); the request asks for turn ${view.modelTurns + 1}` };
+    return {
+      kind: 'refused',
+      conversation: name,
+      turn: view.modelTurns,
+      message: `scripted model: conversation ${name} has ${conversation.turns.length} turn(s); the request asks for turn ${view.modelTurns + 1}`,
+    };
   }
   const toolCalls = (turn.toolCalls ?? []).map((call, position) => ({ ...call, id: `scripted_${index}_${view.modelTurns}_${position}` }));
   const undeclared = toolCalls.find((call) => !view.declaredTools.includes(call.name));
@@ -91,7 +96,12 @@ export function resolveTurn(script: Script, view: RequestView): Resolution {
       message: `scripted model: conversation ${name} turn ${view.modelTurns + 1} calls tool "${undeclared.name}", which the request does not declare (declared: ${view.declaredTools.join(', ') || 'none'})`,
     };
   }
-  return { kind: 'turn', conversation: name, turn: view.modelTurns, answer: { ...(turn.text === undefined ? {} : { text: turn.text }), toolCalls, usage: fullUsage(turn.usage) } };
+  return {
+    kind: 'turn',
+    conversation: name,
+    turn: view.modelTurns,
+    answer: { ...(turn.text === undefined ? {} : { text: turn.text }), toolCalls, usage: fullUsage(turn.usage) },
+  };
 }
 
 /** Counts the runs of model output in a history: consecutive model items are one turn. */

@@ -36,7 +36,8 @@ function usageOf(usage: Usage) {
 
 function checkedCalls(answer: Answer) {
   return answer.toolCalls.map((call, index) => {
-    if (call.text !== undefined) throw new RequestError(400, `scripted model: tool call "${call.name}" has free-form text input, which Chat Completions cannot carry (use input)`);
+    if (call.text !== undefined)
+      throw new RequestError(400, `scripted model: tool call "${call.name}" has free-form text input, which Chat Completions cannot carry (use input)`);
     return { index, id: `call_${call.id}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input ?? {}) } };
   });
 }
@@ -50,7 +51,14 @@ function stream(response: ServerResponse, answer: Answer, view: RequestView, id:
   const created = Math.floor(Date.now() / 1000);
   // With stream_options.include_usage every chunk carries `usage: null` and a last chunk, without choices, the usage.
   const chunk = (delta: object, finish_reason: string | null = null) =>
-    events.event(undefined, { id, object: 'chat.completion.chunk', created, model: view.model, choices: [{ index: 0, delta, logprobs: null, finish_reason }], ...(includeUsage ? { usage: null } : {}) });
+    events.event(undefined, {
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model: view.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason }],
+      ...(includeUsage ? { usage: null } : {}),
+    });
   chunk({ role: 'assistant', content: answer.text === undefined ? null : '', refusal: null });
   for (const content of pieces(answer.text ?? '')) chunk({ content });
   for (const call of calls) {
@@ -70,7 +78,14 @@ export const openAiChat: Protocol = {
     if (view.stream) return stream(response, answer, view, id);
     const calls = checkedCalls(answer).map(({ index: _index, ...call }) => call);
     const message = { role: 'assistant', content: answer.text ?? null, refusal: null, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
-    sendJson(response, 200, { id, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: view.model, choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(answer) }], usage: usageOf(answer.usage) });
+    sendJson(response, 200, {
+      id,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: view.model,
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(answer) }],
+      usage: usageOf(answer.usage),
+    });
   },
   error(response, status, message) {
     sendJson(response, status, { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: null } });

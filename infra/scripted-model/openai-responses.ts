@@ -45,7 +45,9 @@ function read(body: Record<string, unknown>): RequestView {
   }
   const history = items(body);
   // Codex's "responses lite" requests (its code-mode models) declare tools in an `additional_tools` input item.
-  const extra = history.flatMap((item): unknown[] => (isObject(item) && item.type === 'additional_tools' && Array.isArray(item.tools) ? (item.tools as unknown[]) : []));
+  const extra = history.flatMap((item): unknown[] =>
+    isObject(item) && item.type === 'additional_tools' && Array.isArray(item.tools) ? (item.tools as unknown[]) : [],
+  );
   const tools = declaredTools([...(Array.isArray(body.tools) ? (body.tools as unknown[]) : []), ...extra]);
   const opening = [textOf(body.instructions)];
   for (const item of history) {
@@ -78,7 +80,8 @@ const textPart = (text: string) => ({ type: 'output_text', text, annotations: []
 
 function callItem(call: AnswerToolCall, view: RequestView, status: string, done: boolean) {
   const name = view.namespacedTools?.get(call.name) ?? { name: call.name };
-  if (call.text !== undefined) return { id: `ctc_${call.id}`, type: 'custom_tool_call', status, call_id: `call_${call.id}`, ...name, input: done ? call.text : '' };
+  if (call.text !== undefined)
+    return { id: `ctc_${call.id}`, type: 'custom_tool_call', status, call_id: `call_${call.id}`, ...name, input: done ? call.text : '' };
   return { id: `fc_${call.id}`, type: 'function_call', status, call_id: `call_${call.id}`, ...name, arguments: done ? JSON.stringify(call.input ?? {}) : '' };
 }
 
@@ -90,7 +93,20 @@ function outputOf(answer: Answer, view: RequestView, messageId: string) {
 }
 
 function responseObject(id: string, view: RequestView, status: string, output: unknown[], usage: ReturnType<typeof usageOf> | null) {
-  return { id, object: 'response', created_at: Math.floor(Date.now() / 1000), status, error: null, incomplete_details: null, model: view.model, output, parallel_tool_calls: true, tool_choice: 'auto', tools: [], usage };
+  return {
+    id,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    error: null,
+    incomplete_details: null,
+    model: view.model,
+    output,
+    parallel_tool_calls: true,
+    tool_choice: 'auto',
+    tools: [],
+    usage,
+  };
 }
 
 function stream(response: ServerResponse, answer: Answer, view: RequestView, id: string, messageId: string): void {

@@ -41,7 +41,9 @@ export const TurnSchema = Type.Object(
 export const ConversationSchema = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, description: 'shown in errors and request records; default "#<index>"' })),
-    match: Type.Optional(Type.String({ minLength: 1, description: 'chooses this conversation when the text occurs in the system prompt or an opening user message' })),
+    match: Type.Optional(
+      Type.String({ minLength: 1, description: 'chooses this conversation when the text occurs in the system prompt or an opening user message' }),
+    ),
     turns: Type.Array(TurnSchema, { minItems: 1 }),
   },
   { additionalProperties: false },

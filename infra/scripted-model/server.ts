@@ -105,9 +105,18 @@ function answerOther(method: string, path: string, headers: IncomingHttpHeaders,
     const created = '2025-01-01T00:00:00Z';
     // One list, in the shape of whichever provider the client speaks.
     const anthropic = headers['anthropic-version'] !== undefined;
-    sendJson(response, 200, anthropic
-      ? { data: [{ type: 'model', id: 'scripted-model', display_name: 'Scripted model', created_at: created }], has_more: false, first_id: 'scripted-model', last_id: 'scripted-model' }
-      : { object: 'list', data: [{ id: 'scripted-model', object: 'model', created: Date.parse(created) / 1000, owned_by: 'tarmac' }] });
+    sendJson(
+      response,
+      200,
+      anthropic
+        ? {
+            data: [{ type: 'model', id: 'scripted-model', display_name: 'Scripted model', created_at: created }],
+            has_more: false,
+            first_id: 'scripted-model',
+            last_id: 'scripted-model',
+          }
+        : { object: 'list', data: [{ id: 'scripted-model', object: 'model', created: Date.parse(created) / 1000, owned_by: 'tarmac' }] },
+    );
     return { ...base, api: 'models', outcome: 'served', status: 200 };
   }
   if ((method === 'HEAD' || method === 'GET') && path === '/api/hello') {

@@ -121,7 +121,11 @@ describe(`chaos: every kind of run at once, scale ${scale}, seed ${seed}`, () =>
 
   /** The invariants every pass must hold on its own. */
   async function holdsAlone(pass: Pass): Promise<void> {
-    assert.deepEqual(await targetHistory(stack, pass.runs), [], 'every target moved only by one fast-forward per landing, to a gated tree, with every landed commit');
+    assert.deepEqual(
+      await targetHistory(stack, pass.runs),
+      [],
+      'every target moved only by one fast-forward per landing, to a gated tree, with every landed commit',
+    );
     // Landings are cleaned up by their host's janitor once they have closed (and after a restart).
     await cleanupsSettled(stack.dataDir);
     const left = await containersLeft(stack.docker, pass.runs, pass.creates);
@@ -166,9 +170,13 @@ describe(`chaos: every kind of run at once, scale ${scale}, seed ${seed}`, () =>
       faultFreeTimeouts: baseline.timeouts,
       finishedAtMs: Object.fromEntries(faulted.runs.map((run) => [run.key, [clean.runs.find((twin) => twin.key === run.key)?.finishedAtMs, run.finishedAtMs]])),
     };
-    console.log(`[chaos] with faults: ${faulted.runs.length} runs in ${(faulted.wallMs / 1000).toFixed(1)} s, fault-free ${(clean.wallMs / 1000).toFixed(1)} s: ${report.ratio}×, ${faults.length} faults, ${(report.perFaultMs / 1000).toFixed(1)} s each`);
+    console.log(
+      `[chaos] with faults: ${faulted.runs.length} runs in ${(faulted.wallMs / 1000).toFixed(1)} s, fault-free ${(clean.wallMs / 1000).toFixed(1)} s: ${report.ratio}×, ${faults.length} faults, ${(report.perFaultMs / 1000).toFixed(1)} s each`,
+    );
     for (const fault of faults) console.log(`[chaos]   ${(fault.atMs / 1000).toFixed(1)} s ${fault.what} (${fault.why}), back after ${fault.downMs} ms`);
-    console.log(`[chaos] phase boundaries killed: ${report.boundariesKilled.join(', ')}; entered but not killed: ${report.phasesSeen.filter((phase) => !report.boundariesKilled.includes(phase)).join(', ') || 'none'}`);
+    console.log(
+      `[chaos] phase boundaries killed: ${report.boundariesKilled.join(', ')}; entered but not killed: ${report.phasesSeen.filter((phase) => !report.boundariesKilled.includes(phase)).join(', ') || 'none'}`,
+    );
     console.log(`[chaos] recovery: ${JSON.stringify(recovery, null, 1)}`);
     console.log(`[chaos] timeouts without faults: ${JSON.stringify(baseline.timeouts)}`);
     const slowest = [...new Set(recovery.longestWaits.map((wait) => wait.workflowId))].slice(0, 3);
@@ -189,7 +197,11 @@ describe(`chaos: every kind of run at once, scale ${scale}, seed ${seed}`, () =>
     // more per landing (a placement killed after it made its round's container ahead, placed again
     // on the moved target: a new tree).
     const queued = (counts: Record<string, number>) => Object.fromEntries(Object.entries(counts).filter(([key]) => !key.startsWith('queue-')));
-    assert.deepEqual(queued(containerCounts(faulted.runs, faulted.creates)), queued(containerCounts(clean.runs, clean.creates)), 'each run made the containers it made without faults');
+    assert.deepEqual(
+      queued(containerCounts(faulted.runs, faulted.creates)),
+      queued(containerCounts(clean.runs, clean.creates)),
+      'each run made the containers it made without faults',
+    );
     for (const pair of new Set(faulted.runs.filter((run) => run.flow === 'queue').map((run) => run.key.replace(/-[xy]$/, '')))) {
       const landings = faulted.runs.filter((run) => run.key.startsWith(`${pair}-`));
       const gates: number = landings.reduce((sum: number, run) => sum + (run.result as LandingOutcome).gates.length, 0);

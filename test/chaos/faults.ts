@@ -154,7 +154,9 @@ export class FaultInjector {
    */
   private boundariesDue(): string[] {
     const entered: string[] = [];
-    for (const [, at, kind, phase, workflowId] of this.readLog().matchAll(/(\S+) \[INFO\] (landing|nightly) entered phase ([a-z]+) \{[^}]*?workflowId: '([^']+)'/g)) {
+    for (const [, at, kind, phase, workflowId] of this.readLog().matchAll(
+      /(\S+) \[INFO\] (landing|nightly) entered phase ([a-z]+) \{[^}]*?workflowId: '([^']+)'/g,
+    )) {
       const key = `${kind}:${phase}`;
       // Phases a run enters in one activation (logged at one moment) are one crossing: it is in all of them.
       const crossing = this.current.get(workflowId!);

@@ -72,7 +72,8 @@ export async function targetHistory(stack: Stack, runs: ChaosRun[]): Promise<str
       for (const outcome of owners) {
         const suites = [...new Set(outcome.gates.map((gate) => gate.suiteId))];
         const ungated = suites.filter((suite) => !outcome.gates.some((gate) => gate.suiteId === suite && gate.status === 'passed' && gate.treeSha === tree));
-        if (suites.length === 0 || ungated.length > 0) problems.push(`${outcome.runId}: merged tree ${tree} was not passed by suite(s) ${ungated.join(', ') || '(none ran)'}`);
+        if (suites.length === 0 || ungated.length > 0)
+          problems.push(`${outcome.runId}: merged tree ${tree} was not passed by suite(s) ${ungated.join(', ') || '(none ran)'}`);
         if (outcome.treeSha !== tree) problems.push(`${outcome.runId}: its outcome's tree ${outcome.treeSha} is not the merged tree ${tree}`);
       }
       previous = next;
@@ -107,7 +108,9 @@ export class ContainerWatch {
   private constructor(private readonly stream: NodeJS.ReadableStream & { destroy(): void }) {}
 
   static async start(docker: Docker): Promise<ContainerWatch> {
-    const stream = (await docker.getEvents({ filters: JSON.stringify({ type: ['container'], event: ['create'], label: ['tarmac.run'] }) })) as NodeJS.ReadableStream & { destroy(): void };
+    const stream = (await docker.getEvents({
+      filters: JSON.stringify({ type: ['container'], event: ['create'], label: ['tarmac.run'] }),
+    })) as NodeJS.ReadableStream & { destroy(): void };
     const watch = new ContainerWatch(stream);
     let pending = '';
     stream.on('data', (chunk: Buffer) => {
@@ -116,7 +119,11 @@ export class ContainerWatch {
       pending = lines.pop() ?? '';
       for (const line of lines.filter((text) => text.trim())) {
         const attributes = (JSON.parse(line) as { Actor: { Attributes: Record<string, string> } }).Actor.Attributes;
-        watch.creates.push({ run: attributes['tarmac.run'] ?? '', role: attributes['tarmac.role'] ?? '', step: attributes['tarmac.step'] ?? attributes['tarmac.session'] ?? '' });
+        watch.creates.push({
+          run: attributes['tarmac.run'] ?? '',
+          role: attributes['tarmac.role'] ?? '',
+          step: attributes['tarmac.step'] ?? attributes['tarmac.session'] ?? '',
+        });
       }
     });
     return watch;

@@ -75,7 +75,9 @@ export async function recoveryOf(stack: Stack, sinceMs: number, untilMs?: number
       const started = event.activityTaskStartedEventAttributes;
       if (started && (started.attempt ?? 1) > 1) {
         const failure = started.lastFailure;
-        const why = failure?.timeoutFailureInfo ? `${timeoutTypes[failure.timeoutFailureInfo.timeoutType ?? 0] ?? 'timeout'} timeout` : (failure?.applicationFailureInfo?.type ?? failure?.message ?? '?');
+        const why = failure?.timeoutFailureInfo
+          ? `${timeoutTypes[failure.timeoutFailureInfo.timeoutType ?? 0] ?? 'timeout'} timeout`
+          : (failure?.applicationFailureInfo?.type ?? failure?.message ?? '?');
         const key = `${activityOf.get(String(started.scheduledEventId)) ?? '?'} after ${why}`;
         recovery.retries[key] = (recovery.retries[key] ?? 0) + 1;
       }
@@ -93,7 +95,10 @@ export async function recoveryOf(stack: Stack, sinceMs: number, untilMs?: number
  */
 export async function timeline(stack: Stack, workflowId: string, zeroMs: number, depth = 0): Promise<string[]> {
   const lines: string[] = [];
-  const history = await stack.client.workflow.getHandle(workflowId).fetchHistory().catch((error: unknown) => ({ events: [], error }));
+  const history = await stack.client.workflow
+    .getHandle(workflowId)
+    .fetchHistory()
+    .catch((error: unknown) => ({ events: [], error }));
   if ('error' in history) return [`${'  '.repeat(depth)}${workflowId}: history unreadable (${String(history.error)})`];
   const events = history.events ?? [];
   const activityOf = new Map<string, string>();
@@ -107,9 +112,14 @@ export async function timeline(stack: Stack, workflowId: string, zeroMs: number,
       about = event.activityTaskScheduledEventAttributes.activityType?.name ?? '?';
       activityOf.set(String(event.eventId), about);
     }
-    const ref = event.activityTaskStartedEventAttributes ?? event.activityTaskCompletedEventAttributes ?? event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;
+    const ref =
+      event.activityTaskStartedEventAttributes ??
+      event.activityTaskCompletedEventAttributes ??
+      event.activityTaskFailedEventAttributes ??
+      event.activityTaskTimedOutEventAttributes;
     if (ref) about = activityOf.get(String(ref.scheduledEventId)) ?? '?';
-    if (event.activityTaskStartedEventAttributes) about += ` attempt ${event.activityTaskStartedEventAttributes.attempt}${event.activityTaskStartedEventAttributes.lastFailure ? ` after ${event.activityTaskStartedEventAttributes.lastFailure.message}` : ''}`;
+    if (event.activityTaskStartedEventAttributes)
+      about += ` attempt ${event.activityTaskStartedEventAttributes.attempt}${event.activityTaskStartedEventAttributes.lastFailure ? ` after ${event.activityTaskStartedEventAttributes.lastFailure.message}` : ''}`;
     if (event.markerRecordedEventAttributes) about = event.markerRecordedEventAttributes.markerName ?? '';
     const child = event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
     if (child) {
@@ -119,7 +129,8 @@ export async function timeline(stack: Stack, workflowId: string, zeroMs: number,
     if (event.workflowExecutionSignaledEventAttributes) about = event.workflowExecutionSignaledEventAttributes.signalName ?? '';
     if (event.workflowTaskTimedOutEventAttributes) about = timeoutTypes[event.workflowTaskTimedOutEventAttributes.timeoutType ?? 0] ?? '';
     if (event.workflowTaskStartedEventAttributes) about = `${event.workflowTaskStartedEventAttributes.identity ?? ''}`;
-    if (event.workflowTaskFailedEventAttributes) about = `${event.workflowTaskFailedEventAttributes.cause ?? ''} ${event.workflowTaskFailedEventAttributes.failure?.message ?? ''}`;
+    if (event.workflowTaskFailedEventAttributes)
+      about = `${event.workflowTaskFailedEventAttributes.cause ?? ''} ${event.workflowTaskFailedEventAttributes.failure?.message ?? ''}`;
     lines.push(`${'  '.repeat(depth)}${at} ${kind} ${about}`);
   }
   for (const child of children) lines.push(...(await timeline(stack, child, zeroMs, depth + 1)));

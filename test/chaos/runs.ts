@@ -103,7 +103,13 @@ function makeFlow(flow: Flow, key: string, pass: string): ChaosRun[] {
     case 'clean': {
       const repo = logRefUpdates(
         createFixtureRepo({
-          base: { ...salt, 'a.txt': 'a\n', 'b.txt': 'b\n', 'check.sh': 'sleep 8; grep -q A a.txt && grep -q B b.txt\n', '.config/tarmac/land-gate.json': checkGate({ fixup: { maxRounds: 0 } }) },
+          base: {
+            ...salt,
+            'a.txt': 'a\n',
+            'b.txt': 'b\n',
+            'check.sh': 'sleep 8; grep -q A a.txt && grep -q B b.txt\n',
+            '.config/tarmac/land-gate.json': checkGate({ fixup: { maxRounds: 0 } }),
+          },
           branches: [
             { name: 'feature/a', commits: [{ message: 'a: upper', files: { 'a.txt': 'A\n' } }] },
             { name: 'feature/b', commits: [{ message: 'b: upper', files: { 'b.txt': 'B\n' } }] },
@@ -128,7 +134,15 @@ function makeFlow(flow: Flow, key: string, pass: string): ChaosRun[] {
     case 'conflict': {
       const repo = createFixtureRepo({
         base: { ...salt, 'shared.txt': 'base\n', 'check.sh': 'sleep 8; test -f shared.txt\n', '.config/tarmac/land-gate.json': checkGate() },
-        branches: [{ name: 'feature/one', commits: [{ message: 'one: change shared', files: { 'shared.txt': 'one\n' } }, { message: 'one: add notes', files: { 'notes.txt': 'notes\n' } }] }],
+        branches: [
+          {
+            name: 'feature/one',
+            commits: [
+              { message: 'one: change shared', files: { 'shared.txt': 'one\n' } },
+              { message: 'one: add notes', files: { 'notes.txt': 'notes\n' } },
+            ],
+          },
+        ],
       });
       // The target moves on the same line after the branch was cut: the rebase conflicts.
       repo.advanceTarget('target changes shared', { 'shared.txt': 'target\n' });
@@ -158,7 +172,15 @@ function makeFlow(flow: Flow, key: string, pass: string): ChaosRun[] {
         base: { ...salt, 'README.md': '# r\n' },
         branches: [{ name: 'feature/p', commits: [{ message: 'feature', files: { 'src/p.js': 'module.exports = 2; // TODO: name it\n' } }] }],
       });
-      return [{ key, flow, kind: 'review', repo, start: (stack) => post(stack, '/v1/reviews', { repo: repo.url, base: 'main', head: 'feature/p', panel: 'script-slow-third' }) }];
+      return [
+        {
+          key,
+          flow,
+          kind: 'review',
+          repo,
+          start: (stack) => post(stack, '/v1/reviews', { repo: repo.url, base: 'main', head: 'feature/p', panel: 'script-slow-third' }),
+        },
+      ];
     }
     case 'fix': {
       const repo = createFixtureRepo({
@@ -176,7 +198,13 @@ function makeFlow(flow: Flow, key: string, pass: string): ChaosRun[] {
           flow,
           kind: 'fix-loop',
           repo,
-          start: (stack) => post(stack, '/v1/fix-loops', { repo: repo.url, branch: 'main', request: 'the unit test for max fails', agents: { implementer, ladder: [implementer] } }),
+          start: (stack) =>
+            post(stack, '/v1/fix-loops', {
+              repo: repo.url,
+              branch: 'main',
+              request: 'the unit test for max fails',
+              agents: { implementer, ladder: [implementer] },
+            }),
         },
       ];
     }
@@ -185,7 +213,12 @@ function makeFlow(flow: Flow, key: string, pass: string): ChaosRun[] {
       // The suite waits a little first, so its red gate takes as long as a real one.
       const repo = logRefUpdates(
         createFixtureRepo({
-          base: { ...salt, '.config/tarmac/land-gate.json': gateFile([{ id: 'smoke', run: ['sh', '-c', 'sleep 4; make smoke'] }]), Makefile: 'test:\n\ttrue\n', 'scripts/smoke.sh': 'sleep 8; echo smoke ok\n' },
+          base: {
+            ...salt,
+            '.config/tarmac/land-gate.json': gateFile([{ id: 'smoke', run: ['sh', '-c', 'sleep 4; make smoke'] }]),
+            Makefile: 'test:\n\ttrue\n',
+            'scripts/smoke.sh': 'sleep 8; echo smoke ok\n',
+          },
         }),
       );
       return [
@@ -266,7 +299,10 @@ export function shape(run: ChaosRun): unknown {
       const outcome = run.result as LandingOutcome;
       // Two landings on one target: which one merges first is a race, so only the last gate round counts there.
       const lastRound = Math.max(0, ...outcome.gates.map((gate) => gate.round ?? 1));
-      const gates = run.flow === 'queue' ? outcome.gates.filter((gate) => (gate.round ?? 1) === lastRound).map((gate) => `${gate.suiteId}:${gate.status}`) : outcome.gates.map((gate) => `${gate.round}:${gate.suiteId}:${gate.status}`);
+      const gates =
+        run.flow === 'queue'
+          ? outcome.gates.filter((gate) => (gate.round ?? 1) === lastRound).map((gate) => `${gate.suiteId}:${gate.status}`)
+          : outcome.gates.map((gate) => `${gate.round}:${gate.suiteId}:${gate.status}`);
       return {
         status: outcome.status,
         endedInPhase: outcome.endedInPhase,

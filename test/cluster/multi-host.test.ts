@@ -47,7 +47,8 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
   });
   after(async () => {
     for (const landing of landings) {
-      for (const info of await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${landing.id}`] }) })) await docker.getContainer(info.Id).remove({ force: true });
+      for (const info of await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${landing.id}`] }) }))
+        await docker.getContainer(info.Id).remove({ force: true });
       rmSync(dirname(landing.repo.path), { recursive: true, force: true });
     }
     await cluster?.stop();
@@ -74,7 +75,9 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
       ).body;
     } catch {
       const description = await cluster.client.workflow.getHandle(landing.id).describe();
-      const pending = (description.raw.pendingActivities ?? []).map((activity) => `${activity.activityType?.name} (attempt ${activity.attempt}, ${activity.lastFailure?.message ?? 'no failure'})`);
+      const pending = (description.raw.pendingActivities ?? []).map(
+        (activity) => `${activity.activityType?.name} (attempt ${activity.attempt}, ${activity.lastFailure?.message ?? 'no failure'})`,
+      );
       assert.fail(`landing ${landing.id}, placed on ${landing.host}, did not finish within ${timeoutMs / 1000} s; pending: ${pending.join('; ') || 'none'}`);
     }
   }
@@ -111,10 +114,18 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
       const response = await cluster.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/a', 'feature/b'], target: 'main' });
       assert.equal(response.status, 201, JSON.stringify(response.body));
       const id = response.body.id as string;
-      const host = await waitFor(async () => placedOn(id), (placed) => placed !== undefined, 60_000, `landing ${id} to be placed on a host`);
+      const host = await waitFor(
+        async () => placedOn(id),
+        (placed) => placed !== undefined,
+        60_000,
+        `landing ${id} to be placed on a host`,
+      );
       landings.push({ id, repo, host: host! });
     }
-    assert.ok(on(hostA).length >= 2 && on(hostB).length >= 2, `both hosts placed at least two landings: ${JSON.stringify(landings.map((landing) => landing.host))}`);
+    assert.ok(
+      on(hostA).length >= 2 && on(hostB).length >= 2,
+      `both hosts placed at least two landings: ${JSON.stringify(landings.map((landing) => landing.host))}`,
+    );
     t.diagnostic(`${landings.length} landings: ${on(hostA).length} placed on ${hostA}, ${on(hostB).length} on ${hostB}`);
     for (const landing of landings) {
       const elsewhere = [...cluster.hosts.values()].filter((host) => host.id !== landing.host && existsSync(join(host.dataDir, 'runs', landing.id)));
@@ -136,7 +147,8 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
     // A's machine is gone, and its Docker engine with it (this machine's one engine stands in for A's):
     // its runs' containers, and its gate pool's (waiting, or claimed by a run of A's).
     for (const landing of on(hostA)) {
-      for (const info of await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${landing.id}`] }) })) await docker.getContainer(info.Id).remove({ force: true });
+      for (const info of await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${landing.id}`] }) }))
+        await docker.getContainer(info.Id).remove({ force: true });
     }
     await removePoolContainers(docker, gatePoolId(hostA, cluster.hosts.get(hostA)!.dataDir));
     for (const landing of on(hostB)) assertLanded(await finished(landing, 120_000), landing);
@@ -170,7 +182,11 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
   it('B’s landings never saw a lost host; B stored every outcome and kept no workspace, snapshot or container of any landing; visibility on PostgreSQL lists every landing as landed', async () => {
     for (const landing of on(hostB)) {
       const { events } = await cluster.client.workflow.getHandle(landing.id).query(eventsQuery, {});
-      assert.deepEqual(events.filter((event) => event.kind === 'host'), [], `${landing.id} stayed on ${hostB}`);
+      assert.deepEqual(
+        events.filter((event) => event.kind === 'host'),
+        [],
+        `${landing.id} stayed on ${hostB}`,
+      );
     }
     const b = cluster.hosts.get(hostB)!;
     for (const landing of landings) {
@@ -181,11 +197,19 @@ describe('a Temporal cluster on PostgreSQL, two worker hosts and the API as sepa
       assert.equal(existsSync(paths.worktree), false, `${hostB} removed the workspace of ${landing.id}`);
       assert.deepEqual(existsSync(paths.snapshots) ? readdirSync(paths.snapshots) : [], [], `${hostB} removed the gate snapshots of ${landing.id}`);
       const left = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${landing.id}`] }) });
-      assert.deepEqual(left.map((container) => container.Id), [], `no container of ${landing.id} is left`);
+      assert.deepEqual(
+        left.map((container) => container.Id),
+        [],
+        `no container of ${landing.id} is left`,
+      );
     }
     // B's gate pool holds only containers that wait: every one a landing claimed went with its run.
     const pool = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.pool=${gatePoolId(hostB, b.dataDir)}`] }) });
-    assert.deepEqual(pool.map((container) => container.State).filter((state) => state !== 'running'), [], `${hostB}'s pool left no used container`);
+    assert.deepEqual(
+      pool.map((container) => container.State).filter((state) => state !== 'running'),
+      [],
+      `${hostB}'s pool left no used container`,
+    );
     // The API lists them through Temporal's SQL visibility, by Tarmac's search attributes.
     const ids = landings.map((landing) => landing.id).sort();
     await waitFor(

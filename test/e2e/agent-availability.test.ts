@@ -17,20 +17,43 @@ describe('agent availability: no key at all, default upstreams', { timeout: 600_
   const since = Math.floor(Date.now() / 1000);
   before(async () => {
     // Whatever the machine has, this worker has no provider key and talks to the public endpoints.
-    stack = await startStack({ workerEnv: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', TARMAC_MODEL_UPSTREAM_ANTHROPIC: '', TARMAC_MODEL_UPSTREAM_OPENAI: '' } });
+    stack = await startStack({
+      workerEnv: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', TARMAC_MODEL_UPSTREAM_ANTHROPIC: '', TARMAC_MODEL_UPSTREAM_OPENAI: '' },
+    });
   });
   after(async () => await stack?.stop());
 
   /** Containers created for a run (Docker's event log: removed ones count too). */
   function containersCreatedFor(runId: string): string[] {
     const until = Math.floor(Date.now() / 1000) + 1;
-    const out = execFileSync('docker', ['events', '--since', String(since), '--until', String(until), '--filter', 'type=container', '--filter', 'event=create', '--filter', `label=tarmac.run=${runId}`, '--format', '{{index .Actor.Attributes "tarmac.role"}}'], { encoding: 'utf8' });
+    const out = execFileSync(
+      'docker',
+      [
+        'events',
+        '--since',
+        String(since),
+        '--until',
+        String(until),
+        '--filter',
+        'type=container',
+        '--filter',
+        'event=create',
+        '--filter',
+        `label=tarmac.run=${runId}`,
+        '--format',
+        '{{index .Actor.Attributes "tarmac.role"}}',
+      ],
+      { encoding: 'utf8' },
+    );
     return out.split('\n').filter(Boolean);
   }
 
   function conflictRepo() {
     const commits: FixtureBranch['commits'] = [{ message: 'one: change shared', files: { 'shared.txt': 'one\n' } }];
-    const repo = createFixtureRepo({ base: { 'shared.txt': 'base\n', 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]) }, branches: [{ name: 'feature/one', commits }] });
+    const repo = createFixtureRepo({
+      base: { 'shared.txt': 'base\n', 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]) },
+      branches: [{ name: 'feature/one', commits }],
+    });
     repo.advanceTarget('target changes shared', { 'shared.txt': 'target\n' });
     return repo;
   }
@@ -40,25 +63,51 @@ describe('agent availability: no key at all, default upstreams', { timeout: 600_
     const claude = loadRecipes().harnesses['claude-code']!;
     const opencode = loadRecipes().harnesses.opencode!;
     const before = await stack.api('GET', '/v1/landings');
-    const noKey = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: `claude-code#${claude.models[0]}` } });
+    const noKey = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/one'],
+      target: 'main',
+      agents: { resolver: `claude-code#${claude.models[0]}` },
+    });
     assert.equal(noKey.status, 400, JSON.stringify(noKey.body));
     assert.equal(noKey.body.error.code, 'TARMAC_AGENT_UNAVAILABLE');
     assert.match(noKey.body.error.message, /^agents\.resolver claude-code#\S+ cannot run on any worker \(.+\): key ANTHROPIC_API_KEY is not set/);
     assert.equal(noKey.body.error.details.field, 'agents.resolver');
 
-    const noImage = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { ladder: ['script#resolver', `opencode#${opencode.models[0]}`] } });
+    const noImage = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/one'],
+      target: 'main',
+      agents: { ladder: ['script#resolver', `opencode#${opencode.models[0]}`] },
+    });
     assert.equal(noImage.status, 400, JSON.stringify(noImage.body));
     assert.equal(noImage.body.error.code, 'TARMAC_AGENT_UNAVAILABLE');
-    assert.match(noImage.body.error.message, new RegExp(`^agents\\.ladder\\[1\\] opencode#\\S+ cannot run on any worker \\(.+\\): image ${opencode.image.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is not built`));
+    assert.match(
+      noImage.body.error.message,
+      new RegExp(
+        `^agents\\.ladder\\[1\\] opencode#\\S+ cannot run on any worker \\(.+\\): image ${opencode.image.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is not built`,
+      ),
+    );
 
-    const fix = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'feature/one', request: 'the tests fail', reproCommand: 'false', agents: { implementer: `claude-code#${claude.models[0]}` } });
+    const fix = await stack.api('POST', '/v1/fix-loops', {
+      repo: repo.url,
+      branch: 'feature/one',
+      request: 'the tests fail',
+      reproCommand: 'false',
+      agents: { implementer: `claude-code#${claude.models[0]}` },
+    });
     assert.equal(fix.status, 400, JSON.stringify(fix.body));
     assert.equal(fix.body.error.details.field, 'agents.implementer');
 
     const afterList = await stack.api('GET', '/v1/landings');
     assert.equal(afterList.body.landings.length, before.body.landings.length, 'no landing was started');
     // An agent the worker can run is accepted as before.
-    const ok = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: 'script#resolver', ladder: ['script#resolver'] } });
+    const ok = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/one'],
+      target: 'main',
+      agents: { resolver: 'script#resolver', ladder: ['script#resolver'] },
+    });
     assert.equal(ok.status, 201, JSON.stringify(ok.body));
   });
 
@@ -66,24 +115,41 @@ describe('agent availability: no key at all, default upstreams', { timeout: 600_
     const repo = conflictRepo();
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 180_000, 'the landing');
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      180_000,
+      'the landing',
+    );
     const outcome = view.body.outcome;
     assert.equal(outcome.status, 'agent-unavailable', outcome.summary);
     assert.match(outcome.summary, /ANTHROPIC_API_KEY is not set/);
     assert.equal(outcome.failure.type, 'TARMAC_AGENT_UNAVAILABLE');
     const steps = view.body.steps.filter((step: { name: string }) => step.name.startsWith('session.'));
-    assert.deepEqual(steps.map((step: { name: string; status: string }) => [step.name, step.status]), [['session.resolver:resolver-1', 'agent-unavailable']]);
+    assert.deepEqual(
+      steps.map((step: { name: string; status: string }) => [step.name, step.status]),
+      [['session.resolver:resolver-1', 'agent-unavailable']],
+    );
     assert.match(steps[0].detail, /key ANTHROPIC_API_KEY is not set/);
     assert.equal(outcome.sessions.length, 1, 'one try, not one per resolver round');
     assert.equal(outcome.meters.agentSessions, 0);
-    assert.deepEqual(containersCreatedFor(outcome.runId).filter((role) => role !== 'gate' && role !== 'runner'), [], 'no agent container was created');
+    assert.deepEqual(
+      containersCreatedFor(outcome.runId).filter((role) => role !== 'gate' && role !== 'runner'),
+      [],
+      'no agent container was created',
+    );
   });
 
   it('defaults and no key: a fix loop that needs an agent ends agent-unavailable, never thrashing', async () => {
     const repo = createFixtureRepo({ base: { 'check.sh': 'echo broken; exit 1\n' }, branches: [] });
     const created = await stack.api('POST', '/v1/fix-loops', { repo: repo.url, branch: 'main', request: 'the check fails', reproCommand: 'sh check.sh' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const done = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 180_000, 'the fix loop');
+    const done = await waitFor(
+      () => stack.api('GET', `/v1/runs/${created.body.id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      180_000,
+      'the fix loop',
+    );
     const outcome = done.body.result;
     assert.equal(outcome.outcome, 'agent-unavailable', outcome.summary);
     assert.match(outcome.summary, /is not set/);
@@ -104,7 +170,11 @@ describe('agent availability: no key at all, default upstreams', { timeout: 600_
       task: { prompt: 'review', files: ['src/app.js'] },
       workspace: { kind: 'fresh', repo: repo.url, ref: 'main' },
     };
-    const outcome = (await stack.client.workflow.execute('agentSession', { workflowId: runId, taskQueue: stack.config.taskQueue, args: [request] })) as SessionOutcome;
+    const outcome = (await stack.client.workflow.execute('agentSession', {
+      workflowId: runId,
+      taskQueue: stack.config.taskQueue,
+      args: [request],
+    })) as SessionOutcome;
     assert.equal(outcome.status, 'delivered', outcome.summary);
     assert.deepEqual(
       outcome.attempts.map((attempt) => [attempt.harnessModel, attempt.class, attempt.containerId === '']),

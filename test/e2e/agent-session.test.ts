@@ -80,7 +80,13 @@ describe('agentSession on the real stack (script harness in containers)', () => 
     assert.equal(outcome.status, 'delivered', outcome.summary);
     assert.deepEqual(
       outcome.attempts.map((attempt) => `${attempt.harnessModel}:${attempt.class}`),
-      ['script#crash:crashed', 'script#crash:crashed', 'script#die-before-first-turn:died-before-first-turn', 'script#die-before-first-turn:died-before-first-turn', 'script#reviewer:delivered'],
+      [
+        'script#crash:crashed',
+        'script#crash:crashed',
+        'script#die-before-first-turn:died-before-first-turn',
+        'script#die-before-first-turn:died-before-first-turn',
+        'script#reviewer:delivered',
+      ],
     );
     assert.deepEqual(actions(outcome), ['respawn', 'escalate', 'respawn', 'escalate', 'done']);
     const escalations = outcome.decisions.filter((decision) => decision.action === 'escalate').map((decision) => decision.harnessModel);
@@ -151,7 +157,13 @@ describe('agentSession on the real stack (script harness in containers)', () => 
     assert.equal(inspected.HostConfig.Memory, 256 * 1024 * 1024);
     assert.equal(inspected.HostConfig.NanoCpus, 0.5e9);
     assert.equal(inspected.HostConfig.PidsLimit, 100);
-    for (const [key, value] of Object.entries({ 'tarmac.run': body.runId, 'tarmac.session': body.sessionId, 'tarmac.role': 'reviewer', 'tarmac.harness': 'script', 'tarmac.model': 'slow:wait-4s' })) {
+    for (const [key, value] of Object.entries({
+      'tarmac.run': body.runId,
+      'tarmac.session': body.sessionId,
+      'tarmac.role': 'reviewer',
+      'tarmac.harness': 'script',
+      'tarmac.model': 'slow:wait-4s',
+    })) {
       assert.equal(inspected.Config.Labels[key], value, key);
     }
     const binds = inspected.HostConfig.Binds ?? [];
@@ -167,7 +179,10 @@ describe('agentSession on the real stack (script harness in containers)', () => 
 
   it('a token budget smaller than the usage pauses the run; extending it through the API resumes it', async () => {
     // Both rungs report 600 tokens; the second one commits FIXED.md.
-    stack.scriptScenario('write-fixed-md-spend-600', { edits: [{ file: 'FIXED.md', replace: 'fixed\n' }], reportUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0.01 } });
+    stack.scriptScenario('write-fixed-md-spend-600', {
+      edits: [{ file: 'FIXED.md', replace: 'fixed\n' }],
+      reportUsage: { inputTokens: 400, outputTokens: 200, costUsd: 0.01 },
+    });
     const body = request({
       role: 'fixer',
       harnessModel: 'script#claims-success:write-fixed-md-spend-600',

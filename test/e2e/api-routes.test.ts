@@ -16,7 +16,6 @@ import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 const auth = { authorization: `Bearer ${testToken}` };
 
-
 describe('API routes through app.inject: auth on every /v1 route, every error code', () => {
   let stack: Stack;
   let landedId = '';
@@ -26,10 +25,20 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
       base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]) },
       branches: [{ name: 'feature/a', commits: [{ message: 'a', files: { 'a.txt': 'a\n' } }] }],
     });
-    const created = await stack.app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main' } });
+    const created = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/landings',
+      headers: auth,
+      payload: { repo: repo.url, branches: ['feature/a'], target: 'main' },
+    });
     assert.equal(created.statusCode, 201, created.body);
     landedId = created.json().id;
-    await waitFor(async () => (await stack.app.inject({ method: 'GET', url: `/v1/landings/${landedId}`, headers: auth })).json(), (view) => view.workflowStatus === 'COMPLETED', 120_000, 'the landing');
+    await waitFor(
+      async () => (await stack.app.inject({ method: 'GET', url: `/v1/landings/${landedId}`, headers: auth })).json(),
+      (view) => view.workflowStatus === 'COMPLETED',
+      120_000,
+      'the landing',
+    );
     assert.equal(branchHead(repo.path, 'main'), branchHead(repo.path, 'feature/a'));
   });
   after(async () => {
@@ -67,7 +76,11 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
       { method: 'GET', url: '/v1/landings?phase=flying', field: 'phase' },
     ];
     for (const { method, url, payload, field } of cases) {
-      const error = assertError(await stack.app.inject({ method, url, headers: auth, ...(payload === undefined ? {} : { payload }) }), 400, FailureCode.validation);
+      const error = assertError(
+        await stack.app.inject({ method, url, headers: auth, ...(payload === undefined ? {} : { payload }) }),
+        400,
+        FailureCode.validation,
+      );
       assert.ok(error.message.includes(field) || JSON.stringify(error.details ?? {}).includes(field), `${method} ${url}: names ${field}: ${error.message}`);
     }
     const afterwards = (await stack.app.inject({ method: 'GET', url: '/v1/landings', headers: auth })).json().landings.length;
@@ -79,21 +92,51 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
       base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]) },
       branches: [{ name: 'feature/allowed', commits: [{ message: 'b', files: { 'b.txt': 'b\n' } }] }],
     });
-    const config = loadConfig({ TARMAC_API_TOKENS: testToken, TARMAC_REPO_ALLOW: 'https://git.example.invalid/acme/', TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress, TARMAC_DATA_DIR: stack.dataDir });
+    const config = loadConfig({
+      TARMAC_API_TOKENS: testToken,
+      TARMAC_REPO_ALLOW: 'https://git.example.invalid/acme/',
+      TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress,
+      TARMAC_DATA_DIR: stack.dataDir,
+    });
     const strictApp = await buildApp({ client: stack.client, config });
     try {
-      const refused = assertError(await strictApp.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/allowed'], target: 'main' } }), 400, FailureCode.validation);
+      const refused = assertError(
+        await strictApp.inject({
+          method: 'POST',
+          url: '/v1/landings',
+          headers: auth,
+          payload: { repo: repo.url, branches: ['feature/allowed'], target: 'main' },
+        }),
+        400,
+        FailureCode.validation,
+      );
       assert.equal(refused.details?.field, 'repo');
       assert.match(refused.message, /not allowed/);
     } finally {
       await strictApp.close();
     }
-    const allowing = loadConfig({ TARMAC_API_TOKENS: testToken, TARMAC_REPO_ALLOW: `${repo.url.slice(0, repo.url.lastIndexOf('/') + 1)}`, TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress, TARMAC_DATA_DIR: stack.dataDir, TARMAC_TASK_QUEUE: stack.config.taskQueue });
+    const allowing = loadConfig({
+      TARMAC_API_TOKENS: testToken,
+      TARMAC_REPO_ALLOW: `${repo.url.slice(0, repo.url.lastIndexOf('/') + 1)}`,
+      TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress,
+      TARMAC_DATA_DIR: stack.dataDir,
+      TARMAC_TASK_QUEUE: stack.config.taskQueue,
+    });
     const openApp = await buildApp({ client: stack.client, config: allowing });
     try {
-      const accepted = await openApp.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/allowed'], target: 'main' } });
+      const accepted = await openApp.inject({
+        method: 'POST',
+        url: '/v1/landings',
+        headers: auth,
+        payload: { repo: repo.url, branches: ['feature/allowed'], target: 'main' },
+      });
       assert.equal(accepted.statusCode, 201, accepted.body);
-      await waitFor(async () => (await stack.app.inject({ method: 'GET', url: `/v1/landings/${accepted.json().id}`, headers: auth })).json(), (view) => view.workflowStatus === 'COMPLETED', 120_000, 'the allowed landing');
+      await waitFor(
+        async () => (await stack.app.inject({ method: 'GET', url: `/v1/landings/${accepted.json().id}`, headers: auth })).json(),
+        (view) => view.workflowStatus === 'COMPLETED',
+        120_000,
+        'the allowed landing',
+      );
     } finally {
       await openApp.close();
     }
@@ -101,7 +144,12 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
 
   it('TARMAC_UNKNOWN_MODEL: 400 naming the field and the nearest models', async () => {
     const error = assertError(
-      await stack.app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: '/tmp', branches: ['a'], target: 'main', agents: { fixer: 'script#fixr' } } }),
+      await stack.app.inject({
+        method: 'POST',
+        url: '/v1/landings',
+        headers: auth,
+        payload: { repo: '/tmp', branches: ['a'], target: 'main', agents: { fixer: 'script#fixr' } },
+      }),
       400,
       FailureCode.unknownModel,
     );
@@ -117,7 +165,11 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
     const wrongMethod = await stack.app.inject({ method: 'DELETE', url: '/v1/landings', headers: auth });
     assertError(wrongMethod, 405, FailureCode.methodNotAllowed);
     assert.match(String(wrongMethod.headers.allow), /GET/);
-    assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/answers`, headers: auth, payload: { text: 'yes' } }), 409, FailureCode.conflict);
+    assertError(
+      await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/answers`, headers: auth, payload: { text: 'yes' } }),
+      409,
+      FailureCode.conflict,
+    );
     assertError(await stack.app.inject({ method: 'POST', url: `/v1/landings/${landedId}/cancel`, headers: auth }), 409, FailureCode.conflict);
     // Retry reads the run's description and result from the real server: unknown → 404, landed → 409.
     assertError(await stack.app.inject({ method: 'POST', url: '/v1/landings/landing-nope/retry', headers: auth }), 404, FailureCode.notFound);
@@ -126,7 +178,12 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
   });
 
   it('TARMAC_RATE_LIMITED on unauthenticated paths', async () => {
-    const config = loadConfig({ TARMAC_API_TOKENS: testToken, TARMAC_API_RATE_LIMIT: '1', TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress, TARMAC_DATA_DIR: stack.dataDir });
+    const config = loadConfig({
+      TARMAC_API_TOKENS: testToken,
+      TARMAC_API_RATE_LIMIT: '1',
+      TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress,
+      TARMAC_DATA_DIR: stack.dataDir,
+    });
     const app = await buildApp({ client: stack.client, config });
     try {
       assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
@@ -139,7 +196,12 @@ describe('API routes through app.inject: auth on every /v1 route, every error co
   it('TARMAC_UNAVAILABLE: Temporal goes down → 503 with no internals; /healthz says which', async () => {
     // A Temporal server of its own, stopped under a connected API: what an outage looks like.
     const dir = mkdtempSync(join(tmpdir(), 'tarmac-outage-'));
-    const server = await startDevServer({ bin: findTemporalBin(process.env.TARMAC_TEMPORAL_BIN), dbFile: join(dir, 'temporal.db'), port: await freePort(), logFile: join(dir, 'temporal.log') });
+    const server = await startDevServer({
+      bin: findTemporalBin(process.env.TARMAC_TEMPORAL_BIN),
+      dbFile: join(dir, 'temporal.db'),
+      port: await freePort(),
+      logFile: join(dir, 'temporal.log'),
+    });
     const connection = await connectApiToTemporal(server.address);
     const app = await buildApp({ client: new Client({ connection }), config: stack.config });
     try {

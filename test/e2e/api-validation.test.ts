@@ -30,13 +30,43 @@ describe('API input validation: 400 naming the field, nothing started', () => {
     { name: 'branch -x', body: () => ({ repo: repoUrl, branches: ['-x'], target: 'main' }), field: 'branches[0]', message: /-/ },
     { name: 'branch a..b', body: () => ({ repo: repoUrl, branches: ['feature/ok', 'a..b'], target: 'main' }), field: 'branches[1]' },
     { name: 'target with a space', body: () => ({ repo: repoUrl, branches: ['feature/ok'], target: 'ma in' }), field: 'target' },
-    { name: 'repo path that does not exist', body: () => ({ repo: join(tmpdir(), 'tarmac-nonexistent', 'repo'), branches: ['feature/ok'], target: 'main' }), field: 'repo', message: /does not exist/ },
-    { name: 'repo that is not a git repository', body: () => ({ repo: '/tmp', branches: ['feature/ok'], target: 'main' }), field: 'repo', message: /git repository/ },
-    { name: 'branch that does not exist', body: () => ({ repo: repoUrl, branches: ['feature/missing'], target: 'main' }), field: 'branches[0]', message: /does not exist/ },
-    { name: 'target that does not exist', body: () => ({ repo: repoUrl, branches: ['feature/ok'], target: 'develop' }), field: 'target', message: /does not exist/ },
+    {
+      name: 'repo path that does not exist',
+      body: () => ({ repo: join(tmpdir(), 'tarmac-nonexistent', 'repo'), branches: ['feature/ok'], target: 'main' }),
+      field: 'repo',
+      message: /does not exist/,
+    },
+    {
+      name: 'repo that is not a git repository',
+      body: () => ({ repo: '/tmp', branches: ['feature/ok'], target: 'main' }),
+      field: 'repo',
+      message: /git repository/,
+    },
+    {
+      name: 'branch that does not exist',
+      body: () => ({ repo: repoUrl, branches: ['feature/missing'], target: 'main' }),
+      field: 'branches[0]',
+      message: /does not exist/,
+    },
+    {
+      name: 'target that does not exist',
+      body: () => ({ repo: repoUrl, branches: ['feature/ok'], target: 'develop' }),
+      field: 'target',
+      message: /does not exist/,
+    },
     { name: 'unknown field', body: () => ({ repo: repoUrl, branches: ['feature/ok'], target: 'main', force: true }), field: 'force' },
     // Scripted behaviour is a scenario of the worker's (script#fixer:<scenario>), never part of a request.
-    { name: 'a script switch in the agents', body: () => ({ repo: repoUrl, branches: ['feature/ok'], target: 'main', agents: { fixer: 'script#fixer', scriptEdits: [{ file: 'FIXED', replace: 'yes\n' }] } }), field: 'agents.scriptEdits', message: /is not a known field/ },
+    {
+      name: 'a script switch in the agents',
+      body: () => ({
+        repo: repoUrl,
+        branches: ['feature/ok'],
+        target: 'main',
+        agents: { fixer: 'script#fixer', scriptEdits: [{ file: 'FIXED', replace: 'yes\n' }] },
+      }),
+      field: 'agents.scriptEdits',
+      message: /is not a known field/,
+    },
     { name: 'branch equal to target', body: () => ({ repo: repoUrl, branches: ['main'], target: 'main' }), field: 'branches[0]' },
     { name: 'wrong type', body: () => ({ repo: repoUrl, branches: 'feature/ok', target: 'main' }), field: 'branches' },
   ];
@@ -53,7 +83,12 @@ describe('API input validation: 400 naming the field, nothing started', () => {
   }
 
   it('an unknown harness#model in the agents is a 400 TARMAC_UNKNOWN_MODEL naming the field and the nearest names', async () => {
-    const response = await stack.api('POST', '/v1/landings', { repo: repoUrl, branches: ['feature/ok'], target: 'main', agents: { fixer: 'claude-code#falbe-5' } });
+    const response = await stack.api('POST', '/v1/landings', {
+      repo: repoUrl,
+      branches: ['feature/ok'],
+      target: 'main',
+      agents: { fixer: 'claude-code#falbe-5' },
+    });
     assert.equal(response.status, 400);
     assert.equal(response.body.error.code, 'TARMAC_UNKNOWN_MODEL');
     assert.equal(response.body.error.details.field, 'agents.fixer');
@@ -94,7 +129,12 @@ describe('API input validation: 400 naming the field, nothing started', () => {
       const response = await stack.app.inject({ method: method as 'GET', url: '/v1/landings', headers: { authorization: `Bearer ${testToken}` } });
       assert.equal(response.statusCode, 405, `${method}: ${response.body}`);
       assert.equal(response.json().error.code, 'TARMAC_METHOD_NOT_ALLOWED');
-      assert.deepEqual(String(response.headers.allow).split(', ').filter((allowed) => allowed !== 'HEAD'), ['GET', 'POST']);
+      assert.deepEqual(
+        String(response.headers.allow)
+          .split(', ')
+          .filter((allowed) => allowed !== 'HEAD'),
+        ['GET', 'POST'],
+      );
     }
     const unknown = await stack.app.inject({ method: 'TRACE', url: '/v1/nothing-here' });
     assert.equal(unknown.statusCode, 404);
@@ -112,11 +152,15 @@ describe('API input validation: 400 naming the field, nothing started', () => {
 
   it('answers a request head over 16 KiB with 431 in the error shape', async () => {
     const { status, body } = await new Promise<{ status: number; body: string }>((done, fail) => {
-      const request = httpRequest(`${stack.apiUrl}/v1/landings`, { headers: { authorization: `Bearer ${testToken}`, 'x-padding': 'x'.repeat(20_000) } }, (response) => {
-        let text = '';
-        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        response.on('end', () => done({ status: response.statusCode ?? 0, body: text }));
-      });
+      const request = httpRequest(
+        `${stack.apiUrl}/v1/landings`,
+        { headers: { authorization: `Bearer ${testToken}`, 'x-padding': 'x'.repeat(20_000) } },
+        (response) => {
+          let text = '';
+          response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          response.on('end', () => done({ status: response.statusCode ?? 0, body: text }));
+        },
+      );
       request.once('error', fail);
       request.end();
     });
@@ -128,6 +172,9 @@ describe('API input validation: 400 naming the field, nothing started', () => {
     const started: string[] = [];
     for await (const execution of stack.client.workflow.list()) started.push(execution.workflowId);
     // The agent registry is the worker's (it reports what it can run at start), not a request's.
-    assert.deepEqual(started.filter((id) => id !== agentRegistryId), []);
+    assert.deepEqual(
+      started.filter((id) => id !== agentRegistryId),
+      [],
+    );
   });
 });

@@ -48,7 +48,16 @@ describe('Claude Code against the scripted model endpoint', { skip }, () => {
               usage: { inputTokens: 1200, outputTokens: 85, cacheReadTokens: 300, cacheWriteTokens: 40 },
             },
             {
-              toolCalls: [{ name: 'Edit', input: { file_path: join(repo, 'README.md'), old_string: 'Hello from the fixture.', new_string: 'Hello from the fixture, edited by Claude Code.' } }],
+              toolCalls: [
+                {
+                  name: 'Edit',
+                  input: {
+                    file_path: join(repo, 'README.md'),
+                    old_string: 'Hello from the fixture.',
+                    new_string: 'Hello from the fixture, edited by Claude Code.',
+                  },
+                },
+              ],
               usage: { inputTokens: 1500, outputTokens: 60, cacheReadTokens: 700 },
             },
             { text: 'Done: README.md now says it was edited.', usage: { inputTokens: 1700, outputTokens: 25, cacheReadTokens: 900 } },
@@ -69,7 +78,12 @@ describe('Claude Code against the scripted model endpoint', { skip }, () => {
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     };
     const prompt = 'tarmac-session: e2e-editor\nShow me the readme, then mark it as edited.';
-    const result = await runWithStdin(claude!, ['-p', '--output-format', 'json', '--allowedTools', 'Bash,Read,Edit,Write'], { cwd: repo, env, stdin: prompt, timeoutMs: 120_000 });
+    const result = await runWithStdin(claude!, ['-p', '--output-format', 'json', '--allowedTools', 'Bash,Read,Edit,Write'], {
+      cwd: repo,
+      env,
+      stdin: prompt,
+      timeoutMs: 120_000,
+    });
     assert.equal(result.code, 0, `claude exited ${result.code}: ${result.stderr}\n${result.stdout}`);
     const report = JSON.parse(result.stdout);
 
@@ -86,7 +100,12 @@ describe('Claude Code against the scripted model endpoint', { skip }, () => {
         cacheRead: report.usage.cache_read_input_tokens,
         cacheWrite: report.usage.cache_creation_input_tokens,
       },
-      { input: sum((u) => u.inputTokens), output: sum((u) => u.outputTokens), cacheRead: sum((u) => u.cacheReadTokens), cacheWrite: sum((u) => u.cacheWriteTokens) },
+      {
+        input: sum((u) => u.inputTokens),
+        output: sum((u) => u.outputTokens),
+        cacheRead: sum((u) => u.cacheReadTokens),
+        cacheWrite: sum((u) => u.cacheWriteTokens),
+      },
       'the CLI reports the usage the endpoint scripted',
     );
 
@@ -122,16 +141,42 @@ describe('Claude Code against the scripted model endpoint', { skip }, () => {
     writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { tarmac: { command: server.command, args: server.args } } }));
     const mcpModel = await startScriptedModel({ script: mcpRewriteScript(join(work, 'notes.txt')) });
     try {
-      const env = { PATH: process.env.PATH, HOME: join(root, 'home'), ANTHROPIC_BASE_URL: mcpModel.url, ANTHROPIC_API_KEY: 'dummy', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', ENABLE_TOOL_SEARCH: 'false' };
-      const args = ['-p', '--output-format', 'json', '--mcp-config', mcpConfig, '--strict-mcp-config', '--allowedTools', 'mcp__tarmac__read_file,mcp__tarmac__write_file'];
+      const env = {
+        PATH: process.env.PATH,
+        HOME: join(root, 'home'),
+        ANTHROPIC_BASE_URL: mcpModel.url,
+        ANTHROPIC_API_KEY: 'dummy',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        ENABLE_TOOL_SEARCH: 'false',
+      };
+      const args = [
+        '-p',
+        '--output-format',
+        'json',
+        '--mcp-config',
+        mcpConfig,
+        '--strict-mcp-config',
+        '--allowedTools',
+        'mcp__tarmac__read_file,mcp__tarmac__write_file',
+      ];
       const result = await runWithStdin(claude!, args, { cwd: work, env, stdin: 'Rewrite notes.txt.', timeoutMs: 120_000 });
       assert.equal(result.code, 0, `claude exited ${result.code}: ${result.stderr}\n${result.stdout}`);
       const report = JSON.parse(result.stdout);
-      assert.deepEqual([report.is_error, report.result, report.usage.input_tokens, report.usage.output_tokens], [false, 'Wrote notes.txt through the gateway tools.', 600, 60]);
+      assert.deepEqual(
+        [report.is_error, report.result, report.usage.input_tokens, report.usage.output_tokens],
+        [false, 'Wrote notes.txt through the gateway tools.', 600, 60],
+      );
       assert.equal(readFileSync(join(work, 'notes.txt'), 'utf8'), 'after\n');
       assert.deepEqual(server.calls(), [`read_file ${join(work, 'notes.txt')}`, `write_file ${join(work, 'notes.txt')}`]);
-      assert.deepEqual(mcpModel.requests.map((r) => [r.outcome, r.turn]), [['turn', 0], ['turn', 1], ['turn', 2]]);
-      const declared = ((mcpModel.requests[0]!.body as { tools: { name: string }[] }).tools).map((t) => t.name);
+      assert.deepEqual(
+        mcpModel.requests.map((r) => [r.outcome, r.turn]),
+        [
+          ['turn', 0],
+          ['turn', 1],
+          ['turn', 2],
+        ],
+      );
+      const declared = (mcpModel.requests[0]!.body as { tools: { name: string }[] }).tools.map((t) => t.name);
       assert.ok(declared.includes('mcp__tarmac__read_file') && declared.includes('mcp__tarmac__write_file'), `declared: ${declared.join(', ')}`);
     } finally {
       await mcpModel.close();
@@ -155,15 +200,35 @@ describe('Claude Code against the scripted model endpoint', { skip }, () => {
       },
     });
     try {
-      const env = { PATH: process.env.PATH, HOME: join(root, 'home'), ANTHROPIC_BASE_URL: resumeModel.url, ANTHROPIC_API_KEY: 'dummy', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' };
+      const env = {
+        PATH: process.env.PATH,
+        HOME: join(root, 'home'),
+        ANTHROPIC_BASE_URL: resumeModel.url,
+        ANTHROPIC_API_KEY: 'dummy',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      };
       const first = await runWithStdin(claude!, ['-p', '--output-format', 'json'], { cwd: root, env, stdin: 'The first task.', timeoutMs: 120_000 });
       assert.equal(first.code, 0, first.stderr);
       const session = JSON.parse(first.stdout).session_id as string;
-      const second = await runWithStdin(claude!, ['-p', '--output-format', 'json', '--resume', session], { cwd: root, env, stdin: 'The follow-up.', timeoutMs: 120_000 });
+      const second = await runWithStdin(claude!, ['-p', '--output-format', 'json', '--resume', session], {
+        cwd: root,
+        env,
+        stdin: 'The follow-up.',
+        timeoutMs: 120_000,
+      });
       assert.equal(second.code, 0, second.stderr);
       const report = JSON.parse(second.stdout);
-      assert.deepEqual([report.result, report.session_id, report.usage.input_tokens, report.usage.output_tokens], ['Second answer, to the follow-up.', session, 200, 20]);
-      assert.deepEqual(resumeModel.requests.map((r) => [r.outcome, r.turn, r.headers['x-claude-code-session-id']]), [['turn', 0, session], ['turn', 1, session]]);
+      assert.deepEqual(
+        [report.result, report.session_id, report.usage.input_tokens, report.usage.output_tokens],
+        ['Second answer, to the follow-up.', session, 200, 20],
+      );
+      assert.deepEqual(
+        resumeModel.requests.map((r) => [r.outcome, r.turn, r.headers['x-claude-code-session-id']]),
+        [
+          ['turn', 0, session],
+          ['turn', 1, session],
+        ],
+      );
       const texts = JSON.stringify((resumeModel.requests[1]!.body as { messages: unknown[] }).messages);
       for (const seen of ['The first task.', 'First answer.', 'The follow-up.']) assert.ok(texts.includes(seen), `the second request carries "${seen}"`);
     } finally {

@@ -36,7 +36,24 @@ describe('tarmac CLI: every command, end to end', () => {
     assert.equal(version.code, 0, version.stderr);
     assert.equal(version.stdout, `tarmac ${(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version}\n`);
 
-    const commands = ['dev', 'worker', 'api', 'land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'queue'];
+    const commands = [
+      'dev',
+      'worker',
+      'api',
+      'land',
+      'list',
+      'status',
+      'watch',
+      'logs',
+      'answer',
+      'cancel',
+      'retry',
+      'budget',
+      'review',
+      'fix',
+      'schedule',
+      'queue',
+    ];
     const helps = await Promise.all(commands.map((command) => run([command, '--help'])));
     commands.forEach((command, index) => {
       const help = helps[index]!;
@@ -103,7 +120,11 @@ describe('tarmac CLI: every command, end to end', () => {
 
   it('fix, then watch follows the fix loop to its outcome (exit 0); logs and list by outcome and status', async () => {
     const repo = createFixtureRepo({
-      base: { Makefile: 'test:\n\ttrue\n', 'scripts/up.sh': 'echo services are up\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'echo tick-1; sleep 2; echo tick-2'] }]) },
+      base: {
+        Makefile: 'test:\n\ttrue\n',
+        'scripts/up.sh': 'echo services are up\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'echo tick-1; sleep 2; echo tick-2'] }]),
+      },
       branches: [{ name: 'feature/talk', commits: [{ message: 'talk', files: { 'talk.txt': 'talk\n' } }] }],
     });
     const started = await run(['fix', repo.url, 'main', 'the app does not start with make up']);
@@ -125,8 +146,13 @@ describe('tarmac CLI: every command, end to end', () => {
     const view = await stack.api('GET', `/v1/landings/${landing}`);
     assert.equal(view.body.workflowStatus, 'COMPLETED', 'logs followed the run to its end');
     const lines = logs.stdout.trim().split('\n');
-    assert.ok(lines.every((line) => /^\S+\.log: /.test(line)), `only log lines:\n${logs.stdout}`);
-    const gateLines = lines.filter((line) => line.startsWith(lines.find((first) => /: tick-1$/.test(first))!.split(': ')[0]!)).map((line) => line.replace(/^\S+: /, ''));
+    assert.ok(
+      lines.every((line) => /^\S+\.log: /.test(line)),
+      `only log lines:\n${logs.stdout}`,
+    );
+    const gateLines = lines
+      .filter((line) => line.startsWith(lines.find((first) => /: tick-1$/.test(first))!.split(': ')[0]!))
+      .map((line) => line.replace(/^\S+: /, ''));
     assert.deepEqual(gateLines, ['tick-1', 'tick-2'], "the gate's output, each line once, in order");
     assert.equal(branchHead(repo.path, 'main'), branchHead(repo.path, 'feature/talk'));
 
@@ -157,13 +183,24 @@ describe('tarmac CLI: every command, end to end', () => {
       });
     const spender = { fixer: 'script#fixer:write-1-spend-600', ladder: ['script#fixer:write-1-spend-600'] };
     const start = async () => {
-      const created = await stack.api('POST', '/v1/landings', { repo: budgetRepo().url, branches: ['feature/b'], target: 'main', agents: spender, budget: { tokens: 500, onExhausted: 'pause' } });
+      const created = await stack.api('POST', '/v1/landings', {
+        repo: budgetRepo().url,
+        branches: ['feature/b'],
+        target: 'main',
+        agents: spender,
+        budget: { tokens: 500, onExhausted: 'pause' },
+      });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       return created.body.id as string;
     };
     const [extended, stopped] = await Promise.all([start(), start()]);
     for (const landing of [extended, stopped]) {
-      await waitFor(() => stack.api('GET', `/v1/landings/${landing}`), (view) => view.body?.pausedFor !== undefined || view.body?.workflowStatus !== 'RUNNING', 180_000, `${landing} to pause`);
+      await waitFor(
+        () => stack.api('GET', `/v1/landings/${landing}`),
+        (view) => view.body?.pausedFor !== undefined || view.body?.workflowStatus !== 'RUNNING',
+        180_000,
+        `${landing} to pause`,
+      );
     }
     const extend = await run(['budget', extended, 'extend', '--tokens', '10000', '--wall', '10m']);
     assert.equal(extend.code, 0, `${extend.stdout}\n${extend.stderr}`);
@@ -174,7 +211,13 @@ describe('tarmac CLI: every command, end to end', () => {
 
     const stoppedEnd = await run(['watch', stopped]);
     assert.equal(stoppedEnd.code, 1, stoppedEnd.stdout);
-    assert.match(stoppedEnd.stdout, new RegExp(`budget spent \\(tokens: 600 used of 500\\): paused — extend with: tarmac budget ${literally(stopped)} extend --tokens <n>, or stop with: tarmac budget ${literally(stopped)} stop$`, 'm'));
+    assert.match(
+      stoppedEnd.stdout,
+      new RegExp(
+        `budget spent \\(tokens: 600 used of 500\\): paused — extend with: tarmac budget ${literally(stopped)} extend --tokens <n>, or stop with: tarmac budget ${literally(stopped)} stop$`,
+        'm',
+      ),
+    );
     assert.match(stoppedEnd.stdout, /^outcome: budget-exhausted — .*stopped by an operator/m);
     const extendedEnd = await run(['watch', extended]);
     assert.equal(extendedEnd.code, 1, extendedEnd.stdout);
@@ -206,7 +249,12 @@ describe('tarmac CLI: every command, end to end', () => {
     const triggered = await run(['schedule', 'trigger', schedule]);
     assert.equal(triggered.code, 0, triggered.stderr);
     assert.match(triggered.stdout, new RegExp(`^schedule ${literally(schedule)} triggered: a nightly run starts now$`, 'm'));
-    const done = await waitFor(() => stack.api('GET', `/v1/schedules/${schedule}`), (view) => view.body?.recentRuns?.[0]?.workflowStatus === 'COMPLETED', 240_000, 'the nightly run');
+    const done = await waitFor(
+      () => stack.api('GET', `/v1/schedules/${schedule}`),
+      (view) => view.body?.recentRuns?.[0]?.workflowStatus === 'COMPLETED',
+      240_000,
+      'the nightly run',
+    );
     const nightly = done.body.recentRuns[0].workflowId as string;
     const shown = await run(['schedule', 'show', schedule]);
     assert.equal(shown.code, 0, shown.stderr);
@@ -218,7 +266,10 @@ describe('tarmac CLI: every command, end to end', () => {
     assert.equal(watched.code, 2);
     assert.match(watched.stderr, new RegExp(`^tarmac: run ${literally(nightly)} is a nightly run, which has no event stream`, 'm'));
     const listedNightly = await run(['list', '--kind', 'nightly', '--repo', repo.url, '--json']);
-    assert.deepEqual((JSON.parse(listedNightly.stdout) as { runs: { id: string }[] }).runs.map((entry) => entry.id), [nightly]);
+    assert.deepEqual(
+      (JSON.parse(listedNightly.stdout) as { runs: { id: string }[] }).runs.map((entry) => entry.id),
+      [nightly],
+    );
 
     const deleted = await run(['schedule', 'delete', schedule]);
     assert.equal(deleted.code, 0, deleted.stderr);
@@ -261,23 +312,46 @@ describe('tarmac CLI: every command, end to end', () => {
     const lines = shown.stdout.trimEnd().split('\n');
     assert.match(lines[0]!, new RegExp(`^queue queue\\.\\S+: main of ${literally(repo.url)}$`));
     const holder = lines.slice(1, lines.indexOf('waiting: 2')).join('\n');
-    assert.match(holder, new RegExp(`^(holds the target: ${literally(pacer)} \\(for [^)]+\\)|batch in flight: \\S+\\.batch-\\d+ \\(for [^)]+\\)\n {2}members: ${literally(pacer)})$`), shown.stdout);
+    assert.match(
+      holder,
+      new RegExp(
+        `^(holds the target: ${literally(pacer)} \\(for [^)]+\\)|batch in flight: \\S+\\.batch-\\d+ \\(for [^)]+\\)\n {2}members: ${literally(pacer)})$`,
+      ),
+      shown.stdout,
+    );
     const line = lines.slice(lines.indexOf('waiting: 2') + 1);
     assert.match(line[0]!, /^ {2}POS +LANDING +LANE +BATCHABLE +ETA$/);
     assert.match(line[1]!, new RegExp(`^ {2}0 +${literally(high)} +\\+5 +yes +~\\d`));
     assert.match(line[2]!, new RegExp(`^ {2}1 +${literally(low)} +0 +yes +~\\d`));
     assert.match(line[3]!, /^admitted \d+ · batches \d+ · a turn takes [^(]+ \(median of the last \d+\)$/);
-    const json = JSON.parse((await run(['queue', repo.url, 'main', '--json'])).stdout) as { current?: string; batch?: { members: string[] }; waiting: { landingId: string; lane: number; etaMs?: number }[]; recentTurnMs: number[] };
+    const json = JSON.parse((await run(['queue', repo.url, 'main', '--json'])).stdout) as {
+      current?: string;
+      batch?: { members: string[] };
+      waiting: { landingId: string; lane: number; etaMs?: number }[];
+      recentTurnMs: number[];
+    };
     assert.ok(json.current === pacer || json.batch?.members.includes(pacer), JSON.stringify(json));
-    assert.deepEqual(json.waiting.map((entry) => [entry.landingId, entry.lane]), [[high, 5], [low, 0]]);
-    assert.ok(json.waiting.every((entry) => typeof entry.etaMs === 'number' && entry.etaMs > 0), JSON.stringify(json.waiting));
+    assert.deepEqual(
+      json.waiting.map((entry) => [entry.landingId, entry.lane]),
+      [
+        [high, 5],
+        [low, 0],
+      ],
+    );
+    assert.ok(
+      json.waiting.every((entry) => typeof entry.etaMs === 'number' && entry.etaMs > 0),
+      JSON.stringify(json.waiting),
+    );
     assert.ok(json.recentTurnMs.length >= 1, 'the warm-up landing’s turn was timed');
 
     // Every queue that runs: this one with its holder and line.
     const all = await run(['queue']);
     assert.equal(all.code, 0, all.stderr);
     assert.match(all.stdout, /^TARGET +HOLDER +WAITING +NEXT ETA +ADMITTED +BATCHES +REPO$/m);
-    assert.match(all.stdout, new RegExp(`^main +(?:${literally(pacer)}|batch \\S+\\.batch-\\d+) +2 +~(?:\\d+ m \\d+ s|[0-9.]+ s) +\\d+ +\\d+ +${literally(repo.url)}$`, 'm'));
+    assert.match(
+      all.stdout,
+      new RegExp(`^main +(?:${literally(pacer)}|batch \\S+\\.batch-\\d+) +2 +~(?:\\d+ m \\d+ s|[0-9.]+ s) +\\d+ +\\d+ +${literally(repo.url)}$`, 'm'),
+    );
     const half = await run(['queue', repo.url]);
     assert.equal(half.code, 2);
     assert.match(half.stderr, /^tarmac: queue: missing <target>/);
@@ -293,7 +367,13 @@ describe('tarmac CLI: every command, end to end', () => {
     assert.ok(batchId, JSON.stringify(views[0].outcome));
     assert.equal(views[1].outcome.batch?.id, batchId, 'one batch');
     const landed = await run(['status', high]);
-    assert.match(landed.stdout, new RegExp(`^batch: merged in ${literally(batchId)}, gate round 1 on tree [0-9a-f]{7} \\(its commit [0-9a-f]{7}\\); merged together: ${literally(high)}, ${literally(low)}$`, 'm'));
+    assert.match(
+      landed.stdout,
+      new RegExp(
+        `^batch: merged in ${literally(batchId)}, gate round 1 on tree [0-9a-f]{7} \\(its commit [0-9a-f]{7}\\); merged together: ${literally(high)}, ${literally(low)}$`,
+        'm',
+      ),
+    );
     const batch = await run(['status', batchId]);
     assert.equal(batch.code, 0, batch.stderr);
     assert.match(batch.stdout, new RegExp(`^${literally(batchId)} {2}COMPLETED {2}merge batch$`, 'm'));

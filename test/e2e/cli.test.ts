@@ -36,7 +36,8 @@ function terminal(raw: string): string[] {
   return rows;
 }
 
-const phasesOf = (run: CliRun) => run.lines.map((line) => /^\[\+\d+:\d\d\] phase (\S+)$/.exec(line.text)?.[1]).filter((phase): phase is string => phase !== undefined);
+const phasesOf = (run: CliRun) =>
+  run.lines.map((line) => /^\[\+\d+:\d\d\] phase (\S+)$/.exec(line.text)?.[1]).filter((phase): phase is string => phase !== undefined);
 
 /** The demo repository of `npm run demo`, with a gate that takes a few seconds so phases can be seen live. */
 function demoRepo(gateExtra: Record<string, unknown> = {}, base: Files = {}, branches?: FixtureBranch[]) {
@@ -56,7 +57,8 @@ function demoRepo(gateExtra: Record<string, unknown> = {}, base: Files = {}, bra
             message: 'greeting: say hello to someone',
             files: {
               'greeting.js': "module.exports = (name) => (name ? `hello, ${name}` : 'hello');\n",
-              'test.js': "const assert = require('node:assert');\nconst greet = require('./greeting.js');\nassert.strictEqual(greet(), 'hello');\nassert.strictEqual(greet('ada'), 'hello, ada');\nconsole.log('ok');\n",
+              'test.js':
+                "const assert = require('node:assert');\nconst greet = require('./greeting.js');\nassert.strictEqual(greet(), 'hello');\nassert.strictEqual(greet('ada'), 'hello, ada');\nconsole.log('ok');\n",
             },
           },
         ],
@@ -81,7 +83,11 @@ describe('tarmac CLI against the real stack', () => {
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     const id = /^landing (\S+) started: feature\/greeting@[0-9a-f]{7} onto main@[0-9a-f]{7}$/m.exec(run.stdout)?.[1];
     assert.ok(id, run.stdout);
-    assert.match(run.stdout, new RegExp(`^ {2}${stack.apiUrl.replace(/[.]/g, '\\.')}/v1/landings/${id.replace(/[.]/g, '\\.')}$`, 'm'), 'the URL of the landing');
+    assert.match(
+      run.stdout,
+      new RegExp(`^ {2}${stack.apiUrl.replace(/[.]/g, '\\.')}/v1/landings/${id.replace(/[.]/g, '\\.')}$`, 'm'),
+      'the URL of the landing',
+    );
     assert.deepEqual(phasesOf(run), ['validate', 'prepare', 'rebase', 'questions', 'gate', 'verify', 'queue', 'merge', 'cleanup', 'done']);
     assert.match(run.stdout, /^\[\+\d+:\d\d\] gate ✓ test round 1 passed \(exit 0, [\d.]+ s\) on tree [0-9a-f]{7} · log /m);
     assert.match(run.stdout, /^\[\+\d+:\d\d\] outcome landed: /m);
@@ -145,13 +151,32 @@ describe('tarmac CLI against the real stack', () => {
     const title = screen.findIndex((line) => /land\.origin\.main\.\S+ {2}phase done {2}→ landed$/.test(line));
     assert.ok(title !== -1, `the final picture has the phase and the outcome:\n${screen.join('\n')}`);
     assert.equal(screen.filter((line) => / phase /.test(line)).length, 1, 'one block, not a scroll of copies');
-    for (const step of ['capsule.inspectTarget', 'capsule.prepareRun', 'capsule.rebaseBranches', 'gate.runSuite:test#1', 'capsule.fastForwardTarget', 'capsule.finishRun']) {
-      assert.ok(screen.some((line) => line.startsWith(`  ✓ ${step} `)), `step ${step} is marked done`);
+    for (const step of [
+      'capsule.inspectTarget',
+      'capsule.prepareRun',
+      'capsule.rebaseBranches',
+      'gate.runSuite:test#1',
+      'capsule.fastForwardTarget',
+      'capsule.finishRun',
+    ]) {
+      assert.ok(
+        screen.some((line) => line.startsWith(`  ✓ ${step} `)),
+        `step ${step} is marked done`,
+      );
     }
-    assert.ok(screen.some((line) => /^ {2}tokens 0 in \/ 0 out · cost \$0\.0000 · containers 1 · sessions 0 · capsules \d+ · wall [\d.]+ s$/.test(line)), 'the meters');
-    assert.ok(screen.some((line) => line === '  │ ok'), 'the log tail shows the suite output');
+    assert.ok(
+      screen.some((line) => /^ {2}tokens 0 in \/ 0 out · cost \$0\.0000 · containers 1 · sessions 0 · capsules \d+ · wall [\d.]+ s$/.test(line)),
+      'the meters',
+    );
+    assert.ok(
+      screen.some((line) => line === '  │ ok'),
+      'the log tail shows the suite output',
+    );
     // The redrawn block must never wrap, or the cursor could not get back to its top (the summary after it may).
-    const block = screen.slice(title, screen.findIndex((line) => line.startsWith('outcome: landed')));
+    const block = screen.slice(
+      title,
+      screen.findIndex((line) => line.startsWith('outcome: landed')),
+    );
     assert.ok(block.length > 8 && block.every((line) => line.length < 100), `no line of the block wider than the terminal:\n${block.join('\n')}`);
     assert.equal(branchHead(repo.path, 'main'), branchHead(repo.path, 'feature/greeting'));
   });
@@ -181,13 +206,21 @@ describe('tarmac CLI against the real stack', () => {
 
   it('status shows a pending question; answer lets the landing go on; watch follows it to landed', async () => {
     const repo = demoRepo({}, {}, [
-      { name: 'feature/gate', commits: [{ message: 'gate: no sleep', files: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]) } }] },
+      {
+        name: 'feature/gate',
+        commits: [{ message: 'gate: no sleep', files: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]) } }],
+      },
     ]);
     const started = await tarmac(['land', repo.url, 'feature/gate', '--onto', 'main'], { apiUrl: stack.apiUrl });
     assert.equal(started.code, 0, started.stderr);
     const id = /^landing (\S+) started/m.exec(started.stdout)![1]!;
     assert.match(started.stdout, new RegExp(`follow it with: tarmac watch ${id.replace(/[.]/g, '\\.')}`));
-    await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.body.pendingQuestions?.length === 1, 60_000, 'the question');
+    await waitFor(
+      () => stack.api('GET', `/v1/landings/${id}`),
+      (response) => response.body.pendingQuestions?.length === 1,
+      60_000,
+      'the question',
+    );
 
     const status = await tarmac(['status', id], { apiUrl: stack.apiUrl });
     assert.equal(status.code, 0);
@@ -243,7 +276,10 @@ describe('tarmac CLI against the real stack', () => {
 
   it('watch --logs rides out an API restart: it resumes with Last-Event-ID; every phase and log line shown once, in order', async () => {
     // The gate talks, pauses (the API restarts meanwhile), then talks again.
-    const repo = demoRepo({}, { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'echo tick-1; sleep 3; echo tick-2; make test'] }]) });
+    const repo = demoRepo(
+      {},
+      { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'echo tick-1; sleep 3; echo tick-2; make test'] }]) },
+    );
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/greeting'], target: 'main' });
     assert.equal(created.status, 201);
     const port = await freePort();
@@ -276,7 +312,11 @@ describe('tarmac CLI against the real stack', () => {
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     assert.ok(restartedOnce, 'the API was restarted mid-watch');
     assert.match(run.stderr, /event stream interrupted .*reconnecting, attempt 1, after event \d+/, 'the reconnection is reported on stderr');
-    assert.deepEqual(phasesOf(run), ['validate', 'prepare', 'rebase', 'questions', 'gate', 'verify', 'queue', 'merge', 'cleanup', 'done'], 'no phase missed or repeated');
+    assert.deepEqual(
+      phasesOf(run),
+      ['validate', 'prepare', 'rebase', 'questions', 'gate', 'verify', 'queue', 'merge', 'cleanup', 'done'],
+      'no phase missed or repeated',
+    );
     assert.equal(run.lines.filter((line) => / gate ✓ test round 1 passed/.test(line.text)).length, 1);
     // Log lines have no journal number: only the resume cursor keeps them from being sent again.
     const logs = run.lines.filter((line) => line.text.startsWith('log ')).map((line) => line.text.replace(/^log \S+: /, ''));

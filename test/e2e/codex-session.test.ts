@@ -53,11 +53,19 @@ const script: Script = {
       turns: [
         { text: 'Reading the README first.', toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'README.md' } }], usage: usage.read },
         { toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: 'NOTES.md', content: notes } }], usage: usage.write },
-        { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'git add NOTES.md && git commit -q -m "Add NOTES.md through the tool gateway"' } }], usage: usage.commit },
+        {
+          toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'git add NOTES.md && git commit -q -m "Add NOTES.md through the tool gateway"' } }],
+          usage: usage.commit,
+        },
         { text: 'Added NOTES.md and committed it.', usage: usage.answer },
         // The follow-up (a new message in the same thread): the endpoint continues this conversation only if Codex resumed it.
         { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'NOTES.md' } }], usage: usage.followRead },
-        { toolCalls: [{ name: 'mcp__tarmac__edit_file', input: { path: 'NOTES.md', find: 'through the tool gateway', replace: 'through the tool gateway, twice' } }], usage: usage.followEdit },
+        {
+          toolCalls: [
+            { name: 'mcp__tarmac__edit_file', input: { path: 'NOTES.md', find: 'through the tool gateway', replace: 'through the tool gateway, twice' } },
+          ],
+          usage: usage.followEdit,
+        },
         { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'git commit -q -am "Follow-up: amend NOTES.md"' } }], usage: usage.followCommit },
         { text: 'Follow-up done: NOTES.md says twice.', usage: usage.followAnswer },
       ],
@@ -68,7 +76,10 @@ const script: Script = {
       turns: [
         { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'README.md' } }], usage: usage.reviewRead },
         { toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: 'README.md', content: 'defaced\n' } }], usage: usage.reviewWrite },
-        { text: 'Reviewed README.md: one note.\n```tarmac-result\n{"findings": [{"file": "README.md", "line": 1, "severity": "minor", "message": "say what the fixture is for"}]}\n```', usage: usage.reviewAnswer },
+        {
+          text: 'Reviewed README.md: one note.\n```tarmac-result\n{"findings": [{"file": "README.md", "line": 1, "severity": "minor", "message": "say what the fixture is for"}]}\n```',
+          usage: usage.reviewAnswer,
+        },
       ],
     },
   ],
@@ -89,7 +100,9 @@ function totals(turns: ScriptUsage[]) {
 /** The tools the first request of a conversation declared, as `name` or `namespace__name`. */
 function declaredTools(body: unknown): string[] {
   const tools = (body as { tools?: { type: string; name?: string; tools?: { name: string }[] }[] }).tools ?? [];
-  return tools.flatMap((tool) => (tool.type === 'namespace' ? (tool.tools ?? []).map((inner) => `${tool.name}__${inner.name}`) : [tool.name ?? tool.type])).sort();
+  return tools
+    .flatMap((tool) => (tool.type === 'namespace' ? (tool.tools ?? []).map((inner) => `${tool.name}__${inner.name}`) : [tool.name ?? tool.type]))
+    .sort();
 }
 
 describe('real agents: Codex sessions through the model gateway and the tool gateway', { skip, timeout: 600_000 }, () => {
@@ -109,7 +122,10 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
         const found = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: ['tarmac.harness=codex'] }) }).catch(() => []);
         for (const info of found) {
           if (inspected.has(info.Id)) continue;
-          const details = await stack.docker.getContainer(info.Id).inspect().catch(() => undefined);
+          const details = await stack.docker
+            .getContainer(info.Id)
+            .inspect()
+            .catch(() => undefined);
           if (details) inspected.set(info.Id, JSON.stringify(details));
         }
         await new Promise((resolve) => setTimeout(resolve, 150));
@@ -126,7 +142,11 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
 
   async function run(request: SessionRequest): Promise<SessionOutcome> {
     runIds.push(request.runId);
-    const handle = await stack.client.workflow.start('agentSession', { workflowId: `${request.runId}.${request.sessionId}`, taskQueue: stack.config.taskQueue, args: [request] });
+    const handle = await stack.client.workflow.start('agentSession', {
+      workflowId: `${request.runId}.${request.sessionId}`,
+      taskQueue: stack.config.taskQueue,
+      args: [request],
+    });
     return (await handle.result()) as SessionOutcome;
   }
 
@@ -149,7 +169,11 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     // A run workspace the test prepares with the worker's own capsule (as a landing's prepare does), so
     // the session's commits stay there to be read; a fresh session would clean its workspace up.
     const runId = `codex-e2e.${Date.now().toString(36)}`;
-    const { hostId, baseSha } = await createGitActivities({ dataDir: stack.dataDir, hostId: 'test-host' }).prepareSessionWorkspace({ runId, repo: repo.url, ref: 'main' });
+    const { hostId, baseSha } = await createGitActivities({ dataDir: stack.dataDir, hostId: 'test-host' }).prepareSessionWorkspace({
+      runId,
+      repo: repo.url,
+      ref: 'main',
+    });
     const worktree = runPaths(stack.dataDir, runId).worktree;
 
     const first = await run({
@@ -164,7 +188,10 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     });
     const seen = () => JSON.stringify(endpoint.requests.map((request) => [request.conversation, request.turn, request.outcome, request.message ?? '']));
     assert.equal(first.status, 'delivered', `${first.summary}\nendpoint: ${seen()}\nattempts: ${JSON.stringify(first.attempts)}`);
-    assert.deepEqual(first.attempts.map((attempt) => [attempt.class, attempt.exitCode, attempt.commitsAdded]), [['delivered', 0, 1]]);
+    assert.deepEqual(
+      first.attempts.map((attempt) => [attempt.class, attempt.exitCode, attempt.commitsAdded]),
+      [['delivered', 0, 1]],
+    );
     assert.equal(first.result?.summary, 'Added NOTES.md and committed it.');
     assert.ok(first.attempts[0]!.durationMs < 60_000, `Codex ended promptly after its answer (${first.attempts[0]!.durationMs} ms)`);
 
@@ -185,8 +212,12 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     // What Codex offered the model: the gateway's tools, and none of its own shell, patch, web or agent tools.
     const [opening] = requestsOf('codex-fixer');
     const tools = declaredTools(opening!.body);
-    for (const name of ['read_file', 'list_files', 'search', 'edit_file', 'write_file', 'run_command']) assert.ok(tools.includes(`mcp__tarmac__${name}`), `${name} offered: ${tools.join(", ")}`);
-    const foreign = tools.filter((name) => !name.startsWith('mcp__tarmac__') && !['list_mcp_resources', 'list_mcp_resource_templates', 'read_mcp_resource', 'request_user_input'].includes(name));
+    for (const name of ['read_file', 'list_files', 'search', 'edit_file', 'write_file', 'run_command'])
+      assert.ok(tools.includes(`mcp__tarmac__${name}`), `${name} offered: ${tools.join(', ')}`);
+    const foreign = tools.filter(
+      (name) =>
+        !name.startsWith('mcp__tarmac__') && !['list_mcp_resources', 'list_mcp_resource_templates', 'read_mcp_resource', 'request_user_input'].includes(name),
+    );
     assert.deepEqual(foreign, [], 'no tool of Codex’s own that acts (shell, apply_patch, web search, subagents, images)');
     assert.ok(!tools.some((name) => name.startsWith('mcp__branch')), 'the branch’s .codex/config.toml added nothing');
 
@@ -195,9 +226,19 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     const expected = totals(firstTurns);
     assert.deepEqual([first.meters.inputTokens, first.meters.outputTokens], [expected.input, expected.output], JSON.stringify(first.meters));
     assert.ok(Math.abs(first.meters.costUsd - expected.cost) < 1e-9, `cost ${first.meters.costUsd}, expected ${expected.cost}`);
-    assert.deepEqual(first.attempts[0]!.modelUsage, { inputTokens: expected.input, outputTokens: expected.output, costUsd: first.meters.costUsd, requests: 4, budgetRefusals: 0 });
-    assert.deepEqual(requestsOf('codex-fixer').map((request) => [request.path, request.outcome, request.turn, request.model]), [0, 1, 2, 3].map((turn) => ['/v1/responses', 'turn', turn, model]));
-    for (const request of endpoint.requests) assert.equal(request.headers.authorization, `Bearer ${secret}`, 'the gateway put the worker key in place of the placeholder');
+    assert.deepEqual(first.attempts[0]!.modelUsage, {
+      inputTokens: expected.input,
+      outputTokens: expected.output,
+      costUsd: first.meters.costUsd,
+      requests: 4,
+      budgetRefusals: 0,
+    });
+    assert.deepEqual(
+      requestsOf('codex-fixer').map((request) => [request.path, request.outcome, request.turn, request.model]),
+      [0, 1, 2, 3].map((turn) => ['/v1/responses', 'turn', turn, model]),
+    );
+    for (const request of endpoint.requests)
+      assert.equal(request.headers.authorization, `Bearer ${secret}`, 'the gateway put the worker key in place of the placeholder');
 
     // The follow-up: a new message in the same Codex thread (codex exec resume), so the endpoint's
     // conversation goes on at its fifth turn, with the earlier turns in the request.
@@ -214,9 +255,21 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     });
     assert.equal(second.status, 'delivered', `${second.summary}\nendpoint: ${seen()}`);
     assert.deepEqual(second.attempts[0]!.continued, { sessionId: 'fixer-1', attempt: 1, harnessModel: agent });
-    assert.deepEqual(requestsOf('codex-fixer').slice(4).map((request) => [request.outcome, request.turn]), [['turn', 4], ['turn', 5], ['turn', 6], ['turn', 7]], seen());
+    assert.deepEqual(
+      requestsOf('codex-fixer')
+        .slice(4)
+        .map((request) => [request.outcome, request.turn]),
+      [
+        ['turn', 4],
+        ['turn', 5],
+        ['turn', 6],
+        ['turn', 7],
+      ],
+      seen(),
+    );
     const history = JSON.stringify((requestsOf('codex-fixer')[4]!.body as { input: unknown[] }).input);
-    for (const earlier of ['tarmac-e2e: codex fixer', 'Added NOTES.md and committed it.', 'Now say \\"twice\\" in NOTES.md']) assert.ok(history.includes(earlier), `the resumed request carries ${earlier}`);
+    for (const earlier of ['tarmac-e2e: codex fixer', 'Added NOTES.md and committed it.', 'Now say \\"twice\\" in NOTES.md'])
+      assert.ok(history.includes(earlier), `the resumed request carries ${earlier}`);
     assert.equal(git(worktree, 'show', `${second.headSha}:NOTES.md`), 'Written by Codex through the tool gateway, twice.');
     assert.equal(git(worktree, 'rev-list', '--count', `${first.headSha}..${second.headSha}`), '1');
     assert.deepEqual(
@@ -257,13 +310,20 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     });
     assert.equal(outcome.status, 'delivered', outcome.summary);
     assert.equal(outcome.result?.summary, 'Reviewed README.md: one note.');
-    assert.deepEqual(outcome.result?.findings, [{ file: 'README.md', line: 1, severity: 'minor', message: 'say what the fixture is for' }], 'findings read from the tarmac-result block');
+    assert.deepEqual(
+      outcome.result?.findings,
+      [{ file: 'README.md', line: 1, severity: 'minor', message: 'say what the fixture is for' }],
+      'findings read from the tarmac-result block',
+    );
     assert.equal(outcome.attempts[0]!.commitsAdded, 0);
     const calls = telemetry(runId, 'reviewer-1');
-    assert.deepEqual(calls.map((entry) => [entry.tool, entry.path ?? null, Boolean(entry.refused)]), [
-      ['read_file', 'README.md', false],
-      ['write_file', 'README.md', true],
-    ]);
+    assert.deepEqual(
+      calls.map((entry) => [entry.tool, entry.path ?? null, Boolean(entry.refused)]),
+      [
+        ['read_file', 'README.md', false],
+        ['write_file', 'README.md', true],
+      ],
+    );
     // The refusal reached the model as the tool's answer.
     const third = JSON.stringify((requestsOf('codex-reviewer')[2]!.body as { input: unknown[] }).input);
     assert.ok(third.includes(calls[1]!.refused!.slice(0, 40)), 'the model saw the refusal');

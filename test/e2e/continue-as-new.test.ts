@@ -9,7 +9,7 @@ import { readEvents, type WireEvent } from '../helpers/sse';
 import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 const base = {
-  'Makefile': 'test:\n\tnode test.js\n',
+  Makefile: 'test:\n\tnode test.js\n',
   'value.js': 'module.exports = 1;\n',
   'test.js': "if (require('./value.js') < 1) process.exit(1);\nconsole.log('suite ok');\n",
   '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'], timeout: '2m' }]),
@@ -52,11 +52,23 @@ describe('a landing continues as new when its history is long: one run to the AP
     const live = readEvents(url, testToken, { stop: (event) => event.event === 'end', timeoutMs: 240_000 });
 
     // Questions first (the branch changes the gate file): the question waits in a run that may have continued.
-    const waiting = await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.body.pendingQuestions?.length === 1, 120_000, 'the question');
+    const waiting = await waitFor(
+      () => stack.api('GET', `/v1/landings/${id}`),
+      (response) => response.body.pendingQuestions?.length === 1,
+      120_000,
+      'the question',
+    );
     assert.match(waiting.body.pendingQuestions[0].question, /land-gate\.json/);
     const answered = await stack.api('POST', `/v1/landings/${id}/answers`, { text: 'approve' });
     assert.equal(answered.status, 200, JSON.stringify(answered.body));
-    const view = (await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.body.workflowStatus !== 'RUNNING', 180_000, 'the landing to finish')).body;
+    const view = (
+      await waitFor(
+        () => stack.api('GET', `/v1/landings/${id}`),
+        (response) => response.body.workflowStatus !== 'RUNNING',
+        180_000,
+        'the landing to finish',
+      )
+    ).body;
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
     assert.equal(branchHead(repo.path, 'main'), branchHead(repo.path, 'feature/gate'));
 
@@ -64,12 +76,20 @@ describe('a landing continues as new when its history is long: one run to the AP
     const runs: { runId: string; status: string; events: number; bytes: number }[] = [];
     for await (const execution of stack.client.workflow.list({ query: `WorkflowId = '${id}'` })) {
       const description = await stack.client.workflow.getHandle(id, execution.runId).describe();
-      runs.push({ runId: execution.runId, status: execution.status.name, events: description.historyLength, bytes: Number(description.raw.workflowExecutionInfo?.historySizeBytes ?? 0) });
+      runs.push({
+        runId: execution.runId,
+        status: execution.status.name,
+        events: description.historyLength,
+        bytes: Number(description.raw.workflowExecutionInfo?.historySizeBytes ?? 0),
+      });
     }
     runs.reverse();
     console.log(`landing ${id}: ${runs.length} runs; history per run (events, bytes): ${runs.map((run) => `${run.events}/${run.bytes}`).join(', ')}`);
     assert.ok(runs.length >= 2, `the landing continued as new (runs: ${runs.length})`);
-    assert.deepEqual(runs.map((run) => run.status), [...runs.slice(1).map(() => 'CONTINUED_AS_NEW'), 'COMPLETED']);
+    assert.deepEqual(
+      runs.map((run) => run.status),
+      [...runs.slice(1).map(() => 'CONTINUED_AS_NEW'), 'COMPLETED'],
+    );
     // A run continues at the first phase boundary past the budget: one phase (at most a few dozen events here) over it.
     for (const run of runs) assert.ok(run.events < 20 + 60, `run ${run.runId} stayed near its budget (${run.events} events)`);
 
@@ -77,11 +97,16 @@ describe('a landing continues as new when its history is long: one run to the AP
     const replayed = await readEvents(url, testToken, { stop: (event) => event.event === 'end' });
     const journal = replayed.filter((event) => event.event !== 'end');
     const numbers = journal.map((event) => event.data.seq as number);
-    assert.deepEqual(numbers, Array.from({ length: numbers.length }, (_, index) => index + 1), 'numbered 1..N with no gap and no repeat');
+    assert.deepEqual(
+      numbers,
+      Array.from({ length: numbers.length }, (_, index) => index + 1),
+      'numbered 1..N with no gap and no repeat',
+    );
     assert.equal(journal.filter((event) => event.event === 'trimmed').length, 0, 'nothing trimmed');
     const continues = journal.filter((event) => event.event === 'step' && event.data.name === 'workflow.continueAsNew');
     assert.equal(continues.length, runs.length - 1, 'each continue-as-new is in the stream, with its reason');
-    for (const event of continues) assert.match(event.data.detail, /its history has \d+ events \(continues at 20\): run \d+ of this landing goes on with phase \w+/);
+    for (const event of continues)
+      assert.match(event.data.detail, /its history has \d+ events \(continues at 20\): run \d+ of this landing goes on with phase \w+/);
     const phases = journal.filter((event) => event.event === 'phase').map((event) => event.data.phase as string);
     assert.deepEqual(phases, ['validate', 'prepare', 'rebase', 'questions', 'gate', 'verify', 'queue', 'merge', 'cleanup', 'done']);
     assert.deepEqual(
@@ -102,7 +127,9 @@ describe('a landing continues as new when its history is long: one run to the AP
     // Resuming from a cursor in the first run: exactly the rest, across the runs.
     const firstRunEnd = journal.indexOf(continues[0]!);
     const resumeAt: WireEvent = journal[Math.floor(firstRunEnd / 2)]!;
-    const resumed = (await readEvents(url, testToken, { lastEventId: resumeAt.id!, stop: (event) => event.event === 'end' })).filter((event) => event.event !== 'end');
+    const resumed = (await readEvents(url, testToken, { lastEventId: resumeAt.id!, stop: (event) => event.event === 'end' })).filter(
+      (event) => event.event !== 'end',
+    );
     assert.deepEqual(
       resumed.map((event) => event.data.seq),
       numbers.filter((seq) => seq > resumeAt.data.seq),

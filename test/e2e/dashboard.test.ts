@@ -45,7 +45,13 @@ describe('the dashboard in a real browser against the real stack', () => {
     await buildDashboard();
     cpSync(defaultRecipesDir, recipesDir, { recursive: true });
     const panels = JSON.parse(readFileSync(join(recipesDir, 'panels.json'), 'utf8'));
-    panels.panels['script-one'] = { reviewers: ['script#reviewer-a'], quorum: 1, blockingSeverities: ['blocking'], promptVersion: 'v1', prompt: 'Review the listed files.' };
+    panels.panels['script-one'] = {
+      reviewers: ['script#reviewer-a'],
+      quorum: 1,
+      blockingSeverities: ['blocking'],
+      promptVersion: 'v1',
+      prompt: 'Review the listed files.',
+    };
     writeFileSync(join(recipesDir, 'panels.json'), `${JSON.stringify(panels, null, 2)}\n`);
     // A CORS-enabled API: the event stream must carry the CORS headers too.
     const corsBefore = process.env.TARMAC_API_CORS_ORIGINS;
@@ -61,13 +67,21 @@ describe('the dashboard in a real browser against the real stack', () => {
 
     // A landing whose branch conflicts with the moved target: its resolver asks before it resolves.
     const conflict = createFixtureRepo({
-      base: { 'shared.txt': 'base\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'test -f shared.txt'] }], { fixup: { maxRounds: 0 } }) },
+      base: {
+        'shared.txt': 'base\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'test -f shared.txt'] }], { fixup: { maxRounds: 0 } }),
+      },
       branches: [{ name: 'feature/one', commits: [{ message: 'one: change shared', files: { 'shared.txt': 'one\n' } }] }],
     });
     conflict.advanceTarget('target changes shared', { 'shared.txt': 'target\n' });
     repos.push(conflict);
     const asker = 'script#resolver:ask-keep';
-    const created = await stack.api('POST', '/v1/landings', { repo: conflict.url, branches: ['feature/one'], target: 'main', agents: { resolver: asker, ladder: [asker] } });
+    const created = await stack.api('POST', '/v1/landings', {
+      repo: conflict.url,
+      branches: ['feature/one'],
+      target: 'main',
+      agents: { resolver: asker, ladder: [asker] },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     ids.resolver = created.body.id;
 
@@ -75,7 +89,15 @@ describe('the dashboard in a real browser against the real stack', () => {
       executablePath: chromiumPath,
       headless: true,
       // Anything not on loopback goes to a proxy that is not there: nothing can leave the machine.
-      args: ['--no-sandbox', '--no-first-run', '--no-default-browser-check', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--proxy-server=http://127.0.0.1:9'],
+      args: [
+        '--no-sandbox',
+        '--no-first-run',
+        '--no-default-browser-check',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--proxy-server=http://127.0.0.1:9',
+      ],
     });
     context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
     context.setDefaultTimeout(60_000);
@@ -116,7 +138,11 @@ describe('the dashboard in a real browser against the real stack', () => {
     await page.getByLabel('API token').waitFor();
     assert.equal(await page.locator('main').count(), 1);
     assert.equal(await page.locator('[data-testid="runs"], [data-section], nav').count(), 0, 'nothing but the login');
-    assert.deepEqual(requests.filter((url) => new URL(url).pathname.startsWith('/v1/')), [], 'no data call without a token');
+    assert.deepEqual(
+      requests.filter((url) => new URL(url).pathname.startsWith('/v1/')),
+      [],
+      'no data call without a token',
+    );
 
     await page.getByLabel('API token').focus();
     await page.keyboard.type('not-the-token');
@@ -144,12 +170,20 @@ describe('the dashboard in a real browser against the real stack', () => {
 
   it('a red gate fixed by a fixup round: the live log grows while the gate runs and resumes after the connection drops; red superseded by green', async () => {
     repoFixup = createFixtureRepo({
-      base: { 'check.sh': slowCheck, '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'], timeout: '2m' }], { review: { panel: 'script-one', quorum: 1 } }) },
+      base: {
+        'check.sh': slowCheck,
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'], timeout: '2m' }], { review: { panel: 'script-one', quorum: 1 } }),
+      },
       branches: [{ name: 'feature/f', commits: [{ message: 'feature without the fix', files: { 'feature.txt': 'f\n' } }] }],
     });
     repos.push(repoFixup);
     const fixer = 'script#fixer:write-fixed';
-    const created = await stack.api('POST', '/v1/landings', { repo: repoFixup.url, branches: ['feature/f'], target: 'main', agents: { fixer, ladder: [fixer] } });
+    const created = await stack.api('POST', '/v1/landings', {
+      repo: repoFixup.url,
+      branches: ['feature/f'],
+      target: 'main',
+      agents: { fixer, ladder: [fixer] },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = (ids.fixup = created.body.id as string);
 
@@ -161,17 +195,34 @@ describe('the dashboard in a real browser against the real stack', () => {
 
     await openRun(id);
     const ticks = page.locator('[data-testid="log"] li').filter({ hasText: /tick \d+/ });
-    await waitFor(() => ticks.count(), (count) => count >= 3, 90_000, 'the first gate round to print');
+    await waitFor(
+      () => ticks.count(),
+      (count) => count >= 3,
+      90_000,
+      'the first gate round to print',
+    );
     const before = await ticks.count();
     await stack.restartApi();
     await page.locator('[data-stream-state="reconnecting"]').waitFor();
     await page.locator('[data-stream-state="live"]').waitFor();
-    await waitFor(() => ticks.count(), (count) => count > before + 3, 60_000, 'the log to go on after the reconnect');
+    await waitFor(
+      () => ticks.count(),
+      (count) => count > before + 3,
+      60_000,
+      'the log to go on after the reconnect',
+    );
     // No gap and no repeat: in each gate log the ticks run 1, 2, 3… across the drop.
-    const lines = await ticks.evaluateAll((items) => items.map((item) => ({ file: item.getAttribute('data-file') ?? '', n: Number(/tick (\d+)/.exec(item.textContent ?? '')?.[1]) })));
+    const lines = await ticks.evaluateAll((items) =>
+      items.map((item) => ({ file: item.getAttribute('data-file') ?? '', n: Number(/tick (\d+)/.exec(item.textContent ?? '')?.[1]) })),
+    );
     const byFile = new Map<string, number[]>();
     for (const line of lines) byFile.set(line.file, [...(byFile.get(line.file) ?? []), line.n]);
-    for (const [file, numbers] of byFile) assert.deepEqual(numbers, numbers.map((_, index) => index + 1), `${file}: every tick once, in order`);
+    for (const [file, numbers] of byFile)
+      assert.deepEqual(
+        numbers,
+        numbers.map((_, index) => index + 1),
+        `${file}: every tick once, in order`,
+      );
 
     assert.equal(await outcomeOf(id), 'landed');
     await page.locator('[data-field="outcome"]').filter({ hasText: 'landed' }).waitFor();
@@ -186,11 +237,17 @@ describe('the dashboard in a real browser against the real stack', () => {
     assert.equal(await green.getAttribute('data-status'), 'passed');
     assert.equal(await page.locator('li[data-step="fix.loop:fixup-1"]').getAttribute('data-status'), 'done');
     assert.match((await page.locator('li[data-step="gate.runSuite:test#1"]').getAttribute('data-markers')) ?? '', /superseded/);
-    await page.locator(`[data-fix-loop="${id}.fixup-1"]`).filter({ hasText: /fixed; playbook/ }).waitFor();
+    await page
+      .locator(`[data-fix-loop="${id}.fixup-1"]`)
+      .filter({ hasText: /fixed; playbook/ })
+      .waitFor();
     assert.equal(await page.locator('tr[data-session="fixup-1-implementer-1"] [data-field="rung"]').innerText(), '1');
     // A log link shows that gate's log.
     // (The red row also links its evidence runs' logs: again on the same tree, on the base.)
-    assert.deepEqual(await red.locator('[data-evidence]').evaluateAll((items) => items.map((item) => item.getAttribute('data-evidence'))), ['same-tree', 'base']);
+    assert.deepEqual(await red.locator('[data-evidence]').evaluateAll((items) => items.map((item) => item.getAttribute('data-evidence'))), [
+      'same-tree',
+      'base',
+    ]);
     await red.getByRole('button', { name: 'Show the log of test, round 1', exact: true }).click();
     assert.equal(await page.evaluate('document.activeElement && document.activeElement.id'), 'log', 'the log link moves focus to the log');
     assert.ok((await page.locator('[data-testid="log"] li').count()) > 0);
@@ -218,13 +275,16 @@ describe('the dashboard in a real browser against the real stack', () => {
     await screenshot('resolver');
   });
 
-  it('the merge queue: the queues page shows the holder and the line (keyboard); a batch lands one, names the other its culprit; both pages and the batch\'s show it', async () => {
+  it("the merge queue: the queues page shows the holder and the line (keyboard); a batch lands one, names the other its culprit; both pages and the batch's show it", async () => {
     const repo = queueRepo(['a1', 'b']);
     repos.push(repo);
     const pacer = await holdTarget(stack, repo);
     const good = await startLanding(stack, repo, 'feature/a1');
     // The bad one in a lower lane: behind a1 whenever it arrives (a batch's culprit is the member whose prefix is red first).
-    const bad = await startLanding(stack, repo, 'feature/b', { priority: -1, agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] } });
+    const bad = await startLanding(stack, repo, 'feature/b', {
+      priority: -1,
+      agents: { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] },
+    });
     await allWaiting(stack, pacer, [good, bad]);
 
     await page.goto(`${stack.apiUrl}/dashboard/#/`);
@@ -236,7 +296,9 @@ describe('the dashboard in a real browser against the real stack', () => {
     assert.match(await queue.locator('[data-field="holder"]').innerText(), new RegExp(pacer.replace(/[.]/g, '\\.')));
     const rows = queue.locator('tr[data-landing]');
     assert.deepEqual(
-      await rows.evaluateAll((items) => items.map((item) => [item.getAttribute('data-landing'), item.getAttribute('data-position'), item.getAttribute('data-lane')])),
+      await rows.evaluateAll((items) =>
+        items.map((item) => [item.getAttribute('data-landing'), item.getAttribute('data-position'), item.getAttribute('data-lane')]),
+      ),
       [
         [good, '0', '0'],
         [bad, '1', '-1'],
@@ -276,7 +338,10 @@ describe('the dashboard in a real browser against the real stack', () => {
     await page.locator('[data-testid="batch-members"]').waitFor();
     assert.equal(await page.locator(`tr[data-member="${good}"]`).getAttribute('data-result'), 'landed');
     assert.equal(await page.locator(`tr[data-member="${bad}"]`).getAttribute('data-result'), 'culprit');
-    assert.deepEqual(await page.locator('tr[data-batch-round]').evaluateAll((items) => items.map((item) => item.getAttribute('data-green'))), ['false', 'true']);
+    assert.deepEqual(await page.locator('tr[data-batch-round]').evaluateAll((items) => items.map((item) => item.getAttribute('data-green'))), [
+      'false',
+      'true',
+    ]);
     assert.equal(await page.locator('li[data-merge]').count(), 1);
     await screenshot('batch');
   });
@@ -285,7 +350,10 @@ describe('the dashboard in a real browser against the real stack', () => {
     // An environment whose setup needs no network: the base image plus what the setup made (tools/).
     const environment = { setup: ['mkdir -p tools && cat deps.txt > tools/ready'], inputs: ['deps.txt'] };
     const repo = createFixtureRepo({
-      base: { 'deps.txt': 'one\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'grep -qx one tools/ready'] }], { environment }) },
+      base: {
+        'deps.txt': 'one\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'grep -qx one tools/ready'] }], { environment }),
+      },
       branches: [{ name: 'feature/env', commits: [{ message: 'env feature', files: { 'env.txt': 'e\n' } }] }],
     });
     repos.push(repo);
@@ -318,7 +386,10 @@ describe('the dashboard in a real browser against the real stack', () => {
   it('the same tree again: the review panel answers from the cache, shown on the run page', async () => {
     // The fixup landing's final tree (its fix included): the panel has reviewed it already.
     const repo = createFixtureRepo({
-      base: { 'check.sh': slowCheck, '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'], timeout: '2m' }], { review: { panel: 'script-one', quorum: 1 } }) },
+      base: {
+        'check.sh': slowCheck,
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'], timeout: '2m' }], { review: { panel: 'script-one', quorum: 1 } }),
+      },
       branches: [{ name: 'feature/f', commits: [{ message: 'feature with the fix', files: { 'feature.txt': 'f\n', FIXED: 'yes\n' } }] }],
     });
     repos.push(repo);
@@ -338,7 +409,15 @@ describe('the dashboard in a real browser against the real stack', () => {
     // Every request the page made went to the API's origin, and none carried the token in its URL.
     const origin = new URL(stack.apiUrl).origin;
     assert.ok(requests.length > 0);
-    assert.deepEqual(requests.filter((url) => new URL(url).origin !== origin), [], 'nothing loaded from another origin');
-    assert.deepEqual(requests.filter((url) => url.includes(testToken)), [], 'the token never goes in a URL');
+    assert.deepEqual(
+      requests.filter((url) => new URL(url).origin !== origin),
+      [],
+      'nothing loaded from another origin',
+    );
+    assert.deepEqual(
+      requests.filter((url) => url.includes(testToken)),
+      [],
+      'the token never goes in a URL',
+    );
   });
 });

@@ -20,21 +20,33 @@ interface Dev {
 /** Starts `tarmac dev` (the README's first command, after setup) in `cwd` and waits for its API. */
 async function startDev(env: NodeJS.ProcessEnv, apiUrl: string, cwd: string): Promise<Dev> {
   // tsx's loader by absolute path: the project directory has no node_modules of its own.
-  const child = spawn(process.execPath, ['--import', join(root, 'node_modules/tsx/dist/loader.mjs'), join(root, 'bin/tarmac.ts'), 'dev'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', join(root, 'node_modules/tsx/dist/loader.mjs'), join(root, 'bin/tarmac.ts'), 'dev'], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   await waitFor(
     async () => {
       if (child.exitCode !== null) throw new Error(`tarmac dev exited (${child.exitCode}):\n${output}`);
-      return fetch(`${apiUrl}/healthz`).then((response) => response.status, () => 0);
+      return fetch(`${apiUrl}/healthz`).then(
+        (response) => response.status,
+        () => 0,
+      );
     },
     (status) => status === 200,
     120_000,
     'tarmac dev to serve /healthz',
   );
   // The worker is ready when it says so; landings would queue until then anyway.
-  await waitFor(async () => output, (text) => text.includes('worker started'), 120_000, 'the worker to start');
+  await waitFor(
+    async () => output,
+    (text) => text.includes('worker started'),
+    120_000,
+    'the worker to start',
+  );
   return { process: child, output: () => output };
 }
 
@@ -68,7 +80,14 @@ describe('tarmac dev: the README flow on one machine', () => {
     dev = await startDev(env, apiUrl, project);
     assert.match(dev.output(), new RegExp(`Temporal UI\\s+http://127.0.0.1:${uiPort}`), 'the UI port from .env');
     assert.match(dev.output(), new RegExp(`API\\s+http://127.0.0.1:${apiPort}\\s`), "the environment's API port, not the file's");
-    assert.equal(await fetch(`http://127.0.0.1:${filePort}/healthz`).then(() => 'up', () => 'down'), 'down', "nothing listens on the file's API port");
+    assert.equal(
+      await fetch(`http://127.0.0.1:${filePort}/healthz`).then(
+        () => 'up',
+        () => 'down',
+      ),
+      'down',
+      "nothing listens on the file's API port",
+    );
     const read = dev
       .output()
       .split('\n')
@@ -81,19 +100,35 @@ describe('tarmac dev: the README flow on one machine', () => {
       })
       .find((entry) => entry?.name === 'tarmac-dev' && entry.msg?.startsWith('settings read from the env file'));
     assert.ok(read, `tarmac dev logs that it read the file:\n${dev.output()}`);
-    assert.deepEqual([read.envFile, read.fromFile, read.fromEnvironment], [join(project, '.env'), ['TARMAC_TEMPORAL_UI_PORT'], ['TARMAC_API_PORT']], 'names only, never values');
+    assert.deepEqual(
+      [read.envFile, read.fromFile, read.fromEnvironment],
+      [join(project, '.env'), ['TARMAC_TEMPORAL_UI_PORT'], ['TARMAC_API_PORT']],
+      'names only, never values',
+    );
 
     // `npm run demo` + the README's curl example.
-    const demoUrl = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'scripts/demo-repo.ts'), join(dataDir, 'demo')], { cwd: root, encoding: 'utf8' }).trim();
+    const demoUrl = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'scripts/demo-repo.ts'), join(dataDir, 'demo')], {
+      cwd: root,
+      encoding: 'utf8',
+    }).trim();
     const demoPath = demoUrl.replace('file://', '');
     const token = readFileSync(join(dataDir, 'api-token'), 'utf8').trim();
     const post = (body: unknown) =>
-      fetch(`${apiUrl}/v1/landings`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${apiUrl}/v1/landings`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const get = async (id: string) => (await fetch(`${apiUrl}/v1/landings/${id}`, { headers: { authorization: `Bearer ${token}` } })).json() as Promise<any>;
     const created = await post({ repo: demoUrl, branches: ['feature/greeting'], target: 'main' });
     assert.equal(created.status, 201);
     const { id } = (await created.json()) as { id: string };
-    const landed = await waitFor(() => get(id), (view) => view.workflowStatus === 'COMPLETED', 120_000, 'the demo landing');
+    const landed = await waitFor(
+      () => get(id),
+      (view) => view.workflowStatus === 'COMPLETED',
+      120_000,
+      'the demo landing',
+    );
     assert.equal(landed.outcome.status, 'landed', landed.outcome.summary);
     assert.equal(branchHead(demoPath, 'main'), branchHead(demoPath, 'feature/greeting'));
 
@@ -105,7 +140,10 @@ describe('tarmac dev: the README flow on one machine', () => {
       30_000,
       'the Web UI to list the landing',
     );
-    assert.deepEqual(ui.executions.map((execution: any) => execution.execution.workflowId), [id]);
+    assert.deepEqual(
+      ui.executions.map((execution: any) => execution.execution.workflowId),
+      [id],
+    );
 
     // A landing in flight across Ctrl-C: its gate is still running when `tarmac dev` stops.
     const slow = createFixtureRepo({
@@ -115,15 +153,32 @@ describe('tarmac dev: the README flow on one machine', () => {
     });
     const slowCreated = await post({ repo: slow.url, branches: ['feature/slow'], target: 'main' });
     const slowId = ((await slowCreated.json()) as { id: string }).id;
-    await waitFor(() => get(slowId), (view) => view.phase === 'gate', 60_000, 'the slow landing to reach its gate');
+    await waitFor(
+      () => get(slowId),
+      (view) => view.phase === 'gate',
+      60_000,
+      'the slow landing to reach its gate',
+    );
     dev.process.kill('SIGINT');
     const code = await new Promise<number | null>((done) => dev!.process.once('exit', (exitCode) => done(exitCode)));
     assert.equal(code, 0, `tarmac dev stops cleanly on Ctrl-C:\n${dev.output()}`);
-    assert.equal(await fetch(`${apiUrl}/healthz`).then(() => 'up', () => 'down'), 'down', 'the API stopped with it');
+    assert.equal(
+      await fetch(`${apiUrl}/healthz`).then(
+        () => 'up',
+        () => 'down',
+      ),
+      'down',
+      'the API stopped with it',
+    );
     assert.notEqual(branchHead(slow.path, 'main'), branchHead(slow.path, 'feature/slow'), 'not landed before the restart');
 
     dev = await startDev(env, apiUrl, project);
-    const resumed = await waitFor(() => get(slowId), (view) => view.workflowStatus === 'COMPLETED', 120_000, 'the slow landing to resume');
+    const resumed = await waitFor(
+      () => get(slowId),
+      (view) => view.workflowStatus === 'COMPLETED',
+      120_000,
+      'the slow landing to resume',
+    );
     assert.equal(resumed.outcome.status, 'landed', resumed.outcome.summary);
     assert.equal(branchHead(slow.path, 'main'), branchHead(slow.path, 'feature/slow'));
     assert.equal((await get(id)).outcome.status, 'landed', 'earlier runs survive the restart (SQLite)');

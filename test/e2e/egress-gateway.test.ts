@@ -65,7 +65,9 @@ async function httpsThrough(socketPath: string, host: string, path: string): Pro
   assert.equal(status, 200, `the tunnel to ${host} opens`);
   const secure = tls.connect({ socket, servername: host, ca: readFileSync(caFile) });
   return await new Promise((done, fail) => {
-    const request = https.request({ host, path, createConnection: () => secure, headers: { accept: 'application/json', connection: 'close' } }, (response) => done(answerOf(response)));
+    const request = https.request({ host, path, createConnection: () => secure, headers: { accept: 'application/json', connection: 'close' } }, (response) =>
+      done(answerOf(response)),
+    );
     request.on('error', fail);
     request.end();
   });
@@ -119,7 +121,7 @@ describe('egress gateway (real resolver, real registry)', { timeout: 180_000 }, 
     const answer = await httpsThrough(gateway.socketPath, host, new URL('left-pad', registry).pathname);
     assert.equal(answer.status, 200);
     assert.equal((JSON.parse(answer.body) as { name: string }).name, 'left-pad');
-    const entry = await waitFor('the tunnel\'s record', () => recorded(gateway, (item) => item.host === host && item.kind === 'tunnel' && item.allowed));
+    const entry = await waitFor("the tunnel's record", () => recorded(gateway, (item) => item.host === host && item.kind === 'tunnel' && item.allowed));
     assert.equal(entry.port, 443);
     assert.equal(entry.status, 200);
     assert.ok(entry.bytesUp > 0 && entry.bytesDown > answer.body.length, `bytes counted both ways (${entry.bytesUp} up, ${entry.bytesDown} down)`);
@@ -132,7 +134,12 @@ describe('egress gateway (real resolver, real registry)', { timeout: 180_000 }, 
     assert.equal(answer.status, 403);
     assert.equal(answer.body, 'tarmac egress gateway: refused: example.com is not on the allow-list\n');
     const entry = recorded(gateway, (item) => item.host === 'example.com');
-    assert.deepEqual(entry && { allowed: entry.allowed, reason: entry.reason, status: entry.status, bytesUp: entry.bytesUp }, { allowed: false, reason: 'example.com is not on the allow-list', status: 403, bytesUp: 0 });
+    assert.deepEqual(entry && { allowed: entry.allowed, reason: entry.reason, status: entry.status, bytesUp: entry.bytesUp }, {
+      allowed: false,
+      reason: 'example.com is not on the allow-list',
+      status: 403,
+      bytesUp: 0,
+    });
   });
 
   it('refuses IP literals, a name that resolves to loopback, and other ports', async () => {
@@ -149,8 +156,15 @@ describe('egress gateway (real resolver, real registry)', { timeout: 180_000 }, 
       assert.match(answer.body, reason, target);
     }
     const refused = gateway.record().filter((entry) => !entry.allowed);
-    for (const name of ['127.0.0.1', '2130706433', '[::1]', 'localhost']) assert.ok(refused.some((entry) => entry.host === name && entry.status === 403), `${name} recorded as refused`);
-    assert.ok(refused.some((entry) => entry.host === host && entry.port === 22), 'port 22 recorded as refused');
+    for (const name of ['127.0.0.1', '2130706433', '[::1]', 'localhost'])
+      assert.ok(
+        refused.some((entry) => entry.host === name && entry.status === 403),
+        `${name} recorded as refused`,
+      );
+    assert.ok(
+      refused.some((entry) => entry.host === host && entry.port === 22),
+      'port 22 recorded as refused',
+    );
     assert.match(refused.find((entry) => entry.host === 'localhost')?.address ?? '', /^(127\.0\.0\.1|::1)$/, 'the loopback address is recorded');
   });
 
@@ -177,10 +191,12 @@ describe('egress gateway (real resolver, real registry)', { timeout: 180_000 }, 
 
   it('forwards an absolute-URI plain HTTP request to an allowed host as the host answers it directly', async () => {
     const path = new URL('left-pad', registry).pathname;
-    const direct = await new Promise<number>((done, fail) => http.get({ host, port: 80, path }, (response) => (response.resume(), done(response.statusCode ?? 0))).on('error', fail));
+    const direct = await new Promise<number>((done, fail) =>
+      http.get({ host, port: 80, path }, (response) => (response.resume(), done(response.statusCode ?? 0))).on('error', fail),
+    );
     const through = await proxyRequest(gateway.socketPath, `http://${host}${path}`);
     assert.equal(through.status, direct);
-    const entry = await waitFor('the request\'s record', () => recorded(gateway, (item) => item.kind === 'http' && item.host === host));
+    const entry = await waitFor("the request's record", () => recorded(gateway, (item) => item.kind === 'http' && item.host === host));
     assert.deepEqual({ allowed: entry.allowed, port: entry.port, status: entry.status }, { allowed: true, port: 80, status: direct });
     assert.equal(entry.bytesDown, Buffer.byteLength(through.body));
   });
@@ -193,26 +209,46 @@ describe('egress gateway (real resolver, real registry)', { timeout: 180_000 }, 
     assert.match(answer.body, /is not a proxy request/);
   });
 
-  it('serves npm through the image\'s forwarder with HTTPS_PROXY, and records the registry', async () => {
+  it("serves npm through the image's forwarder with HTTPS_PROXY, and records the registry", async () => {
     const port = await freePort();
     const ready = join(dir, 'forward.ready');
-    const child = spawn(process.execPath, [forwarder, '--ready-file', ready], { env: { TARMAC_MODEL_SOCKET: gateway.socketPath, TARMAC_MODEL_PORT: String(port) }, stdio: 'ignore' });
+    const child = spawn(process.execPath, [forwarder, '--ready-file', ready], {
+      env: { TARMAC_MODEL_SOCKET: gateway.socketPath, TARMAC_MODEL_PORT: String(port) },
+      stdio: 'ignore',
+    });
     children.push(child);
     await waitFor('the forwarder', () => (existsSync(ready) ? true : undefined));
     const before = gateway.record().filter((entry) => entry.host === host && entry.kind === 'tunnel' && entry.allowed).length;
     const home = mkdtempSync(join(dir, 'home-'));
     const proxy = `http://127.0.0.1:${port}`;
     const { stdout } = await run('npm', ['view', 'left-pad', 'version', '--registry', registry.href, '--prefer-online'], {
-      env: { PATH: process.env.PATH, HOME: home, HTTPS_PROXY: proxy, HTTP_PROXY: proxy, NO_PROXY: '', npm_config_cafile: caFile, npm_config_cache: join(home, 'cache'), npm_config_update_notifier: 'false' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: home,
+        HTTPS_PROXY: proxy,
+        HTTP_PROXY: proxy,
+        NO_PROXY: '',
+        npm_config_cafile: caFile,
+        npm_config_cache: join(home, 'cache'),
+        npm_config_update_notifier: 'false',
+      },
       timeout: 120_000,
     });
     assert.match(stdout.trim(), /^[0-9]+\.[0-9]+\.[0-9]+$/);
-    await waitFor('npm\'s tunnel in the record', () => (gateway.record().filter((entry) => entry.host === host && entry.kind === 'tunnel' && entry.allowed && entry.bytesDown > 0).length > before ? true : undefined));
+    await waitFor("npm's tunnel in the record", () =>
+      gateway.record().filter((entry) => entry.host === host && entry.kind === 'tunnel' && entry.allowed && entry.bytesDown > 0).length > before
+        ? true
+        : undefined,
+    );
   });
 
   it('appends every connection to the JSONL record as it ends', async () => {
     await waitFor('the record file', () => (existsSync(recordPath) ? true : undefined));
-    const fromFile = () => readFileSync(recordPath, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as EgressConnection);
+    const fromFile = () =>
+      readFileSync(recordPath, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as EgressConnection);
     await waitFor('the file to hold every entry', () => (fromFile().length === gateway.record().length ? true : undefined));
     assert.deepEqual(fromFile(), gateway.record());
   });
@@ -246,7 +282,11 @@ describe('egress gateway (real resolver, real registry)', { timeout: 180_000 }, 
     assert.equal(existsSync(socketPath), false, 'the socket is removed');
     assert.deepEqual(
       capped.record().map((entry) => [entry.status, entry.allowed]),
-      [[503, false], [200, true], [200, true]],
+      [
+        [503, false],
+        [200, true],
+        [200, true],
+      ],
     );
   });
 
@@ -254,7 +294,12 @@ describe('egress gateway (real resolver, real registry)', { timeout: 180_000 }, 
     const small = await startEgressGateway({ dir: join(dir, 'small'), allow: [host], limits: { headBytes: 2048 } });
     extra.push(small);
     const status = await new Promise<number>((done, fail) => {
-      http.get({ socketPath: small.socketPath, path: `http://${host}/`, headers: { host, 'x-filler': 'a'.repeat(4096) } }, (response) => (response.resume(), done(response.statusCode ?? 0))).on('error', fail);
+      http
+        .get(
+          { socketPath: small.socketPath, path: `http://${host}/`, headers: { host, 'x-filler': 'a'.repeat(4096) } },
+          (response) => (response.resume(), done(response.statusCode ?? 0)),
+        )
+        .on('error', fail);
     });
     assert.equal(status, 431);
   });

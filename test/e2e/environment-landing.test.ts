@@ -35,14 +35,27 @@ describe('environment landings: a Node repository with real dependencies lands, 
   before(async () => {
     stack = await startStack({ workerEnv: { TARMAC_EGRESS_ALLOW: [registry.host, pypi.index, pypi.files].join(',') } });
     // The fixer of the broken lockfile puts the dependency back at a version that exists.
-    stack.scriptScenario('restore-lockfile', { edits: [{ file: 'package.json', replace: pkg(one) }, { file: 'package-lock.json', replace: lockOne }] });
+    stack.scriptScenario('restore-lockfile', {
+      edits: [
+        { file: 'package.json', replace: pkg(one) },
+        { file: 'package-lock.json', replace: lockOne },
+      ],
+    });
     repo = createFixtureRepo({
-      base: { 'package.json': pkg(one), 'package-lock.json': lockOne, 'README.md': 'env\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment, fixup: { maxRounds: 1 } }) },
+      base: {
+        'package.json': pkg(one),
+        'package-lock.json': lockOne,
+        'README.md': 'env\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment, fixup: { maxRounds: 1 } }),
+      },
       branches: [
         { name: 'docs', commits: [{ message: 'docs', files: { 'README.md': 'env docs\n' } }] },
         { name: 'more-docs', commits: [{ message: 'more docs', files: { 'NOTES.md': 'notes\n' } }] },
         { name: 'second-dependency', commits: [{ message: 'adds is-number', files: { 'package.json': pkg(two), 'package-lock.json': lockTwo } }] },
-        { name: 'missing-version', commits: [{ message: 'a version that does not exist', files: { 'package.json': pkg(missing), 'package-lock.json': lockMissing } }] },
+        {
+          name: 'missing-version',
+          commits: [{ message: 'a version that does not exist', files: { 'package.json': pkg(missing), 'package-lock.json': lockMissing } }],
+        },
       ],
     });
   });
@@ -66,7 +79,10 @@ describe('environment landings: a Node repository with real dependencies lands, 
     const [used] = view.outcome.environments;
     assert.equal(used.cache, 'miss');
     firstKey = used.key;
-    assert.ok(used.egress.length > 0 && used.egress.every((entry: { host: string; allowed: boolean }) => entry.host === registry.host && entry.allowed), JSON.stringify(used.egress));
+    assert.ok(
+      used.egress.length > 0 && used.egress.every((entry: { host: string; allowed: boolean }) => entry.host === registry.host && entry.allowed),
+      JSON.stringify(used.egress),
+    );
     assert.match(step(view, 'environment.prepare')[0]!.detail!, /^ENV_CACHE=miss /);
   });
 
@@ -86,10 +102,19 @@ describe('environment landings: a Node repository with real dependencies lands, 
     assert.notEqual(view.outcome.environments[0].key, firstKey);
     assert.match(gateLog(view), /is-number loads: function/);
   });
-  it('environment-failed with no fixer configured: the failing command, npm\'s error, no session', async () => {
+  it("environment-failed with no fixer configured: the failing command, npm's error, no session", async () => {
     const broken = createFixtureRepo({
-      base: { 'package.json': pkg(one), 'package-lock.json': lockOne, '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment, fixup: { maxRounds: 0 } }) },
-      branches: [{ name: 'missing-version', commits: [{ message: 'a version that does not exist', files: { 'package.json': pkg(missing), 'package-lock.json': lockMissing } }] }],
+      base: {
+        'package.json': pkg(one),
+        'package-lock.json': lockOne,
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment, fixup: { maxRounds: 0 } }),
+      },
+      branches: [
+        {
+          name: 'missing-version',
+          commits: [{ message: 'a version that does not exist', files: { 'package.json': pkg(missing), 'package-lock.json': lockMissing } }],
+        },
+      ],
     });
     const baseHead = branchHead(broken.path, 'main');
     const created = await stack.api('POST', '/v1/landings', { repo: broken.url, branches: ['missing-version'], target: 'main' });
@@ -105,8 +130,19 @@ describe('environment landings: a Node repository with real dependencies lands, 
 
   it("with a scripted fixer configured, the fixer gets the setup's failure as its input and its fix lands", async () => {
     const broken = createFixtureRepo({
-      base: { 'package.json': pkg(one), 'package-lock.json': lockOne, '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment, fixup: { maxRounds: 1 } }) },
-      branches: [{ name: 'missing-version', commits: [{ message: 'a version that does not exist', files: { 'README.md': 'x\n', 'package.json': pkg(missing), 'package-lock.json': lockMissing } }] }],
+      base: {
+        'package.json': pkg(one),
+        'package-lock.json': lockOne,
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment, fixup: { maxRounds: 1 } }),
+      },
+      branches: [
+        {
+          name: 'missing-version',
+          commits: [
+            { message: 'a version that does not exist', files: { 'README.md': 'x\n', 'package.json': pkg(missing), 'package-lock.json': lockMissing } },
+          ],
+        },
+      ],
     });
     const agents = { fixer: 'script#fixer:restore-lockfile', ladder: ['script#fixer:restore-lockfile'] };
     const created = await stack.api('POST', '/v1/landings', { repo: broken.url, branches: ['missing-version'], target: 'main', agents });
@@ -114,19 +150,28 @@ describe('environment landings: a Node repository with real dependencies lands, 
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
     assert.equal(view.outcome.sessions.length, 1);
     // The fixer's prompt carried the setup's failure: the command and npm's own error.
-    const prompts = execFileSync('find', [join(stack.dataDir, 'runs', created.body.id as string), '-name', 'prompt.md'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+    const prompts = execFileSync('find', [join(stack.dataDir, 'runs', created.body.id as string), '-name', 'prompt.md'], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .filter(Boolean);
     assert.ok(prompts.length >= 1, 'the fixer session wrote its prompt');
     const prompt = readFileSync(prompts[0]!, 'utf8');
     assert.match(prompt, /environment could not be built/);
     assert.match(prompt, /npm ci/);
     assert.match(prompt, /404|ETARGET|E404/);
-    assert.deepEqual(view.outcome.environments.map((entry: { failed?: string }) => Boolean(entry.failed)), [true, false]);
+    assert.deepEqual(
+      view.outcome.environments.map((entry: { failed?: string }) => Boolean(entry.failed)),
+      [true, false],
+    );
   });
 
   it('an invalid environment answers at the start with the file, the field and why: invalid-environment, nothing built', async () => {
     const since = Math.floor(Date.now() / 1000) - 1;
     const invalid = createFixtureRepo({
-      base: { 'package.json': pkg(one), '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment: { setup: ['npm ci'], inputs: ['../outside'] } }) },
+      base: {
+        'package.json': pkg(one),
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment: { setup: ['npm ci'], inputs: ['../outside'] } }),
+      },
       branches: [{ name: 'docs', commits: [{ message: 'docs', files: { 'README.md': 'x\n' } }] }],
     });
     const created = await stack.api('POST', '/v1/landings', { repo: invalid.url, branches: ['docs'], target: 'main' });
@@ -136,7 +181,11 @@ describe('environment landings: a Node repository with real dependencies lands, 
     assert.match(view.outcome.failure.field, /^environment\.inputs\[0\]$/);
     assert.equal(await containersCreated(docker, since, [`tarmac.run=${created.body.id as string}`]), 0);
     const devcontainer = createFixtureRepo({
-      base: { 'package.json': pkg(one), '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }]), '.devcontainer/devcontainer.json': '{ // a comment\n "image": "tarmac/runner:bookworm", "dockerComposeFile": "compose.yml" }\n' },
+      base: {
+        'package.json': pkg(one),
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }]),
+        '.devcontainer/devcontainer.json': '{ // a comment\n "image": "tarmac/runner:bookworm", "dockerComposeFile": "compose.yml" }\n',
+      },
       branches: [{ name: 'docs', commits: [{ message: 'docs', files: { 'README.md': 'x\n' } }] }],
     });
     const second = await stack.api('POST', '/v1/landings', { repo: devcontainer.url, branches: ['docs'], target: 'main' });
@@ -157,7 +206,12 @@ describe('environment landings: a Node repository with real dependencies lands, 
 }
 `;
     const repo = createFixtureRepo({
-      base: { 'package.json': pkg(one), 'package-lock.json': lockOne, '.devcontainer/devcontainer.json': devcontainer, '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'npm test && echo "greeting: $GREETING"'] }]) },
+      base: {
+        'package.json': pkg(one),
+        'package-lock.json': lockOne,
+        '.devcontainer/devcontainer.json': devcontainer,
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'npm test && echo "greeting: $GREETING"'] }]),
+      },
       branches: [{ name: 'docs', commits: [{ message: 'docs', files: { 'README.md': 'x\n' } }] }],
     });
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['docs'], target: 'main' });
@@ -170,7 +224,12 @@ describe('environment landings: a Node repository with real dependencies lands, 
   it('chaos: the worker SIGKILLed during an environment build; the build starts over, the landing lands, no gate ran in a half-built environment', async () => {
     const slow = { ...environment, setup: ['sleep 3', ...environment.setup] };
     const chaos = createFixtureRepo({
-      base: { 'package.json': pkg(one), 'package-lock.json': lockOne, 'CHAOS.md': 'x\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment: slow }) },
+      base: {
+        'package.json': pkg(one),
+        'package-lock.json': lockOne,
+        'CHAOS.md': 'x\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment: slow }),
+      },
       branches: [{ name: 'docs', commits: [{ message: 'docs', files: { 'README.md': 'x\n' } }] }],
     });
     const created = await stack.api('POST', '/v1/landings', { repo: chaos.url, branches: ['docs'], target: 'main' });
@@ -186,16 +245,27 @@ describe('environment landings: a Node repository with real dependencies lands, 
     assert.equal(view.gates.length, 1);
     assert.match(gateLog(view), /left-pad loads: function/);
     const left = readdirSync(environments);
-    assert.ok(!left.includes(building[0]!), 'the killed build\'s directory is gone, never used');
-    assert.deepEqual(left.filter((name) => name.includes('.build-') || name.endsWith('.lock')), [], 'no half build and no lock left');
+    assert.ok(!left.includes(building[0]!), "the killed build's directory is gone, never used");
+    assert.deepEqual(
+      left.filter((name) => name.includes('.build-') || name.endsWith('.lock')),
+      [],
+      'no half build and no lock left',
+    );
     const [used] = view.outcome.environments;
     assert.ok(left.includes(used.key.slice(7)), 'the environment the gate ran in is the complete one');
     assert.equal(JSON.parse(readFileSync(join(environments, used.key.slice(7), 'environment.json'), 'utf8')).builtBy.runId, id);
   });
 
   it('a Python repository (requirements.txt, pip in a venv) lands on the Python base; a pinned version that does not exist ends environment-failed', async () => {
-    const pythonEnvironment = { image: 'tarmac/python:bookworm', setup: ['python3 -m venv .venv', '.venv/bin/pip install --no-cache-dir --disable-pip-version-check -r requirements.txt'], inputs: ['requirements.txt'] };
-    const gate = gateFile([{ id: 'test', run: ['.venv/bin/python', '-c', "import six; print('six', six.__version__, 'from', six.__file__)"] }], { environment: pythonEnvironment, fixup: { maxRounds: 0 } });
+    const pythonEnvironment = {
+      image: 'tarmac/python:bookworm',
+      setup: ['python3 -m venv .venv', '.venv/bin/pip install --no-cache-dir --disable-pip-version-check -r requirements.txt'],
+      inputs: ['requirements.txt'],
+    };
+    const gate = gateFile([{ id: 'test', run: ['.venv/bin/python', '-c', "import six; print('six', six.__version__, 'from', six.__file__)"] }], {
+      environment: pythonEnvironment,
+      fixup: { maxRounds: 0 },
+    });
     const python = createFixtureRepo({
       base: { 'requirements.txt': 'six==1.16.0\n', '.config/tarmac/land-gate.json': gate },
       branches: [

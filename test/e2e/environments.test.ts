@@ -8,7 +8,12 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import Docker from 'dockerode';
 import { removeRunContainers } from '../../activities/containers/containers';
-import { createEnvironmentActivities, environmentsDir, type PrepareEnvironmentInput, type PrepareEnvironmentResult } from '../../activities/environments/environments';
+import {
+  createEnvironmentActivities,
+  environmentsDir,
+  type PrepareEnvironmentInput,
+  type PrepareEnvironmentResult,
+} from '../../activities/environments/environments';
 import { createGateActivities, type RunGateSuiteInput } from '../../activities/containers/gates';
 import { runPaths } from '../../activities/stores/run-store';
 import type { EnvironmentDeclaration } from '../../core/environment';
@@ -44,7 +49,8 @@ describe('environments: built once from the inputs with audited egress, reused b
   };
 
   before(() => {
-    const pkg = (deps: Record<string, string>) => `${JSON.stringify({ name: 'env-fixture', version: '1.0.0', private: true, scripts: { test: "node -e \"console.log('left-pad says', require('left-pad')('x', 3, '-'))\"" }, dependencies: deps }, null, 2)}\n`;
+    const pkg = (deps: Record<string, string>) =>
+      `${JSON.stringify({ name: 'env-fixture', version: '1.0.0', private: true, scripts: { test: "node -e \"console.log('left-pad says', require('left-pad')('x', 3, '-'))\"" }, dependencies: deps }, null, 2)}\n`;
     const lockFor = (deps: Record<string, string>) => npmLockfile(pkg(deps));
     const one = { 'left-pad': '1.3.0' };
     const lock = lockFor(one);
@@ -54,7 +60,10 @@ describe('environments: built once from the inputs with audited egress, reused b
       base: { 'package.json': pkg(one), 'package-lock.json': lock, 'README.md': 'fixture\n' },
       branches: [
         { name: 'readme', commits: [{ message: 'docs only', files: { 'README.md': 'more docs\n' } }] },
-        { name: 'missing-version', commits: [{ message: 'a version that does not exist', files: { 'package-lock.json': missing, 'package.json': pkg({ 'left-pad': '99.0.0' }) } }] },
+        {
+          name: 'missing-version',
+          commits: [{ message: 'a version that does not exist', files: { 'package-lock.json': missing, 'package.json': pkg({ 'left-pad': '99.0.0' }) } }],
+        },
         { name: 'tracked-node-modules', commits: [{ message: 'tracks node_modules/keep.txt', files: { 'node_modules/keep.txt': 'tracked\n' } }] },
       ],
     });
@@ -72,17 +81,41 @@ describe('environments: built once from the inputs with audited egress, reused b
     const paths = runPaths(dataDir, runId);
     mkdirSync(paths.runDir, { recursive: true });
     cloneRepo(repo.path, paths.worktree);
-    return { runId, repo: repo.url, commitSha: git(repo.path, 'rev-parse', ref), baseSha: git(repo.path, 'rev-parse', 'main'), declaration: { ...declaration, ...change } };
+    return {
+      runId,
+      repo: repo.url,
+      commitSha: git(repo.path, 'rev-parse', ref),
+      baseSha: git(repo.path, 'rev-parse', 'main'),
+      declaration: { ...declaration, ...change },
+    };
   }
   const logger = new DefaultLogger('WARN');
   async function prepare(input: PrepareEnvironmentInput): Promise<{ result: PrepareEnvironmentResult; created: number }> {
     const since = Math.floor(Date.now() / 1000) - 1;
-    const result = await new MockActivityEnvironment({}, { logger }).run<[PrepareEnvironmentInput], PrepareEnvironmentResult, typeof environments.prepareEnvironment>(environments.prepareEnvironment, input);
+    const result = await new MockActivityEnvironment({}, { logger }).run<
+      [PrepareEnvironmentInput],
+      PrepareEnvironmentResult,
+      typeof environments.prepareEnvironment
+    >(environments.prepareEnvironment, input);
     return { result, created: await containersCreated(docker, since, [`tarmac.run=${input.runId}`]) };
   }
   async function gate(input: PrepareEnvironmentInput, environment: EnvironmentRef, run: string[], id = 'test'): Promise<GateSuiteResult> {
-    const suiteInput: RunGateSuiteInput = { runId: input.runId, repo: input.repo, commitSha: input.commitSha, treeSha: treeOf(repo.path, input.commitSha), suite: { id, run }, image: 'tarmac/runner:bookworm', timeoutMs: 60_000, round: 1, reuse: false, environment };
-    return await new MockActivityEnvironment({}, { logger }).run<[RunGateSuiteInput], GateSuiteResult, typeof gates.runGateSuite>(gates.runGateSuite, suiteInput);
+    const suiteInput: RunGateSuiteInput = {
+      runId: input.runId,
+      repo: input.repo,
+      commitSha: input.commitSha,
+      treeSha: treeOf(repo.path, input.commitSha),
+      suite: { id, run },
+      image: 'tarmac/runner:bookworm',
+      timeoutMs: 60_000,
+      round: 1,
+      reuse: false,
+      environment,
+    };
+    return await new MockActivityEnvironment({}, { logger }).run<[RunGateSuiteInput], GateSuiteResult, typeof gates.runGateSuite>(
+      gates.runGateSuite,
+      suiteInput,
+    );
   }
   const ok = (result: PrepareEnvironmentResult): EnvironmentRef => {
     if (!result.ok) assert.fail(`the environment failed: ${result.failure.why}\n${result.failure.logTail}`);
@@ -109,7 +142,7 @@ describe('environments: built once from the inputs with audited egress, reused b
     assert.deepEqual([hit.cache, hit.key, created], ['hit', built.key, 0]);
   });
 
-  it('a gate runs in it: the tree as committed, the setup\'s node_modules linked in, no network from inside', async () => {
+  it("a gate runs in it: the tree as committed, the setup's node_modules linked in, no network from inside", async () => {
     const input = runOn('readme');
     const environment = ok((await prepare(input)).result);
     const passed = await gate(input, environment, ['npm', 'test']);
@@ -120,7 +153,16 @@ describe('environments: built once from the inputs with audited egress, reused b
     const linked = execFileSync('find', [snapshot, '-maxdepth', '2', '-name', 'node_modules'], { encoding: 'utf8' }).trim();
     assert.equal(readlinkSync(linked), '/tarmac/env/node_modules');
     // From inside the gate: no way out (network none), and the environment's files are read-only.
-    const probe = await gate(input, environment, ['node', '-e', `require('net').connect(443, '${registry.address}').on('connect', () => process.exit(3)).on('error', (e) => { console.log('no network:', e.code); require('fs').writeFile('/tarmac/env/node_modules/x', 'y', (w) => { console.log('write:', w && w.code); process.exit(w ? 0 : 4); }); })`], 'probe');
+    const probe = await gate(
+      input,
+      environment,
+      [
+        'node',
+        '-e',
+        `require('net').connect(443, '${registry.address}').on('connect', () => process.exit(3)).on('error', (e) => { console.log('no network:', e.code); require('fs').writeFile('/tarmac/env/node_modules/x', 'y', (w) => { console.log('write:', w && w.code); process.exit(w ? 0 : 4); }); })`,
+      ],
+      'probe',
+    );
     const probeLog = readFileSync(join(dataDir, probe.logRef), 'utf8');
     assert.equal(probe.status, 'passed', probeLog);
     assert.match(probeLog, /no network: (ENETUNREACH|EHOSTUNREACH|ECONNREFUSED)/);
@@ -133,7 +175,9 @@ describe('environments: built once from the inputs with audited egress, reused b
     assert.equal(environment.cache, 'hit', 'same inputs');
     const result = await gate(input, environment, ['sh', '-c', 'cat node_modules/keep.txt; test ! -e node_modules/left-pad']);
     assert.equal(result.status, 'passed', readFileSync(join(dataDir, result.logRef), 'utf8'));
-    const snapshotEntry = execFileSync('find', [runPaths(dataDir, input.runId).snapshots, '-maxdepth', '2', '-name', 'node_modules'], { encoding: 'utf8' }).trim();
+    const snapshotEntry = execFileSync('find', [runPaths(dataDir, input.runId).snapshots, '-maxdepth', '2', '-name', 'node_modules'], {
+      encoding: 'utf8',
+    }).trim();
     assert.ok(lstatSync(snapshotEntry).isDirectory(), 'the tracked directory, not a link');
   });
 
@@ -148,7 +192,7 @@ describe('environments: built once from the inputs with audited egress, reused b
     assert.equal(existsSync(join(environmentsDir(dataDir), result.failure.key.slice(7))), false);
   });
 
-  it('a host off the allow-list is refused and named; the declaration cannot widen the operator\'s list', async () => {
+  it("a host off the allow-list is refused and named; the declaration cannot widen the operator's list", async () => {
     const { result } = await prepare(runOn('main', { setup: ['npm view left-pad version --registry https://example.com/'], egress: ['example.com'] }));
     assert.equal(result.ok, false);
     if (result.ok) return;
@@ -157,7 +201,7 @@ describe('environments: built once from the inputs with audited egress, reused b
     assert.ok(result.failure.egress.some((entry) => entry.host === 'example.com' && !entry.allowed && entry.reason));
   });
 
-  it('the setup never sees the rest of the tree, and the worker\'s environment never enters it', async () => {
+  it("the setup never sees the rest of the tree, and the worker's environment never enters it", async () => {
     process.env.TARMAC_TEST_SECRET_FOR_SETUP = 'must-not-leak';
     try {
       const { result } = await prepare(runOn('main', { setup: ['ls -A > /tmp/seen && mv /tmp/seen seen.txt; env > env.txt'], inputs: ['package.json'] }));

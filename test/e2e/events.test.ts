@@ -8,7 +8,9 @@ import { readEvents, type WireEvent } from '../helpers/sse';
 import { cleanedUp, landingFinished, startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 /** A gate that talks slowly (so a client can drop mid-run) and is red until FIXED exists. */
-const slowGate = gateFile([{ id: 'check', run: ['sh', '-c', 'for i in 1 2 3 4 5 6; do echo line-$i; sleep 0.3; done; sh check.sh'] }], { fixup: { maxRounds: 1 } });
+const slowGate = gateFile([{ id: 'check', run: ['sh', '-c', 'for i in 1 2 3 4 5 6; do echo line-$i; sleep 0.3; done; sh check.sh'] }], {
+  fixup: { maxRounds: 1 },
+});
 /** The scripted fixer in scenario `write-fixed` (written in `before`): it commits FIXED. */
 const fixerAgents = { fixer: 'script#fixer:write-fixed', ladder: ['script#fixer:write-fixed'] };
 
@@ -20,7 +22,8 @@ function fixupRepo() {
 }
 
 const journal = (events: WireEvent[]) => events.filter((event) => event.event !== 'log' && event.event !== 'end');
-const logLines = (events: WireEvent[], file: string) => events.filter((event) => event.event === 'log' && event.data.file === file).map((event) => event.data.line);
+const logLines = (events: WireEvent[], file: string) =>
+  events.filter((event) => event.event === 'log' && event.data.file === file).map((event) => event.data.line);
 
 describe('live events: GET /v1/landings/:id/events (SSE)', () => {
   let stack: Stack;
@@ -51,8 +54,16 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
 
     const stitched = [...first, ...second];
     const seqs = journal(stitched).map((event) => event.data.seq);
-    assert.deepEqual(seqs, journal(whole).map((event) => event.data.seq), 'journal events: the same numbers as a full read');
-    assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_unused, index) => index + 1), 'numbered 1..n with no gap and no repeat');
+    assert.deepEqual(
+      seqs,
+      journal(whole).map((event) => event.data.seq),
+      'journal events: the same numbers as a full read',
+    );
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: seqs.length }, (_unused, index) => index + 1),
+      'numbered 1..n with no gap and no repeat',
+    );
     // Compared without their clock readings: an event's `at` (and the meters' wall time) is the
     // workflow's time, and a workflow task that is retried (a transient task after a failed
     // completion) runs again at a later time — a live reader may have read the first attempt's.
@@ -75,22 +86,36 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
     assert.equal(new Set(stitched.map((event) => event.id)).size, stitched.length, 'no id repeats');
 
     // What a user watching the stream sees.
-    const phases = journal(whole).filter((event) => event.event === 'phase').map((event) => event.data.phase);
+    const phases = journal(whole)
+      .filter((event) => event.event === 'phase')
+      .map((event) => event.data.phase);
     assert.deepEqual(phases, ['validate', 'prepare', 'rebase', 'questions', 'gate', 'fixup', 'gate', 'verify', 'queue', 'merge', 'cleanup', 'done']);
-    const gates = journal(whole).filter((event) => event.event === 'gate' && !event.data.evidence).map((event) => `${event.data.round}:${event.data.status}`);
+    const gates = journal(whole)
+      .filter((event) => event.event === 'gate' && !event.data.evidence)
+      .map((event) => `${event.data.round}:${event.data.status}`);
     assert.deepEqual(gates, ['1:failed', '2:passed']);
     // Round 1's red was settled by evidence before its fixup round: red again on the same tree and on the base (pre-existing).
-    const evidence = journal(whole).filter((event) => event.event === 'gate' && event.data.evidence).map((event) => `${event.data.round}:${event.data.evidence}:${event.data.status}`);
+    const evidence = journal(whole)
+      .filter((event) => event.event === 'gate' && event.data.evidence)
+      .map((event) => `${event.data.round}:${event.data.evidence}:${event.data.status}`);
     assert.deepEqual(evidence.sort(), ['1:base:failed', '1:same-tree:failed']);
-    const sessionTypes = journal(whole).filter((event) => event.event === 'session').map((event) => event.data.type);
-    for (const type of ['spawned', 'first-turn', 'classified', 'delivered']) assert.ok(sessionTypes.includes(type), `session ${type} in ${sessionTypes.join(', ')}`);
+    const sessionTypes = journal(whole)
+      .filter((event) => event.event === 'session')
+      .map((event) => event.data.type);
+    for (const type of ['spawned', 'first-turn', 'classified', 'delivered'])
+      assert.ok(sessionTypes.includes(type), `session ${type} in ${sessionTypes.join(', ')}`);
     assert.ok(sessionTypes.indexOf('spawned') < sessionTypes.indexOf('delivered'), 'spawned before delivered');
     const classified = journal(whole).find((event) => event.event === 'session' && event.data.type === 'classified')!;
     assert.equal(classified.data.class, 'delivered');
     assert.equal(classified.data.role, 'implementer');
-    const meters = journal(whole).filter((event) => event.event === 'meters').at(-1)!;
+    const meters = journal(whole)
+      .filter((event) => event.event === 'meters')
+      .at(-1)!;
     assert.ok(meters.data.meters.containersRun >= 2, 'meters count the gate containers');
-    const gateLines = logLines(whole, files.find((file) => file.startsWith('gate-check-') && file.endsWith('-r1.log')));
+    const gateLines = logLines(
+      whole,
+      files.find((file) => file.startsWith('gate-check-') && file.endsWith('-r1.log')),
+    );
     assert.deepEqual(gateLines.slice(0, 6), ['line-1', 'line-2', 'line-3', 'line-4', 'line-5', 'line-6']);
     assert.ok(gateLines.includes('FIXED is missing'), 'the red gate says why');
     const outcome = journal(whole).find((event) => event.event === 'outcome')!;
@@ -105,7 +130,8 @@ describe('live events: GET /v1/landings/:id/events (SSE)', () => {
     const children = await waitFor(
       async () => {
         const found = [];
-        for await (const execution of stack.client.workflow.list({ query: `TarmacKind = 'agent-session' AND TarmacRepo = '${repo.url}'` })) found.push(execution);
+        for await (const execution of stack.client.workflow.list({ query: `TarmacKind = 'agent-session' AND TarmacRepo = '${repo.url}'` }))
+          found.push(execution);
         return found;
       },
       (found) => found.length === 1,

@@ -34,11 +34,23 @@ describe('a gate container made ahead by a placement that died mid-export', () =
     mkdirSync(paths.runDir, { recursive: true });
     cloneRepo(repo.path, paths.worktree);
     const gates = createGateActivities({ dataDir, hostId: 'test-host', docker });
-    const input = { runId, repo: repo.url, commitSha, treeSha, suite: { id: 'test', run: ['sh', '-c', 'cat a.txt b.txt'] }, image: 'tarmac/runner:bookworm', timeoutMs: 60_000, round: 1 };
+    const input = {
+      runId,
+      repo: repo.url,
+      commitSha,
+      treeSha,
+      suite: { id: 'test', run: ['sh', '-c', 'cat a.txt b.txt'] },
+      image: 'tarmac/runner:bookworm',
+      timeoutMs: 60_000,
+      round: 1,
+    };
 
     // The first placement made the container and began the export; its worker died before the end.
     await gates.prepareGateSuite(input);
-    const snapshot = join(paths.snapshots, readdirSync(paths.snapshots).find((name) => !name.endsWith('.ready'))!);
+    const snapshot = join(
+      paths.snapshots,
+      readdirSync(paths.snapshots).find((name) => !name.endsWith('.ready'))!,
+    );
     rmSync(`${snapshot}.ready`);
     rmSync(join(snapshot, 'b.txt'));
     const [made] = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${runId}`] }) });

@@ -38,7 +38,10 @@ describe('gate cache: gate.runSuite reuses a sealed result of the same tree, sui
   /** The image's ID now (the cache keys by it). */
   let imageId = '';
   const build = (generation: number) => {
-    execFileSync('docker', ['build', '-q', '-t', image, '-'], { input: `FROM tarmac/runner:bookworm\nLABEL tarmac.test.generation=${generation}\n`, stdio: ['pipe', 'pipe', 'pipe'] });
+    execFileSync('docker', ['build', '-q', '-t', image, '-'], {
+      input: `FROM tarmac/runner:bookworm\nLABEL tarmac.test.generation=${generation}\n`,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     imageId = execFileSync('docker', ['image', 'inspect', '--format', '{{.Id}}', image], { encoding: 'utf8' }).trim();
     builtIds.push(imageId);
   };
@@ -80,7 +83,11 @@ describe('gate cache: gate.runSuite reuses a sealed result of the same tree, sui
   async function gate(input: RunGateSuiteInput): Promise<{ result: GateSuiteResult; created: number }> {
     const since = Math.floor(Date.now() / 1000) - 1;
     // Warnings only (an entry refused, a seal that failed): the test's output stays readable.
-    const result = await new MockActivityEnvironment({}, { logger: new DefaultLogger('WARN') }).run<[RunGateSuiteInput], GateSuiteResult, typeof gates.runGateSuite>(gates.runGateSuite, input);
+    const result = await new MockActivityEnvironment({}, { logger: new DefaultLogger('WARN') }).run<
+      [RunGateSuiteInput],
+      GateSuiteResult,
+      typeof gates.runGateSuite
+    >(gates.runGateSuite, input);
     return { result, created: await containersCreated(docker, since, [`tarmac.run=${input.runId}`]) };
   }
   /** The sealed entry (and its log) of the `test` suite (as `runOn` declares it) on a tree, under the image as it is now. */
@@ -100,7 +107,10 @@ describe('gate cache: gate.runSuite reuses a sealed result of the same tree, sui
     assert.match(readFileSync(entry.log, 'utf8'), /value is good/, 'the cache keeps the log itself, not a path into the run');
 
     const second = await gate(runOn('main'));
-    assert.deepEqual([second.result.status, second.result.exitCode, second.result.cache, second.result.reattached, second.created], ['passed', 0, 'hit', false, 0]);
+    assert.deepEqual(
+      [second.result.status, second.result.exitCode, second.result.cache, second.result.reattached, second.created],
+      ['passed', 0, 'hit', false, 0],
+    );
     assert.equal(second.result.durationMs, first.result.durationMs, "the sealed run's duration");
     assert.match(second.result.logRef, new RegExp(`^runs/${second.result.logRef.split('/')[1]}/logs/`), "the log is in the reusing run's own logs");
     assert.notEqual(second.result.logRef.split('/')[1], first.result.logRef.split('/')[1]);
@@ -124,7 +134,10 @@ describe('gate cache: gate.runSuite reuses a sealed result of the same tree, sui
   it('a tampered, truncated or log-less entry is a miss: the suite runs again and seals a sound entry', async () => {
     const entry = entryOf(treeOf(repo.path, 'main'));
     const tamper: [string, () => void][] = [
-      ['a result edited (red → green would be the attack; here the duration)', () => writeFileSync(entry.json, readFileSync(entry.json, 'utf8').replace(/"durationMs": \d+/, '"durationMs": 1'))],
+      [
+        'a result edited (red → green would be the attack; here the duration)',
+        () => writeFileSync(entry.json, readFileSync(entry.json, 'utf8').replace(/"durationMs": \d+/, '"durationMs": 1')),
+      ],
       ['a log edited', () => writeFileSync(entry.log, `${readFileSync(entry.log, 'utf8')}tests passed\n`)],
       ['a log missing', () => rmSync(entry.log)],
       ['a truncated entry', () => writeFileSync(entry.json, readFileSync(entry.json, 'utf8').slice(0, 80))],
@@ -170,10 +183,14 @@ describe('gate cache: gate.runSuite reuses a sealed result of the same tree, sui
     const input = runOn('main');
     await gates.prepareGateSuite(input);
     assert.equal((await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${input.runId}`] }) })).length, 1, 'made ahead');
-    assert.equal('hit' in (await gates.sealedResult(input)), true, "the placement would not have made it: the result is sealed");
+    assert.equal('hit' in (await gates.sealedResult(input)), true, 'the placement would not have made it: the result is sealed');
     const { result } = await gate(input);
     assert.equal(result.cache, 'hit');
-    assert.deepEqual(await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${input.runId}`] }) }), [], 'no container of the run is left');
+    assert.deepEqual(
+      await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${input.runId}`] }) }),
+      [],
+      'no container of the run is left',
+    );
   });
 
   it('a retried step that finds the entry it sealed itself reports its own run, not a hit', async () => {
@@ -228,7 +245,11 @@ describe('gate cache in landings: a re-queued tree is not gated twice', () => {
     assert.deepEqual([first.outcome.gates[0].status, first.outcome.gates[0].cache], ['passed', 'miss']);
     assert.match(gateStep(first)!.detail!, /GATE_CACHE=miss/);
     assert.equal(first.outcome.meters.containersRun, 1);
-    assert.equal(await containersCreated(stack.docker, began, [`tarmac.run=${created.body.id}`, 'tarmac.role=gate']), 1, 'the first run gated: the count sees its container');
+    assert.equal(
+      await containersCreated(stack.docker, began, [`tarmac.run=${created.body.id}`, 'tarmac.role=gate']),
+      1,
+      'the first run gated: the count sees its container',
+    );
 
     rmSync(hook);
     const since = Math.floor(Date.now() / 1000);
@@ -241,19 +262,32 @@ describe('gate cache in landings: a re-queued tree is not gated twice', () => {
     assert.deepEqual([reused.status, reused.cache, reused.durationMs], ['passed', 'hit', first.outcome.gates[0].durationMs]);
     assert.match(gateStep(view)!.detail!, /^passed \(exit 0\); GATE_CACHE=hit$/);
     assert.equal(view.outcome.meters.containersRun, 0, 'a reused result is not a container run');
-    assert.equal(await containersCreated(stack.docker, since, [`tarmac.run=${retried.body.id}`]), 0, 'no container at all for the retry: none made ahead, none for the gate');
-    assert.equal(readFileSync(join(stack.dataDir, reused.logRef), 'utf8'), readFileSync(join(stack.dataDir, first.outcome.gates[0].logRef), 'utf8'), "the retry's log is the sealed run's");
+    assert.equal(
+      await containersCreated(stack.docker, since, [`tarmac.run=${retried.body.id}`]),
+      0,
+      'no container at all for the retry: none made ahead, none for the gate',
+    );
+    assert.equal(
+      readFileSync(join(stack.dataDir, reused.logRef), 'utf8'),
+      readFileSync(join(stack.dataDir, first.outcome.gates[0].logRef), 'utf8'),
+      "the retry's log is the sealed run's",
+    );
     assert.equal(branchHead(repo.path, 'main'), view.outcome.mergedSha);
   });
 
   it("a red landing re-queued reuses its round's red without a container; a fixed branch is another tree: it runs and lands", async () => {
     // Green on the target, red on the branch: a red of the branch's own (not one the target has too).
     const repo = createFixtureRepo({
-      base: { 'check.sh': 'echo "value is $(cat value.txt)"; test "$(cat value.txt)" = good\n', 'value.txt': 'good\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 0 } }) },
+      base: {
+        'check.sh': 'echo "value is $(cat value.txt)"; test "$(cat value.txt)" = good\n',
+        'value.txt': 'good\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 0 } }),
+      },
       branches: [{ name: 'feature/red', commits: [{ message: 'a feature that breaks the value', files: { 'feature.txt': 'red\n', 'value.txt': 'bad\n' } }] }],
     });
     /** The round's own gate container of a run on a tree (a run settling a red result has steps of its own). */
-    const roundContainers = (since: number, runId: string, treeSha: string) => containersCreated(stack.docker, since, [`tarmac.run=${runId}`, `tarmac.step=gate-test-${treeSha.slice(0, 12)}-r1`]);
+    const roundContainers = (since: number, runId: string, treeSha: string) =>
+      containersCreated(stack.docker, since, [`tarmac.run=${runId}`, `tarmac.step=gate-test-${treeSha.slice(0, 12)}-r1`]);
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/red'], target: 'main' });
     const red = await landingFinished(stack, created.body.id);
     assert.equal(red.outcome.status, 'gate-failed', red.outcome.summary);

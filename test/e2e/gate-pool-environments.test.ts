@@ -22,8 +22,14 @@ const probe = [
 /** A repository with an environment whose setup needs no network, and `count` branches that each add a file of their own. */
 function repoWith(name: string, environment: Record<string, unknown>, count: number): FixtureRepo {
   return createFixtureRepo({
-    base: { 'deps.txt': `${name}\n`, '.config/tarmac/land-gate.json': gateFile([{ id: 'probe', run: ['sh', '-c', probe] }], { environment, fixup: { maxRounds: 0 } }) },
-    branches: Array.from({ length: count }, (_, index) => ({ name: `f${index + 1}`, commits: [{ message: `feature ${index + 1}`, files: { [`f${index + 1}.txt`]: `${index + 1}\n` } }] })),
+    base: {
+      'deps.txt': `${name}\n`,
+      '.config/tarmac/land-gate.json': gateFile([{ id: 'probe', run: ['sh', '-c', probe] }], { environment, fixup: { maxRounds: 0 } }),
+    },
+    branches: Array.from({ length: count }, (_, index) => ({
+      name: `f${index + 1}`,
+      commits: [{ message: `feature ${index + 1}`, files: { [`f${index + 1}.txt`]: `${index + 1}\n` } }],
+    })),
   });
 }
 
@@ -48,7 +54,13 @@ describe('the warm gate pool for environments: a container per recent key, for t
     poolDir = join(stack.dataDir, 'gate-pool', gatePoolId(stack.config.hostId, stack.dataDir));
     // A base image without bash (the pool's wait needs it): the runner with bash removed, made offline.
     // (A command, not an entrypoint: the image keeps the runner's none. Its user back to the runner's.)
-    const maker = await stack.docker.createContainer({ Image: 'tarmac/runner:bookworm', User: '0', Cmd: ['/bin/sh', '-c', 'rm -f /bin/bash /usr/bin/bash'], Labels: { 'tarmac.test': 'no-bash-image' }, HostConfig: { NetworkMode: 'none' } });
+    const maker = await stack.docker.createContainer({
+      Image: 'tarmac/runner:bookworm',
+      User: '0',
+      Cmd: ['/bin/sh', '-c', 'rm -f /bin/bash /usr/bin/bash'],
+      Labels: { 'tarmac.test': 'no-bash-image' },
+      HostConfig: { NetworkMode: 'none' },
+    });
     await maker.start();
     await maker.wait();
     const [repo, tag] = noBashImage.split(':') as [string, string];
@@ -57,16 +69,46 @@ describe('the warm gate pool for environments: a container per recent key, for t
   });
   after(async () => {
     await stack?.stop();
-    await stack?.docker.getImage(noBashImage).remove({ force: true }).catch(() => undefined);
+    await stack?.docker
+      .getImage(noBashImage)
+      .remove({ force: true })
+      .catch(() => undefined);
   });
 
   /** The pool's waiting containers (their slots still the pool's) made for this environment (its key's hex), or the default's (none). */
   const waiting = async (hex?: string): Promise<Docker.ContainerInfo[]> => {
-    const listed = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${gatePoolId(stack.config.hostId, stack.dataDir)}`] }) });
-    return listed.filter((info) => info.State === 'running' && info.Labels[poolLabelKeys.environment] === hex && existsSync(join(poolDir, info.Labels[poolLabelKeys.slot] ?? '.none')));
+    const listed = await stack.docker.listContainers({
+      all: true,
+      filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${gatePoolId(stack.config.hostId, stack.dataDir)}`] }),
+    });
+    return listed.filter(
+      (info) =>
+        info.State === 'running' && info.Labels[poolLabelKeys.environment] === hex && existsSync(join(poolDir, info.Labels[poolLabelKeys.slot] ?? '.none')),
+    );
   };
-  const oneWaiting = async (hex: string | undefined, what: string, unlike?: string) => (await waitFor(() => waiting(hex), (list) => list.length === 1 && list[0]!.Id !== unlike, 60_000, what))[0]!;
-  const gone = async (id: string, what: string) => await waitFor(async () => await stack.docker.getContainer(id).inspect().then(() => false, () => true), (done) => done, 30_000, what);
+  const oneWaiting = async (hex: string | undefined, what: string, unlike?: string) =>
+    (
+      await waitFor(
+        () => waiting(hex),
+        (list) => list.length === 1 && list[0]!.Id !== unlike,
+        60_000,
+        what,
+      )
+    )[0]!;
+  const gone = async (id: string, what: string) =>
+    await waitFor(
+      async () =>
+        await stack.docker
+          .getContainer(id)
+          .inspect()
+          .then(
+            () => false,
+            () => true,
+          ),
+      (done) => done,
+      30_000,
+      what,
+    );
 
   async function land(repo: FixtureRepo, branch: string) {
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: [branch], target: 'main' });
@@ -93,7 +135,11 @@ describe('the warm gate pool for environments: a container per recent key, for t
     assert.equal(mount?.RW, false);
     assert.equal(inspected.Config.Labels['tarmac.run'], undefined, 'no run owns it yet');
     assert.equal(inspected.Image, (await stack.docker.getImage('tarmac/runner:bookworm').inspect()).Id);
-    assert.deepEqual(inspected.Config.Env.filter((entry) => !entry.startsWith('PATH=')), ['HOME=/tmp', 'CI=1'], "the environment's entries come with the suite's go, not before");
+    assert.deepEqual(
+      inspected.Config.Env.filter((entry) => !entry.startsWith('PATH=')),
+      ['HOME=/tmp', 'CI=1'],
+      "the environment's entries come with the suite's go, not before",
+    );
     assert.equal(inspected.HostConfig.NetworkMode, 'none');
     assert.equal(inspected.HostConfig.ReadonlyRootfs, true);
     assert.deepEqual(inspected.HostConfig.CapDrop, ['ALL']);
@@ -111,7 +157,7 @@ describe('the warm gate pool for environments: a container per recent key, for t
       async () => JSON.parse(readFileSync(join(poolDir, 'state.json'), 'utf8')) as { environments: Array<{ key: string; skipped: boolean }> },
       (state) => state.environments.some((entry) => entry.key === built.key && entry.skipped),
       30_000,
-      "the pool to skip the key whose image has no bash",
+      'the pool to skip the key whose image has no bash',
     );
     const hit = await land(y, 'f2');
     assert.equal(hit.cache, 'hit');
@@ -142,7 +188,7 @@ describe('the warm gate pool for environments: a container per recent key, for t
     await oneWaiting(hexes.x, "x's next environment container", xContainer.Id);
   });
 
-  it('with two keys waiting, each landing takes its own key\'s; a key past the bound loses its container', async () => {
+  it("with two keys waiting, each landing takes its own key's; a key past the bound loses its container", async () => {
     const built = await land(z, 'f1');
     hexes.z = built.hex;
     const zContainer = await oneWaiting(built.hex, "z's environment container");
@@ -188,7 +234,12 @@ describe('the warm gate pool for environments: a container per recent key, for t
     await stack.killWorker('SIGTERM');
     await gone(made.Id, 'the clean stop to remove the environment container');
     const pool = { label: [`${poolLabelKeys.pool}=${gatePoolId(stack.config.hostId, stack.dataDir)}`] };
-    await waitFor(() => stack.docker.listContainers({ all: true, filters: JSON.stringify(pool) }), (left) => left.length === 0, 30_000, 'the stopped worker to remove every pool container');
+    await waitFor(
+      () => stack.docker.listContainers({ all: true, filters: JSON.stringify(pool) }),
+      (left) => left.length === 0,
+      30_000,
+      'the stopped worker to remove every pool container',
+    );
     await stack.startWorker();
   });
 });

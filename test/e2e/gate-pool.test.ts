@@ -24,7 +24,10 @@ const probe = [
 
 /** The pool's waiting containers: running, of this stack's pool, slot not yet claimed by any run. */
 async function poolContainers(stack: Stack): Promise<Docker.ContainerInfo[]> {
-  return await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${gatePoolId(stack.config.hostId, stack.dataDir)}`] }) });
+  return await stack.docker.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${gatePoolId(stack.config.hostId, stack.dataDir)}`] }),
+  });
 }
 
 /** The pool full again: `size` running containers whose slots are still the pool's (none claimed). */
@@ -75,10 +78,16 @@ describe('the warm gate pool: started before any landing, the same sandbox and t
     assert.equal(inspected.Config.User, '1000:1000');
     assert.equal(inspected.HostConfig.Memory, 2 * 1024 ** 3);
     assert.equal(inspected.HostConfig.PidsLimit, 512);
-    assert.deepEqual(inspected.Config.Env.filter((entry) => !entry.startsWith('PATH=')), ['HOME=/tmp', 'CI=1']);
+    assert.deepEqual(
+      inspected.Config.Env.filter((entry) => !entry.startsWith('PATH=')),
+      ['HOME=/tmp', 'CI=1'],
+    );
     assert.equal(inspected.Config.Labels['tarmac.run'], undefined, 'no run owns it yet');
     const repo = createFixtureRepo({
-      base: { Makefile: 'test:\n\ttrue\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'probe', run: ['sh', '-c', `QUOTED_CHECK="it's \\$HOME"; export QUOTED_CHECK; ${probe}`] }]) },
+      base: {
+        Makefile: 'test:\n\ttrue\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'probe', run: ['sh', '-c', `QUOTED_CHECK="it's \\$HOME"; export QUOTED_CHECK; ${probe}`] }]),
+      },
       branches: [{ name: 'feature/pool', commits: [{ message: 'a feature', files: { 'feature.txt': 'f\n' } }] }],
     });
     const since = Math.floor(Date.now() / 1000);
@@ -102,7 +111,7 @@ describe('the warm gate pool: started before any landing, the same sandbox and t
     assert.match(log, /^interfaces=lo,$/m);
     assert.match(log, /^root=read-only$/m);
     assert.match(log, /^control=read-only$/m);
-    assert.match(log, /^fds=4$/m, 'stdin, stdout, stderr and ls\'s own directory: no FIFO of the wait');
+    assert.match(log, /^fds=4$/m, "stdin, stdout, stderr and ls's own directory: no FIFO of the wait");
 
     // The suite ran in the pool's container: no gate container was made for the run.
     assert.equal(await containersCreated(stack.docker, since, [`tarmac.run=${created.body.id}`, 'tarmac.role=gate']), 0);
@@ -132,7 +141,16 @@ describe('the warm gate pool: started before any landing, the same sandbox and t
     await poolReady(stack);
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     const slow = createFixtureRepo({
-      base: { Makefile: 'test:\n\ttrue\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'slow', run: ['sh', '-c', 'sleep 1; echo slept'], timeout: '2s' }, { id: 'hang', run: ['sh', '-c', 'sleep 60'], timeout: '2s' }], noFixup) },
+      base: {
+        Makefile: 'test:\n\ttrue\n',
+        '.config/tarmac/land-gate.json': gateFile(
+          [
+            { id: 'slow', run: ['sh', '-c', 'sleep 1; echo slept'], timeout: '2s' },
+            { id: 'hang', run: ['sh', '-c', 'sleep 60'], timeout: '2s' },
+          ],
+          noFixup,
+        ),
+      },
       branches: [{ name: 'feature/slow', commits: [{ message: 'a feature', files: { 'feature.txt': 'f\n' } }] }],
     });
     const second = await stack.api('POST', '/v1/landings', { repo: slow.url, branches: ['feature/slow'], target: 'main' });
@@ -178,15 +196,25 @@ describe('the warm gate pool: started before any landing, the same sandbox and t
     assert.equal((await stack.docker.getContainer(waiting!.Id).inspect()).State.Running, true);
 
     await stack.killWorker('SIGTERM');
-    await waitFor(() => poolContainers(stack), (list) => list.length === 0, 30_000, 'the stopped worker to remove its waiting container');
+    await waitFor(
+      () => poolContainers(stack),
+      (list) => list.length === 0,
+      30_000,
+      'the stopped worker to remove its waiting container',
+    );
     await stack.startWorker();
     await poolReady(stack);
   });
 
-  it('at start the host removes its pool containers no run has claimed, or whose run directory is gone; a claimed one stays its run\'s', async () => {
+  it("at start the host removes its pool containers no run has claimed, or whose run directory is gone; a claimed one stays its run's", async () => {
     const poolId = gatePoolId(stack.config.hostId, stack.dataDir);
     const make = async (slot: string) => {
-      const container = await stack.docker.createContainer({ Image: 'tarmac/runner:bookworm', Cmd: ['sleep', '300'], Labels: { 'tarmac.role': 'gate', [poolLabelKeys.pool]: poolId, [poolLabelKeys.slot]: slot }, HostConfig: { NetworkMode: 'none' } });
+      const container = await stack.docker.createContainer({
+        Image: 'tarmac/runner:bookworm',
+        Cmd: ['sleep', '300'],
+        Labels: { 'tarmac.role': 'gate', [poolLabelKeys.pool]: poolId, [poolLabelKeys.slot]: slot },
+        HostConfig: { NetworkMode: 'none' },
+      });
       await container.start();
       return container.id;
     };

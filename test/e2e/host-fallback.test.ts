@@ -28,9 +28,18 @@ function readHistory(events: HistoryEvent[]) {
     const attributes = event.activityTaskScheduledEventAttributes;
     if (!attributes) return [];
     const started = events.find((other) => other.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === event.eventId?.toString());
-    return [{ index, activityType: attributes.activityType!.name!, taskQueue: attributes.taskQueue!.name!, startedBy: started?.activityTaskStartedEventAttributes?.identity ?? undefined }];
+    return [
+      {
+        index,
+        activityType: attributes.activityType!.name!,
+        taskQueue: attributes.taskQueue!.name!,
+        startedBy: started?.activityTaskStartedEventAttributes?.identity ?? undefined,
+      },
+    ];
   });
-  const workflowTasks = events.flatMap((event, index) => (event.workflowTaskCompletedEventAttributes ? [{ index, identity: event.workflowTaskCompletedEventAttributes.identity ?? '' }] : []));
+  const workflowTasks = events.flatMap((event, index) =>
+    event.workflowTaskCompletedEventAttributes ? [{ index, identity: event.workflowTaskCompletedEventAttributes.identity ?? '' }] : [],
+  );
   return { locals, localTries: locals.filter((entry) => entry.activityType === 'capsule.onHost'), scheduled, workflowTasks };
 }
 
@@ -84,8 +93,16 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
     assertLandedGatedHead(await landingFinished(stack, id, 120_000), repo.path);
     const history = readHistory((await stack.client.workflow.getHandle(id).fetchHistory()).events ?? []);
     assert.ok(history.localTries.length >= 2, `host-bound capsules ran as local activities (${history.localTries.length})`);
-    assert.deepEqual(history.localTries.filter((entry) => entry.failure), [], 'no local try was refused');
-    assert.deepEqual(history.scheduled.filter((entry) => bound.has(entry.activityType)).map((entry) => entry.activityType), [], 'no host-bound capsule went through a task queue');
+    assert.deepEqual(
+      history.localTries.filter((entry) => entry.failure),
+      [],
+      'no local try was refused',
+    );
+    assert.deepEqual(
+      history.scheduled.filter((entry) => bound.has(entry.activityType)).map((entry) => entry.activityType),
+      [],
+      'no host-bound capsule went through a task queue',
+    );
   });
 
   it('the workflow moves to a worker of another host: host-bound capsules are refused there (TARMAC_WRONG_HOST) and run through the run’s host queue', async () => {
@@ -109,7 +126,11 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
     // A's janitor cleans up once the run has closed.
     assert.equal((await cleanedUp(stack.dataDir, id)).workflowStatus, 'COMPLETED');
     const left = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${id}`] }) });
-    assert.deepEqual(left.map((container) => container.Id), [], 'no container of the run is left');
+    assert.deepEqual(
+      left.map((container) => container.Id),
+      [],
+      'no container of the run is left',
+    );
     assert.ok((await stack.docker.listContainers({ all: true, filters: JSON.stringify({ id: [gate.Id] }) })).length === 0, 'the gate container was removed');
 
     const history = readHistory((await stack.client.workflow.getHandle(id).fetchHistory()).events ?? []);
@@ -121,7 +142,10 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
       history.locals.some((entry) => entry.activityType === 'capsule.placeLanding' && !entry.failure && entry.index < firstRefused),
       'before the move the landing was placed (on A) by a local activity',
     );
-    assert.ok(history.localTries.filter((entry) => entry.index > firstRefused).every((entry) => entry.failure), 'after the move no local try succeeds');
+    assert.ok(
+      history.localTries.filter((entry) => entry.index > firstRefused).every((entry) => entry.failure),
+      'after the move no local try succeeds',
+    );
     // Every refusal is followed by exactly one activity task on A's host queue: the same step, taken by A.
     const fallbacks = history.scheduled.filter((entry) => bound.has(entry.activityType));
     assert.equal(fallbacks.length, refused.length, JSON.stringify(fallbacks));
@@ -139,8 +163,14 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
     // The workflow tasks: A's before the kill, B's after (the refused tries were B's).
     const moved = history.workflowTasks.filter((task) => task.index < firstRefused).at(-1)!;
     const afterMove = history.workflowTasks.filter((task) => task.index >= moved.index);
-    assert.ok(afterMove.every((task) => processOf(task.identity) === String(other.pid)), `B ran every workflow task from the move on: ${JSON.stringify(afterMove)}`);
-    assert.ok(history.workflowTasks.some((task) => processOf(task.identity) === String(firstWorker)), 'A ran the workflow before the kill');
+    assert.ok(
+      afterMove.every((task) => processOf(task.identity) === String(other.pid)),
+      `B ran every workflow task from the move on: ${JSON.stringify(afterMove)}`,
+    );
+    assert.ok(
+      history.workflowTasks.some((task) => processOf(task.identity) === String(firstWorker)),
+      'A ran the workflow before the kill',
+    );
   });
 
   it('a workflow-only worker places no run on its own host: the placement goes through the placement queue to a host’s worker', async () => {
@@ -151,9 +181,17 @@ describe('host-bound capsules: local on the run’s host, through its queue anyw
     assertLandedGatedHead(view, repo.path);
     const history = readHistory((await stack.client.workflow.getHandle(id).fetchHistory()).events ?? []);
     const placementTries = history.locals.filter((entry) => entry.activityType === 'capsule.placeLanding');
-    assert.deepEqual(placementTries.map((entry) => entry.failure), [FailureCode.wrongHost], 'B refused to place the landing on itself');
+    assert.deepEqual(
+      placementTries.map((entry) => entry.failure),
+      [FailureCode.wrongHost],
+      'B refused to place the landing on itself',
+    );
     const placed = history.scheduled.filter((entry) => entry.activityType === 'capsule.placeLanding');
-    assert.deepEqual(placed.map((entry) => entry.taskQueue), [placementQueue('tarmac')], 'placed through the placement queue');
+    assert.deepEqual(
+      placed.map((entry) => entry.taskQueue),
+      [placementQueue('tarmac')],
+      'placed through the placement queue',
+    );
     assert.equal(processOf(placed[0]!.startedBy), String(stack.worker().pid), 'by A, a host');
     // Every step after it went to A's host queue: the run is A's, never B's.
     const pinned = history.scheduled.filter((entry) => entry.activityType !== 'capsule.placeLanding');

@@ -19,7 +19,13 @@ describe('the failures the doctrine names: questions first, the resolver on ever
   before(async () => {
     cpSync(defaultRecipesDir, recipesDir, { recursive: true });
     const panels = JSON.parse(readFileSync(join(recipesDir, 'panels.json'), 'utf8'));
-    panels.panels['script-asker'] = { reviewers: ['script#reviewer-a:ask-review', 'script#reviewer-b'], quorum: 2, blockingSeverities: ['blocking'], promptVersion: 'v1', prompt: 'Review the listed files.' };
+    panels.panels['script-asker'] = {
+      reviewers: ['script#reviewer-a:ask-review', 'script#reviewer-b'],
+      quorum: 2,
+      blockingSeverities: ['blocking'],
+      promptVersion: 'v1',
+      prompt: 'Review the listed files.',
+    };
     writeFileSync(join(recipesDir, 'panels.json'), `${JSON.stringify(panels, null, 2)}\n`);
     stack = await startStack({ recipesDir });
     stack.scriptScenario('ask-review', { ask: ['Is the TODO in notes.txt on purpose?'] });
@@ -44,7 +50,11 @@ describe('the failures the doctrine names: questions first, the resolver on ever
   /** A branch that changes shared.txt, and a target that changed the same line after it was cut. */
   function conflictRepo(check = 'test -f shared.txt\n') {
     const repo = createFixtureRepo({
-      base: { 'shared.txt': 'base\n', 'check.sh': check, '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 0 } }) },
+      base: {
+        'shared.txt': 'base\n',
+        'check.sh': check,
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 0 } }),
+      },
       branches: [{ name: 'feature/one', commits: [{ message: 'one: change shared', files: { 'shared.txt': 'one\n' } }] }],
     });
     return repo;
@@ -90,7 +100,11 @@ describe('the failures the doctrine names: questions first, the resolver on ever
     await new Promise((resolve) => setTimeout(resolve, 1500));
     assert.equal(await sessionInput(`${id}.resolver-2`), undefined, 'no follow-up before the answer');
     const still = await stack.api('GET', `/v1/landings/${id}`);
-    assert.deepEqual(still.body.steps.filter((step: { name: string }) => step.name.startsWith('gate.')), [], 'no gate ran');
+    assert.deepEqual(
+      still.body.steps.filter((step: { name: string }) => step.name.startsWith('gate.')),
+      [],
+      'no gate ran',
+    );
     // The journal (the events stream) carries the question with who asked and why.
     const page = await stack.client.workflow.getHandle(id).query(eventsQuery, {});
     const asked = page.events.find((event) => event.kind === 'question');
@@ -105,10 +119,20 @@ describe('the failures the doctrine names: questions first, the resolver on ever
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
     assert.equal(fileAt(repo.path, 'main', 'shared.txt').trim(), answer, "the resolution is the operator's answer");
     const followUp = await sessionInput(`${id}.resolver-2`);
-    assert.deepEqual(followUp?.continues && { sessionId: followUp.continues.sessionId, harnessModel: followUp.continues.harnessModel }, { sessionId: 'resolver-1', harnessModel: 'script#resolver:ask-keep' }, 'the follow-up continues the session that asked');
-    assert.match(followUp!.task.prompt, new RegExp(`^You asked, and the operator answered:\\n1\\. ${question.replace(/[?.']/g, '.')}\\nAnswer from the operator: ${answer}$`, 'm'));
+    assert.deepEqual(
+      followUp?.continues && { sessionId: followUp.continues.sessionId, harnessModel: followUp.continues.harnessModel },
+      { sessionId: 'resolver-1', harnessModel: 'script#resolver:ask-keep' },
+      'the follow-up continues the session that asked',
+    );
+    assert.match(
+      followUp!.task.prompt,
+      new RegExp(`^You asked, and the operator answered:\\n1\\. ${question.replace(/[?.']/g, '.')}\\nAnswer from the operator: ${answer}$`, 'm'),
+    );
     assert.deepEqual(view.outcome.questions, [{ id: 'resolver-1-q1', question, from: pending.from, why: pending.why, answer }]);
-    assert.deepEqual(view.outcome.sessions.map((entry: { sessionId: string; status: string }) => `${entry.sessionId}:${entry.status}`), ['resolver-1:asked', 'resolver-2:delivered']);
+    assert.deepEqual(
+      view.outcome.sessions.map((entry: { sessionId: string; status: string }) => `${entry.sessionId}:${entry.status}`),
+      ['resolver-1:asked', 'resolver-2:delivered'],
+    );
   });
 
   it('an empty answer is a decision not to go on → needs-decision naming the question; no follow-up; nothing merged', async () => {
@@ -153,10 +177,18 @@ describe('the failures the doctrine names: questions first, the resolver on ever
   it('verify refuses leftover conflict markers the gate missed → one fixup round with the refusal as input → re-gated, re-verified, landed', async () => {
     const committedConflict = 'ours\n<<<<<<< HEAD\nmine\n=======\nyours\n>>>>>>> feature\ntheirs\n';
     const repo = createFixtureRepo({
-      base: { 'check.sh': 'test -f notes.txt\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 1 } }) },
+      base: {
+        'check.sh': 'test -f notes.txt\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 1 } }),
+      },
       branches: [{ name: 'feature/notes', commits: [{ message: 'notes (a bad merge left its markers)', files: { 'notes.txt': committedConflict } }] }],
     });
-    const id = await land({ repo: repo.url, branches: ['feature/notes'], target: 'main', agents: { fixer: 'script#fixer:mend-notes', ladder: ['script#fixer:mend-notes'] } });
+    const id = await land({
+      repo: repo.url,
+      branches: ['feature/notes'],
+      target: 'main',
+      agents: { fixer: 'script#fixer:mend-notes', ladder: ['script#fixer:mend-notes'] },
+    });
     const view = await landingFinished(stack, id);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
     assert.equal(fileAt(repo.path, 'main', 'notes.txt').trim(), 'ours\ntheirs', 'the landed file is the mended one');
@@ -164,7 +196,11 @@ describe('the failures the doctrine names: questions first, the resolver on ever
     assert.deepEqual(steps.filter((name: string) => name === 'capsule.verifyLanding').length, 2, `verified, then re-verified: ${steps.join(', ')}`);
     assert.ok(steps.indexOf('session.fixer:fixer-1') > steps.indexOf('capsule.verifyLanding'), 'the fixup round came after the refusal');
     const fixer = await sessionInput(`${id}.fixer-1`);
-    assert.match(fixer!.task.prompt, /refused the merge: leftover conflict markers: notes\.txt:2, notes\.txt:4, notes\.txt:6/, "the refusal is the fixer's input");
+    assert.match(
+      fixer!.task.prompt,
+      /refused the merge: leftover conflict markers: notes\.txt:2, notes\.txt:4, notes\.txt:6/,
+      "the refusal is the fixer's input",
+    );
     // Gated again on the mended tree, which is the one merged.
     assert.equal(treeOf(repo.path, 'main'), view.outcome.gates.at(-1).treeSha);
     assert.equal(new Set(view.outcome.gates.map((gate: { treeSha: string }) => gate.treeSha)).size, 2);
@@ -178,19 +214,35 @@ describe('the failures the doctrine names: questions first, the resolver on ever
     const before = branchHead(repo.path, 'main');
     // This fixer commits, but not a fix: the markers stay.
     stack.scriptScenario('touch-other', { edits: [{ file: 'other.txt', replace: 'x\n' }] });
-    const id = await land({ repo: repo.url, branches: ['feature/notes'], target: 'main', agents: { fixer: 'script#fixer:touch-other', ladder: ['script#fixer:touch-other'] } });
+    const id = await land({
+      repo: repo.url,
+      branches: ['feature/notes'],
+      target: 'main',
+      agents: { fixer: 'script#fixer:touch-other', ladder: ['script#fixer:touch-other'] },
+    });
     const view = await landingFinished(stack, id);
     assert.equal(view.outcome.status, 'verify-failed', view.outcome.summary);
-    assert.match(view.outcome.summary, /^verification refused the merge after its fixup round: leftover conflict markers: notes\.txt:1, notes\.txt:3, notes\.txt:5; nothing was merged$/);
+    assert.match(
+      view.outcome.summary,
+      /^verification refused the merge after its fixup round: leftover conflict markers: notes\.txt:1, notes\.txt:3, notes\.txt:5; nothing was merged$/,
+    );
     assert.equal(branchHead(repo.path, 'main'), before);
   });
 
   it("a fix loop's agent asks inside a landing: the landing shows the question, the answer given to the landing reaches the fix loop's agent; landed", async () => {
     const repo = createFixtureRepo({
-      base: { 'check.sh': 'test "$(cat FIXED 2>/dev/null)" = yes || { echo "FIXED is not yes"; exit 3; }\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 1 } }) },
+      base: {
+        'check.sh': 'test "$(cat FIXED 2>/dev/null)" = yes || { echo "FIXED is not yes"; exit 3; }\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 1 } }),
+      },
       branches: [{ name: 'feature/f', commits: [{ message: 'feature', files: { 'feature.txt': 'f\n' } }] }],
     });
-    const id = await land({ repo: repo.url, branches: ['feature/f'], target: 'main', agents: { fixer: 'script#fixer:ask-fix', ladder: ['script#fixer:ask-fix'] } });
+    const id = await land({
+      repo: repo.url,
+      branches: ['feature/f'],
+      target: 'main',
+      agents: { fixer: 'script#fixer:ask-fix', ladder: ['script#fixer:ask-fix'] },
+    });
     const waiting = await waitingView(id);
     const [pending] = waiting.body.pendingQuestions;
     assert.deepEqual(
@@ -201,7 +253,10 @@ describe('the failures the doctrine names: questions first, the resolver on ever
     assert.match(pending.why, /agent round 1 on `sh check\.sh` \(exit 3\)/);
     // The fix loop shows it too, as its own.
     const loop = await stack.client.workflow.getHandle(`${id}.fixup-1`).query<{ pendingQuestions: { id: string }[] }>('status');
-    assert.deepEqual(loop.pendingQuestions.map((question) => question.id), ['fixup-1-implementer-1-q1']);
+    assert.deepEqual(
+      loop.pendingQuestions.map((question) => question.id),
+      ['fixup-1-implementer-1-q1'],
+    );
 
     assert.equal((await stack.api('POST', `/v1/landings/${id}/answers`, { text: 'yes' })).status, 200);
     const view = await landingFinished(stack, id);
@@ -210,13 +265,19 @@ describe('the failures the doctrine names: questions first, the resolver on ever
     const followUp = await sessionInput(`${id}.fixup-1-implementer-1-answered-1`);
     assert.equal(followUp?.continues?.sessionId, 'fixup-1-implementer-1', 'the follow-up continues the agent that asked');
     assert.match(followUp.task.prompt, /Answer from the operator: yes$/m);
-    assert.deepEqual(view.outcome.questions.map((question: { id: string; answer?: string }) => [question.id, question.answer]), [['fixup-1-implementer-1-q1', 'yes']]);
+    assert.deepEqual(
+      view.outcome.questions.map((question: { id: string; answer?: string }) => [question.id, question.answer]),
+      [['fixup-1-implementer-1-q1', 'yes']],
+    );
   });
 
   it("a reviewer's question: the landing shows it, the answer reaches a follow-up of that reviewer, whose report counts; empty → needs-decision", async () => {
     const reviewed = (answer: string) => {
       const repo = createFixtureRepo({
-        base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { review: { panel: 'script-asker', quorum: 2 } }) },
+        base: {
+          'check.sh': 'true\n',
+          '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { review: { panel: 'script-asker', quorum: 2 } }),
+        },
         branches: [{ name: 'feature/n', commits: [{ message: 'notes', files: { 'notes.txt': `notes ${answer}\n` } }] }],
       });
       return repo;

@@ -44,7 +44,12 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
 
   it('two branches land together; the merged SHA is the one whose tree was gated', async () => {
     const repo = createFixtureRepo({
-      base: { 'a.txt': 'a\n', 'b.txt': 'b\n', 'check.sh': 'grep -q A a.txt && grep -q B b.txt\n', '.config/tarmac/land-gate.json': gate({ fixup: { maxRounds: 0 } }) },
+      base: {
+        'a.txt': 'a\n',
+        'b.txt': 'b\n',
+        'check.sh': 'grep -q A a.txt && grep -q B b.txt\n',
+        '.config/tarmac/land-gate.json': gate({ fixup: { maxRounds: 0 } }),
+      },
       branches: [
         { name: 'feature/a', commits: [{ message: 'a: upper', files: { 'a.txt': 'A\n' } }] },
         { name: 'feature/b', commits: [{ message: 'b: upper', files: { 'b.txt': 'B\n' } }] },
@@ -56,7 +61,10 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     const merged = branchHead(repo.path, 'main');
     assert.equal(merged, view.outcome.mergedSha);
     assert.equal(treeOf(repo.path, merged), view.gates[0].treeSha, 'the gated tree is the merged tree');
-    assert.deepEqual(view.outcome.provenance.map((entry: { branch: string; how: string }) => `${entry.branch}:${entry.how}`), ['feature/a:identical', 'feature/b:identical']);
+    assert.deepEqual(
+      view.outcome.provenance.map((entry: { branch: string; how: string }) => `${entry.branch}:${entry.how}`),
+      ['feature/a:identical', 'feature/b:identical'],
+    );
     assert.equal(fileAt(repo.path, 'main', 'a.txt').trim(), 'A');
     assert.equal(fileAt(repo.path, 'main', 'b.txt').trim(), 'B');
   });
@@ -71,7 +79,11 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
     assert.equal(fileAt(repo.path, 'main', 'shared.txt').trim(), 'target\none', 'both sides kept by the resolver');
     assert.equal(fileAt(repo.path, 'main', 'notes.txt').trim(), 'notes');
-    const how = view.outcome.provenance.map((entry: { subject: string; how: string; rebased: string | null }) => [entry.subject, entry.how, Boolean(entry.rebased)]);
+    const how = view.outcome.provenance.map((entry: { subject: string; how: string; rebased: string | null }) => [
+      entry.subject,
+      entry.how,
+      Boolean(entry.rebased),
+    ]);
     assert.deepEqual(how, [
       ['one: change shared', 'resolved', true],
       ['one: add notes', 'identical', true],
@@ -85,7 +97,12 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
       { message: 'one: add notes', files: { 'notes.txt': 'notes\n' } },
     ]);
     const before = branchHead(repo.path, 'main');
-    const id = await land({ repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: 'script#resolver-drops', ladder: ['script#resolver-drops'] } });
+    const id = await land({
+      repo: repo.url,
+      branches: ['feature/one'],
+      target: 'main',
+      agents: { resolver: 'script#resolver-drops', ladder: ['script#resolver-drops'] },
+    });
     const view = await finished(id);
     assert.equal(view.outcome.status, 'dropped-commits', view.outcome.summary);
     assert.match(view.outcome.summary, /"one: change shared" \(feature\/one\)/);
@@ -129,7 +146,10 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     const id = await land({ repo: repo.url, branches: ['feature/f'], target: 'main', agents: fixerAgents('script#fixer') });
     const view = await finished(id);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
-    assert.deepEqual(view.outcome.gates.map((result: { status: string; round: number }) => `${result.round}:${result.status}`), ['1:failed', '2:passed']);
+    assert.deepEqual(
+      view.outcome.gates.map((result: { status: string; round: number }) => `${result.round}:${result.status}`),
+      ['1:failed', '2:passed'],
+    );
     assert.equal(view.outcome.supersedes.length, 1);
     assert.equal(view.outcome.supersedes[0].supersededBy.treeSha, view.outcome.treeSha);
     assert.equal(fileAt(repo.path, 'main', 'FIXED').trim(), 'yes');
@@ -139,7 +159,10 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
       view.outcome.fixLoops.map((loop: { id: string; outcome: string; filesChanged: string[] }) => [loop.id, loop.outcome, loop.filesChanged]),
       [[`${id}.fixup-1`, 'fixed', ['FIXED']]],
     );
-    assert.deepEqual(view.outcome.sessions.map((entry: { sessionId: string; role: string }) => `${entry.sessionId}:${entry.role}`), ['fixup-1-implementer-1:implementer']);
+    assert.deepEqual(
+      view.outcome.sessions.map((entry: { sessionId: string; role: string }) => `${entry.sessionId}:${entry.role}`),
+      ['fixup-1-implementer-1:implementer'],
+    );
     const fixLoop = (await stack.client.workflow.getHandle(`${id}.fixup-1`).result()) as { reproCommand: string; reproExitCode: number };
     assert.equal(fixLoop.reproCommand, 'sh check.sh', 'the repro is the failing suite');
     assert.equal(fixLoop.reproExitCode, 0, 'the fix loop verified its fix before the landing re-gated');
@@ -148,7 +171,11 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
 
   it('a red gate with a known failure is repaired by a playbook, with no agent session', async () => {
     const repo = createFixtureRepo({
-      base: { Makefile: 'build:\n\ttrue\n', 'scripts/test.sh': 'echo tests pass\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]) },
+      base: {
+        Makefile: 'build:\n\ttrue\n',
+        'scripts/test.sh': 'echo tests pass\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]),
+      },
       branches: [{ name: 'feature/p', commits: [{ message: 'a feature', files: { 'feature.txt': 'p\n' } }] }],
     });
     const id = await land({ repo: repo.url, branches: ['feature/p'], target: 'main' });
@@ -182,20 +209,37 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     const budgetRepo = () =>
       createFixtureRepo({
         // The failure names what FIXED holds: a round that changed it is not "the same failure twice".
-        base: { 'check.sh': 'v=$(cat FIXED 2>/dev/null || echo missing); test "$v" = 2 || { echo "FIXED is $v, not 2"; exit 4; }\n', '.config/tarmac/land-gate.json': gate({ fixup: { maxRounds: 2 } }) },
+        base: {
+          'check.sh': 'v=$(cat FIXED 2>/dev/null || echo missing); test "$v" = 2 || { echo "FIXED is $v, not 2"; exit 4; }\n',
+          '.config/tarmac/land-gate.json': gate({ fixup: { maxRounds: 2 } }),
+        },
         branches: [{ name: 'feature/b', commits: [{ message: 'feature', files: { 'feature.txt': 'b\n' } }] }],
       });
     const spender = { fixer: 'script#fixer:write-1-spend-600', ladder: ['script#fixer:write-1-spend-600'] };
     const pausedView = (id: string) =>
-      waitFor(() => stack.api('GET', `/v1/landings/${id}`), (view) => view.body?.pausedFor !== undefined || view.body?.workflowStatus !== 'RUNNING', 180_000, `landing ${id} to pause for its budget`);
+      waitFor(
+        () => stack.api('GET', `/v1/landings/${id}`),
+        (view) => view.body?.pausedFor !== undefined || view.body?.workflowStatus !== 'RUNNING',
+        180_000,
+        `landing ${id} to pause for its budget`,
+      );
 
     it('spent after the first fixup round → pauses; an operator extends it → the second round runs', async () => {
-      const id = await land({ repo: budgetRepo().url, branches: ['feature/b'], target: 'main', agents: spender, budget: { tokens: 500, onExhausted: 'pause' } });
+      const id = await land({
+        repo: budgetRepo().url,
+        branches: ['feature/b'],
+        target: 'main',
+        agents: spender,
+        budget: { tokens: 500, onExhausted: 'pause' },
+      });
       const paused = await pausedView(id);
       assert.match(paused.body.pausedFor, /^tokens: 600 used of 500$/, JSON.stringify(paused.body.outcome ?? paused.body.pausedFor));
       assert.equal(paused.body.budget.tokens, 500);
       assert.equal(paused.body.phase, 'fixup', 'it waits at the start of the second fixup round, not inside a session');
-      assert.deepEqual(paused.body.steps.filter((step: { name: string }) => step.name.startsWith('fix.loop:')).map((step: { name: string }) => step.name), ['fix.loop:fixup-1']);
+      assert.deepEqual(
+        paused.body.steps.filter((step: { name: string }) => step.name.startsWith('fix.loop:')).map((step: { name: string }) => step.name),
+        ['fix.loop:fixup-1'],
+      );
       // The first round's fix loop stopped itself before a second agent: its budget was the landing's.
       const firstLoop = (await stack.client.workflow.getHandle(`${id}.fixup-1`).result()) as { outcome: string; failureType: string; sessions: unknown[] };
       assert.deepEqual([firstLoop.outcome, firstLoop.failureType, firstLoop.sessions.length], ['exhausted', 'budget-exhausted', 1]);
@@ -210,7 +254,9 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
     it('onExhausted stop, or an operator who stops the paused landing → budget-exhausted; nothing merged', async () => {
       const stopRepo = budgetRepo();
       const before = branchHead(stopRepo.path, 'main');
-      const stopped = await finished(await land({ repo: stopRepo.url, branches: ['feature/b'], target: 'main', agents: spender, budget: { tokens: 500, onExhausted: 'stop' } }));
+      const stopped = await finished(
+        await land({ repo: stopRepo.url, branches: ['feature/b'], target: 'main', agents: spender, budget: { tokens: 500, onExhausted: 'stop' } }),
+      );
       assert.equal(stopped.outcome.status, 'budget-exhausted', stopped.outcome.summary);
       assert.match(stopped.outcome.summary, /tokens: 600 used of 500/);
       assert.equal(branchHead(stopRepo.path, 'main'), before);
@@ -231,7 +277,14 @@ describe('landing flows: rebase, resolver, patch check, fixup, questions, cancel
         branches: [{ name, commits: [{ message: 'loosen the gate', files: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['true'] }]) } }] }],
       });
     const ask = async (id: string) =>
-      (await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.body.pendingQuestions?.length === 1, 60_000, 'the question')).body;
+      (
+        await waitFor(
+          () => stack.api('GET', `/v1/landings/${id}`),
+          (response) => response.body.pendingQuestions?.length === 1,
+          60_000,
+          'the question',
+        )
+      ).body;
 
     const approved = edits('feature/gate');
     const first = await land({ repo: approved.url, branches: ['feature/gate'], target: 'main' });

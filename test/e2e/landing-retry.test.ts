@@ -12,10 +12,14 @@ const root = resolve(__dirname, '../..');
 /** `tarmac <args>` as a user runs it: the real binary, talking to the stack's API over HTTP. */
 async function tarmac(stack: Stack, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', join(root, 'node_modules/tsx/dist/loader.mjs'), join(root, 'bin/tarmac.ts'), ...args], {
-      cwd: root,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, TARMAC_API_URL: stack.apiUrl, TARMAC_API_TOKEN: testToken },
-    });
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      ['--import', join(root, 'node_modules/tsx/dist/loader.mjs'), join(root, 'bin/tarmac.ts'), ...args],
+      {
+        cwd: root,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, TARMAC_API_URL: stack.apiUrl, TARMAC_API_TOKEN: testToken },
+      },
+    );
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code?: number; stdout?: string; stderr?: string };
@@ -44,7 +48,10 @@ describe('retrying a landing that did not land', () => {
     const repo = createFixtureRepo({
       base: {
         'check.sh': 'true\n',
-        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { review: { panel: 'script-trio', quorum: 3 }, fixup: { maxRounds: 0 } }),
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], {
+          review: { panel: 'script-trio', quorum: 3 },
+          fixup: { maxRounds: 0 },
+        }),
       },
       branches: [{ name: 'feature/r', commits: [{ message: 'feature', files: { 'src/retry.js': 'module.exports = 2; // TODO: name it\n' } }] }],
     });
@@ -83,7 +90,10 @@ describe('retrying a landing that did not land', () => {
     const cli = await tarmac(stack, ['retry', first, '--json']);
     assert.equal(cli.code, 0, cli.stderr);
     const retried = JSON.parse(cli.stdout) as { id: string; duplicate: boolean; retryOf: string; attempt: number; heads: unknown };
-    assert.deepEqual({ id: retried.id, duplicate: retried.duplicate, retryOf: retried.retryOf, attempt: retried.attempt }, { id: `${first}.retry-2`, duplicate: false, retryOf: first, attempt: 2 });
+    assert.deepEqual(
+      { id: retried.id, duplicate: retried.duplicate, retryOf: retried.retryOf, attempt: retried.attempt },
+      { id: `${first}.retry-2`, duplicate: false, retryOf: first, attempt: 2 },
+    );
     assert.deepEqual(retried.heads, created.body.heads, 'the same heads');
     assert.equal((await stack.client.workflow.getHandle(retried.id).describe()).memo?.retryOf, first, 'the memo names the run it retries');
 
@@ -95,11 +105,19 @@ describe('retrying a landing that did not land', () => {
     assert.equal(landed.reviews[0].sessionsStarted, 0);
     assert.deepEqual(landed.reviews[0].restored, ['script#reviewer-a', 'script#reviewer-b', 'script#reviewer-c']);
     assert.match(view.steps.find((step: { name: string }) => step.name.startsWith('review.panel')).detail, /REVIEW_CACHE=hit/);
-    assert.equal(await containersCreated(stack.docker, since, ['tarmac.role=reviewer', `tarmac.run=${retried.id}`]), 0, 'no reviewer container was started for the retry');
+    assert.equal(
+      await containersCreated(stack.docker, since, ['tarmac.role=reviewer', `tarmac.run=${retried.id}`]),
+      0,
+      'no reviewer container was started for the retry',
+    );
     // Its gate too is reused: the first run sealed the suite's result on this tree (GATE_CACHE=hit, no container at all).
     assert.equal(landed.gates[0].cache, 'hit');
     assert.equal(await containersCreated(stack.docker, since, [`tarmac.run=${retried.id}`]), 0, 'the retry made no container: no gate, no reviewer');
-    assert.equal(await containersCreated(stack.docker, began, [`tarmac.run=${first}`, 'tarmac.role=gate']), 1, "the first run's gate container: the count sees it");
+    assert.equal(
+      await containersCreated(stack.docker, began, [`tarmac.run=${first}`, 'tarmac.role=gate']),
+      1,
+      "the first run's gate container: the count sees it",
+    );
     assert.equal(branchHead(repo.path, 'main'), landed.mergedSha);
 
     // The first run keeps its id, its history and its outcome.

@@ -7,7 +7,7 @@ import { cleanupMarker } from '../../activities/janitor/run-janitor';
 import { cleanedUp, containersCreated, startStack, stepRunning, waitFor, type Stack } from '../helpers/stack';
 
 const passingBase = {
-  'Makefile': 'test:\n\tnode test.js\n',
+  Makefile: 'test:\n\tnode test.js\n',
   'value.js': 'module.exports = 1;\n',
   'test.js': "if (require('./value.js') < 1) process.exit(1);\nconsole.log('suite ok');\n",
 };
@@ -87,7 +87,8 @@ describe('landing, end to end: HTTP → Temporal → worker → container → gi
 
     // The Web UI lists workflows through visibility; the same query finds the landing by repo.
     const found: string[] = [];
-    for await (const execution of stack.client.workflow.list({ query: `TarmacRepo = '${repo.url}' AND TarmacKind = 'landing'` })) found.push(execution.workflowId);
+    for await (const execution of stack.client.workflow.list({ query: `TarmacRepo = '${repo.url}' AND TarmacKind = 'landing'` }))
+      found.push(execution.workflowId);
     assert.deepEqual(found, [created.body.id]);
     const listed = await stack.api('GET', '/v1/landings');
     assert.ok(listed.body.landings.some((landing: { id: string; outcome?: string }) => landing.id === created.body.id && landing.outcome === 'landed'));
@@ -164,7 +165,11 @@ describe('landing, end to end: HTTP → Temporal → worker → container → gi
 
   it("the host's janitor never cleans up a run that is still running: a run marked while it runs (a forged marker, a worker restarted) lands, and is cleaned up once it has closed", async () => {
     const repo = createFixtureRepo({
-      base: { ...passingBase, 'slow.sh': 'sleep 4\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'sh slow.sh && make test'], timeout: '2m' }]) },
+      base: {
+        ...passingBase,
+        'slow.sh': 'sleep 4\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', '-c', 'sh slow.sh && make test'], timeout: '2m' }]),
+      },
       branches: featureBranch(),
     });
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/x'], target: 'main' });

@@ -81,22 +81,34 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     // The journal says which host was lost, and why.
     const { events } = await handle.query(eventsQuery, {});
     const lost = events.filter((event) => event.kind === 'host');
-    assert.deepEqual(lost.map((event) => event.kind === 'host' && event.hostId), ['test-host']);
+    assert.deepEqual(
+      lost.map((event) => event.kind === 'host' && event.hostId),
+      ['test-host'],
+    );
     assert.match(lost[0]!.kind === 'host' ? lost[0]!.reason : '', /no worker of host test-host picked up a step within 6 s/);
 
     // From the history: a step on A's queue timed out unstarted; the run went on on B's queue, by B.
     const history = (await handle.fetchHistory()).events ?? [];
-    const timedOut = history.filter((event) => event.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType === temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START);
+    const timedOut = history.filter(
+      (event) =>
+        event.activityTaskTimedOutEventAttributes?.failure?.timeoutFailureInfo?.timeoutType ===
+        temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START,
+    );
     assert.ok(timedOut.length >= 1, 'a step on the lost host timed out before any worker started it');
     const scheduled = history.flatMap((event) => {
       const attributes = event.activityTaskScheduledEventAttributes;
       if (!attributes) return [];
       const started = history.find((other) => other.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === event.eventId?.toString());
-      return [{ type: attributes.activityType!.name!, queue: attributes.taskQueue!.name!, by: processOf(started?.activityTaskStartedEventAttributes?.identity) }];
+      return [
+        { type: attributes.activityType!.name!, queue: attributes.taskQueue!.name!, by: processOf(started?.activityTaskStartedEventAttributes?.identity) },
+      ];
     });
     const onB = scheduled.filter((entry) => entry.queue === hostQueue('test-host-b'));
     assert.ok(onB.some((entry) => entry.type === 'gate.runSuite') && onB.every((entry) => entry.by === String(other.pid)), JSON.stringify(scheduled));
-    assert.ok(scheduled.filter((entry) => entry.queue === hostQueue('test-host')).every((entry) => entry.by === undefined || entry.by === String(hostA)), 'nothing of A ran anywhere else');
+    assert.ok(
+      scheduled.filter((entry) => entry.queue === hostQueue('test-host')).every((entry) => entry.by === undefined || entry.by === String(hostA)),
+      'nothing of A ran anywhere else',
+    );
     // The placement on B is recorded (a local activity of B's, or through the placement queue).
     const placements = history.filter((event) => {
       const marker = event.markerRecordedEventAttributes;
@@ -109,7 +121,10 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     assert.equal((await cleanedUp(otherDataDir, id)).workflowStatus, 'COMPLETED');
     assert.equal(existsSync(join(otherDataDir, 'runs', id, 'worktree')), false, "B removed the run's workspace");
     const left = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${id}`] }) });
-    assert.deepEqual(left.map((container) => container.Id), []);
+    assert.deepEqual(
+      left.map((container) => container.Id),
+      [],
+    );
   });
 
   it("an agent's question left unanswered past the recipe's limits.questions.wait → needs-decision naming the wait; nothing merged", async () => {
@@ -120,12 +135,23 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     });
     repo.advanceTarget('target', { 'shared.txt': 'target\n' });
     const before = branchHead(repo.path, 'main');
-    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: 'script#resolver:ask-nobody', ladder: ['script#resolver:ask-nobody'] } });
+    const created = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/one'],
+      target: 'main',
+      agents: { resolver: 'script#resolver:ask-nobody', ladder: ['script#resolver:ask-nobody'] },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const view = await landingFinished(stack, created.body.id, 120_000);
     assert.equal(view.outcome.status, 'needs-decision', view.outcome.summary);
-    assert.match(view.outcome.summary, /^no answer to resolver-1 \(resolver, script#resolver:ask-nobody\) question resolver-1-q1 within 3 s \(the recipe's limits\.questions\.wait\); nothing was merged$/);
-    assert.deepEqual(view.outcome.questions.map((question: { id: string; answer?: string }) => [question.id, question.answer]), [['resolver-1-q1', undefined]]);
+    assert.match(
+      view.outcome.summary,
+      /^no answer to resolver-1 \(resolver, script#resolver:ask-nobody\) question resolver-1-q1 within 3 s \(the recipe's limits\.questions\.wait\); nothing was merged$/,
+    );
+    assert.deepEqual(
+      view.outcome.questions.map((question: { id: string; answer?: string }) => [question.id, question.answer]),
+      [['resolver-1-q1', undefined]],
+    );
     assert.equal(branchHead(repo.path, 'main'), before);
   });
 
@@ -153,18 +179,31 @@ describe('limits a recipe sets: a host lost for good, a question left unanswered
     }
     await stack.startExtraWorker({ TARMAC_HOST_ID: 'test-host-c', TARMAC_DATA_DIR: thirdDataDir });
 
-    const run = await waitFor(() => stack.api('GET', `/v1/runs/${id}`), (response) => response.body?.workflowStatus !== 'RUNNING', 240_000, `fix loop ${id} to finish`);
+    const run = await waitFor(
+      () => stack.api('GET', `/v1/runs/${id}`),
+      (response) => response.body?.workflowStatus !== 'RUNNING',
+      240_000,
+      `fix loop ${id} to finish`,
+    );
     const outcome = run.body.result;
     assert.equal(outcome.outcome, 'fixed', outcome.summary);
     assert.equal(outcome.fixBranch, `tarmac/fix/${id}`);
     assert.equal(fileAt(repo.path, outcome.fixBranch, 'FIXED'), 'yes\n', 'the fix was published from C');
     const { events } = await handle.query(eventsQuery, {});
-    assert.deepEqual(events.filter((event) => event.kind === 'host').map((event) => event.kind === 'host' && event.hostId), ['test-host-b']);
+    assert.deepEqual(
+      events.filter((event) => event.kind === 'host').map((event) => event.kind === 'host' && event.hostId),
+      ['test-host-b'],
+    );
     const history = (await handle.fetchHistory()).events ?? [];
     const onC = history.filter((event) => event.activityTaskScheduledEventAttributes?.taskQueue?.name === hostQueue('test-host-c'));
     assert.ok(onC.length > 0, 'the loop went on on C');
     assert.ok(
-      history.every((event) => !event.activityTaskStartedEventAttributes || processOf(event.activityTaskStartedEventAttributes.identity) !== String(bPid) || Number(event.eventId) < Number(onC[0]!.eventId)),
+      history.every(
+        (event) =>
+          !event.activityTaskStartedEventAttributes ||
+          processOf(event.activityTaskStartedEventAttributes.identity) !== String(bPid) ||
+          Number(event.eventId) < Number(onC[0]!.eventId),
+      ),
       'nothing ran on B after the loop moved',
     );
     assert.equal(existsSync(join(thirdDataDir, 'runs', id, 'worktree')), false, 'C cleaned up after itself');

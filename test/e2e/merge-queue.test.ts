@@ -25,7 +25,8 @@ describe('merge queue: speculative batches with bisection', () => {
   function assertTestedFastForwards(repo: FixtureRepo, values: string[], greenTrees: Set<string>, ownPushes: number): void {
     for (let index = 1; index < values.length; index += 1) {
       assert.ok(isAncestor(repo.path, values[index - 1]!, values[index]!), `target value ${index} is a fast-forward of the one before`);
-      if (index > ownPushes) assert.ok(greenTrees.has(treeOf(repo.path, values[index]!)), `target value ${index} (${values[index]!.slice(0, 12)}) is a tree a gate round passed`);
+      if (index > ownPushes)
+        assert.ok(greenTrees.has(treeOf(repo.path, values[index]!)), `target value ${index} (${values[index]!.slice(0, 12)}) is a tree a gate round passed`);
     }
   }
 
@@ -80,7 +81,10 @@ describe('merge queue: speculative batches with bisection', () => {
     const batchId = views[0].outcome.batch?.id as string;
     assert.ok(batchId && views[1].outcome.batch?.id === batchId, 'both landed in one batch');
     const batch = (await stack.client.workflow.getHandle(batchId).result()) as BatchOutcome;
-    assert.ok(batch.rounds.every((round) => round.green && round.environmentFailed === undefined), batch.summary);
+    assert.ok(
+      batch.rounds.every((round) => round.green && round.environmentFailed === undefined),
+      batch.summary,
+    );
     assert.deepEqual(git(repo.path, 'ls-tree', '--name-only', 'main', 'features/').split('\n'), ['features/e1', 'features/e2']);
   });
 
@@ -101,9 +105,21 @@ describe('merge queue: speculative batches with bisection', () => {
     assert.deepEqual(waitingView.body.batch.members, [pacer], 'the pacer holds the target (in a batch of its own)');
     const line = waitingView.body.waiting as { landingId: string; position: number; lane: number; batchable: boolean }[];
     assert.deepEqual(new Set(line.slice(0, 3).map((entry) => entry.landingId)), new Set(good));
-    assert.deepEqual(line.map((entry) => [entry.position, entry.lane, entry.batchable]), [[0, 0, true], [1, 0, true], [2, 0, true], [3, -1, true]]);
+    assert.deepEqual(
+      line.map((entry) => [entry.position, entry.lane, entry.batchable]),
+      [
+        [0, 0, true],
+        [1, 0, true],
+        [2, 0, true],
+        [3, -1, true],
+      ],
+    );
     assert.equal(line[3]!.landingId, bad);
-    assert.equal((await stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/${encodeURIComponent('no..such')}`)).status, 400, 'an invalid target is named');
+    assert.equal(
+      (await stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/${encodeURIComponent('no..such')}`)).status,
+      400,
+      'an invalid target is named',
+    );
     await releaseTarget(stack, pacer);
 
     const goodViews = await Promise.all(good.map((id) => landingFinished(stack, id, 300_000)));
@@ -117,11 +133,17 @@ describe('merge queue: speculative batches with bisection', () => {
     assert.equal(Object.keys(batch.results).length, 4, 'a batch of four');
     assert.equal(batch.results[bad]?.kind, 'culprit', JSON.stringify(batch.results[bad]));
     assert.ok(batch.rounds.length <= maxBisectRounds(4), `${batch.rounds.length} rounds ≤ ${maxBisectRounds(4)}`);
-    assert.deepEqual(batch.rounds.map((round) => `${round.prefix}:${round.green ? 'green' : 'red'}`), ['4:red', '2:green', '3:green']);
+    assert.deepEqual(
+      batch.rounds.map((round) => `${round.prefix}:${round.green ? 'green' : 'red'}`),
+      ['4:red', '2:green', '3:green'],
+    );
     assert.equal(batch.merges.length, 1, 'the green prefix of three merged in one fast-forward');
 
     // The culprit: named with its batch and failing suite, then a fixup round, a green re-gate, and back through the queue.
-    assert.deepEqual(badView.outcome.culpritIn.map((entry: { batchId: string; failing: string[] }) => [entry.batchId, entry.failing]), [[batchId, ['check']]]);
+    assert.deepEqual(
+      badView.outcome.culpritIn.map((entry: { batchId: string; failing: string[] }) => [entry.batchId, entry.failing]),
+      [[batchId, ['check']]],
+    );
     assert.equal(badView.outcome.fixLoops.length, 1, 'its fixup round');
     assert.equal(badView.outcome.fixLoops[0].outcome, 'fixed');
     const main = branchHead(repo.path, 'main');
@@ -143,7 +165,12 @@ describe('merge queue: speculative batches with bisection', () => {
     const listed = await stack.api('GET', `/v1/landings?repo=${encodeURIComponent(repo.url)}&target=main`);
     const queued = new Map((listed.body.landings as { id: string; queuedMs?: number }[]).map((entry) => [entry.id, entry.queuedMs]));
     assert.equal(queued.get(bad), badView.outcome.queue.waitedMs, 'the list shows the time in queue');
-    const metrics = await waitFor(async () => (await fetch(`${stack.apiUrl}/metrics`)).text(), (text) => /^tarmac_batch_results_total\{[^}]*result="culprit"[^}]*\} \d+$/m.test(text), 30_000, 'batch results in /metrics');
+    const metrics = await waitFor(
+      async () => (await fetch(`${stack.apiUrl}/metrics`)).text(),
+      (text) => /^tarmac_batch_results_total\{[^}]*result="culprit"[^}]*\} \d+$/m.test(text),
+      30_000,
+      'batch results in /metrics',
+    );
     assert.match(metrics, /^tarmac_queue_wait_ms_bucket\{[^}]*how="batch"[^}]*\} \d+$/m, 'time in queue in the metrics');
     assert.match(metrics, /^tarmac_gate_cache_total\{[^}]*status="miss"[^}]*\} \d+$/m, 'gate cache status in the metrics');
 
@@ -173,7 +200,10 @@ describe('merge queue: speculative batches with bisection', () => {
     assert.deepEqual(result!.excused, { by: 'retry' });
     assert.equal(result!.evidence?.[0]?.status, 'passed', 'the run again on the same tree was green');
     assert.notEqual(result!.evidence?.[0]?.logRef, result!.logRef, 'both logs kept');
-    assert.ok(Object.values(batch.results).every((entry) => entry.kind === 'landed'), 'nobody evicted');
+    assert.ok(
+      Object.values(batch.results).every((entry) => entry.kind === 'landed'),
+      'nobody evicted',
+    );
   });
 
   it('chaos: the worker SIGKILLed in the middle of a bisection (its second round running) loses no landing and merges nothing untested', async () => {
@@ -188,7 +218,12 @@ describe('merge queue: speculative batches with bisection', () => {
 
     // The batch in flight, then its second gate round's container running: the bisection has begun.
     const queuePath = `/v1/queues/${encodeURIComponent(repo.url)}/main`;
-    const inFlight = await waitFor(() => stack.api('GET', queuePath), (response) => response.body.batch?.members?.includes(bad) === true, 60_000, 'the batch to start');
+    const inFlight = await waitFor(
+      () => stack.api('GET', queuePath),
+      (response) => response.body.batch?.members?.includes(bad) === true,
+      60_000,
+      'the batch to start',
+    );
     const batchId = inFlight.body.batch.id as string;
     await waitFor(
       () => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${batchId}`], status: ['running'] }) }),
@@ -200,7 +235,10 @@ describe('merge queue: speculative batches with bisection', () => {
     await stack.killWorker('SIGKILL');
     // The round's container outlives the worker: the kill came while the batch was still bisecting.
     const still = await stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${batchId}`], status: ['running'] }) });
-    assert.ok(still.some((info) => info.Labels['tarmac.step']?.endsWith('-r2')), 'the second round still ran when the worker died');
+    assert.ok(
+      still.some((info) => info.Labels['tarmac.step']?.endsWith('-r2')),
+      'the second round still ran when the worker died',
+    );
     await stack.startWorker();
 
     const goodViews = await Promise.all(good.map((id) => landingFinished(stack, id, 300_000)));
@@ -208,7 +246,11 @@ describe('merge queue: speculative batches with bisection', () => {
     const badView = await landingFinished(stack, bad, 300_000);
     assert.equal(badView.outcome.status, 'landed', badView.outcome.summary);
     const batch = (await stack.client.workflow.getHandle(batchId).result()) as BatchOutcome;
-    assert.deepEqual(batch.rounds.map((round) => `${round.prefix}:${round.green ? 'green' : 'red'}`), ['4:red', '2:green', '3:green'], 'the same bisection as without the kill');
+    assert.deepEqual(
+      batch.rounds.map((round) => `${round.prefix}:${round.green ? 'green' : 'red'}`),
+      ['4:red', '2:green', '3:green'],
+      'the same bisection as without the kill',
+    );
     assert.equal(running.body.type, 'mergeBatch');
     assert.equal(running.body.status.state, 'gating', 'the batch said what it did while it ran (GET /v1/runs/:id)');
     assert.deepEqual(new Set(running.body.status.members), new Set([...good, bad]));

@@ -61,7 +61,11 @@ describe('model gateway from inside a session container (network none)', { timeo
     });
   });
   after(async () => {
-    if (containerId) await docker.getContainer(containerId).remove({ force: true }).catch(() => undefined);
+    if (containerId)
+      await docker
+        .getContainer(containerId)
+        .remove({ force: true })
+        .catch(() => undefined);
     await gateway?.close();
     await upstream?.close();
   });

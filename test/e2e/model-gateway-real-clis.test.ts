@@ -35,7 +35,13 @@ function ownedDir(root: string, name: string): string {
   return dir;
 }
 
-async function runSession(spec: { cli: string; binds: string[]; env: string[]; script: string; socketDir: string }): Promise<{ exitCode: number; stdout: string; stderr: string; inspect: string }> {
+async function runSession(spec: {
+  cli: string;
+  binds: string[];
+  env: string[];
+  script: string;
+  socketDir: string;
+}): Promise<{ exitCode: number; stdout: string; stderr: string; inspect: string }> {
   const container = await docker.createContainer({
     Image: image,
     Entrypoint: ['sh', '-c', spec.script],
@@ -67,7 +73,9 @@ async function runSession(spec: { cli: string; binds: string[]; env: string[]; s
 }
 
 function everythingWritten(dir: string): string {
-  return readdirSync(dir).map((name) => readFileSync(join(dir, name), 'utf8')).join('\n');
+  return readdirSync(dir)
+    .map((name) => readFileSync(join(dir, name), 'utf8'))
+    .join('\n');
 }
 
 describe('real CLIs through the forwarder and the model gateway (network none)', { timeout: 600_000 }, () => {
@@ -96,7 +104,11 @@ describe('real CLIs through the forwarder and the model gateway (network none)',
       conversations: [
         {
           turns: [
-            { text: 'Writing the proof.', toolCalls: [{ name: 'Bash', input: { command: 'echo claude-through-the-gateway > /workspace/proof.txt', description: 'Write the proof' } }], usage: { inputTokens: 1000, outputTokens: 50, cacheReadTokens: 200, cacheWriteTokens: 30 } },
+            {
+              text: 'Writing the proof.',
+              toolCalls: [{ name: 'Bash', input: { command: 'echo claude-through-the-gateway > /workspace/proof.txt', description: 'Write the proof' } }],
+              usage: { inputTokens: 1000, outputTokens: 50, cacheReadTokens: 200, cacheWriteTokens: 30 },
+            },
             { text: 'Done.', usage: { inputTokens: 1100, outputTokens: 20, cacheReadTokens: 400 } },
           ],
         },
@@ -125,7 +137,11 @@ describe('real CLIs through the forwarder and the model gateway (network none)',
         JSON.stringify(usage),
       );
       assert.equal(usage.otherRefusals, 0, `nothing the CLI asked for was refused: ${everythingWritten(dir)}`);
-      assert.equal(report.usage.input_tokens + report.usage.cache_read_input_tokens + report.usage.cache_creation_input_tokens, usage.inputTokens, "the CLI's own report agrees");
+      assert.equal(
+        report.usage.input_tokens + report.usage.cache_read_input_tokens + report.usage.cache_creation_input_tokens,
+        usage.inputTokens,
+        "the CLI's own report agrees",
+      );
       assert.ok(!run.inspect.includes(realKey), 'not in docker inspect');
       assert.ok(!run.stdout.includes(realKey) && !run.stderr.includes(realKey), 'not in the output');
       await gateway.close();
@@ -153,7 +169,11 @@ describe('real CLIs through the forwarder and the model gateway (network none)',
       conversations: [
         {
           turns: [
-            { text: 'Writing the proof.', toolCalls: [{ name: 'exec_command', input: { cmd: 'echo codex-through-the-gateway > /workspace/proof.txt' } }], usage: { inputTokens: 2000, outputTokens: 60, cacheReadTokens: 500 } },
+            {
+              text: 'Writing the proof.',
+              toolCalls: [{ name: 'exec_command', input: { cmd: 'echo codex-through-the-gateway > /workspace/proof.txt' } }],
+              usage: { inputTokens: 2000, outputTokens: 60, cacheReadTokens: 500 },
+            },
             { text: 'Done.', usage: { inputTokens: 300, outputTokens: 10, cacheReadTokens: 2500 } },
           ],
         },
@@ -165,7 +185,17 @@ describe('real CLIs through the forwarder and the model gateway (network none)',
       const home = ownedDir(root, 'codex-home');
       writeFileSync(
         join(home, 'config.toml'),
-        ['model = "gpt-5-mini"', 'model_provider = "tarmac"', '', '[model_providers.tarmac]', 'name = "Tarmac model gateway"', `base_url = "http://127.0.0.1:${port}/v1"`, 'env_key = "TARMAC_MODEL_GATEWAY_KEY"', 'wire_api = "responses"', ''].join('\n'),
+        [
+          'model = "gpt-5-mini"',
+          'model_provider = "tarmac"',
+          '',
+          '[model_providers.tarmac]',
+          'name = "Tarmac model gateway"',
+          `base_url = "http://127.0.0.1:${port}/v1"`,
+          'env_key = "TARMAC_MODEL_GATEWAY_KEY"',
+          'wire_api = "responses"',
+          '',
+        ].join('\n'),
       );
       writeFileSync(join(workspace, 'prompt.md'), 'Write the proof file.\n');
       const run = await runSession({
@@ -194,7 +224,17 @@ describe('real CLIs through the forwarder and the model gateway (network none)',
       const home = ownedDir(root, 'codex-home');
       writeFileSync(
         join(home, 'config.toml'),
-        ['model = "gpt-5-mini"', 'model_provider = "tarmac"', '', '[model_providers.tarmac]', 'name = "Tarmac model gateway"', `base_url = "http://127.0.0.1:${port}/v1"`, 'env_key = "TARMAC_MODEL_GATEWAY_KEY"', 'wire_api = "responses"', ''].join('\n'),
+        [
+          'model = "gpt-5-mini"',
+          'model_provider = "tarmac"',
+          '',
+          '[model_providers.tarmac]',
+          'name = "Tarmac model gateway"',
+          `base_url = "http://127.0.0.1:${port}/v1"`,
+          'env_key = "TARMAC_MODEL_GATEWAY_KEY"',
+          'wire_api = "responses"',
+          '',
+        ].join('\n'),
       );
       writeFileSync(join(workspace, 'prompt.md'), 'Write the proof file.\n');
       const started = Date.now();

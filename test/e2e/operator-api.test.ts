@@ -8,7 +8,10 @@ import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
 
 const passing = { 'check.sh': 'echo ok\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]) };
 // No fixup round: a red gate ends the landing gate-failed at once.
-const failing = { 'check.sh': 'echo broken; exit 3\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 0 } }) };
+const failing = {
+  'check.sh': 'echo broken; exit 3\n',
+  '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 0 } }),
+};
 const auth = { authorization: `Bearer ${testToken}` };
 
 describe('operator surface: list filters, recipes, health, metrics, rate limit, CORS', () => {
@@ -17,14 +20,23 @@ describe('operator surface: list filters, recipes, health, metrics, rate limit, 
   const ids = { green: '', red: '' };
   before(async () => {
     stack = await startStack();
-    const green = createFixtureRepo({ name: 'green', base: passing, branches: [{ name: 'feature/g', commits: [{ message: 'g', files: { 'g.txt': 'g\n' } }] }] });
+    const green = createFixtureRepo({
+      name: 'green',
+      base: passing,
+      branches: [{ name: 'feature/g', commits: [{ message: 'g', files: { 'g.txt': 'g\n' } }] }],
+    });
     const red = createFixtureRepo({ name: 'red', base: failing, branches: [{ name: 'feature/r', commits: [{ message: 'r', files: { 'r.txt': 'r\n' } }] }] });
     repos.green = green.url;
     repos.red = red.url;
     ids.green = (await stack.api('POST', '/v1/landings', { repo: green.url, branches: ['feature/g'], target: 'main' })).body.id;
     ids.red = (await stack.api('POST', '/v1/landings', { repo: red.url, branches: ['feature/r'], target: 'main' })).body.id;
     for (const id of Object.values(ids)) {
-      await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (view) => view.body?.workflowStatus === 'COMPLETED', 180_000, `landing ${id}`);
+      await waitFor(
+        () => stack.api('GET', `/v1/landings/${id}`),
+        (view) => view.body?.workflowStatus === 'COMPLETED',
+        180_000,
+        `landing ${id}`,
+      );
     }
     assert.equal(branchHead(green.path, 'main'), branchHead(green.path, 'feature/g'));
   });
@@ -34,15 +46,29 @@ describe('operator surface: list filters, recipes, health, metrics, rate limit, 
 
   it('GET /v1/landings filters by repo, outcome, branch and status through Temporal visibility', async () => {
     // Visibility is eventually consistent: wait until both closed runs are listed with their outcome.
-    await waitFor(() => stack.api('GET', '/v1/landings?status=Completed'), (list) => list.body.landings.filter((entry: { outcome?: string }) => entry.outcome).length >= 2, 30_000, 'visibility');
+    await waitFor(
+      () => stack.api('GET', '/v1/landings?status=Completed'),
+      (list) => list.body.landings.filter((entry: { outcome?: string }) => entry.outcome).length >= 2,
+      30_000,
+      'visibility',
+    );
     const byRepo = await stack.api('GET', `/v1/landings?repo=${encodeURIComponent(repos.green)}`);
-    assert.deepEqual(byRepo.body.landings.map((entry: { id: string }) => entry.id), [ids.green]);
+    assert.deepEqual(
+      byRepo.body.landings.map((entry: { id: string }) => entry.id),
+      [ids.green],
+    );
     assert.equal(byRepo.body.landings[0].repo, repos.green);
     assert.deepEqual(byRepo.body.landings[0].branches, ['feature/g']);
     const byOutcome = await stack.api('GET', '/v1/landings?outcome=gate-failed');
-    assert.deepEqual(byOutcome.body.landings.map((entry: { id: string }) => entry.id), [ids.red]);
+    assert.deepEqual(
+      byOutcome.body.landings.map((entry: { id: string }) => entry.id),
+      [ids.red],
+    );
     const byBranch = await stack.api('GET', '/v1/landings?branch=feature/r&target=main');
-    assert.deepEqual(byBranch.body.landings.map((entry: { id: string }) => entry.id), [ids.red]);
+    assert.deepEqual(
+      byBranch.body.landings.map((entry: { id: string }) => entry.id),
+      [ids.red],
+    );
     const running = await stack.api('GET', '/v1/landings?status=Running');
     assert.deepEqual(running.body.landings, []);
     const limited = await stack.api('GET', '/v1/landings?limit=1');
@@ -107,7 +133,12 @@ describe('operator surface: list filters, recipes, health, metrics, rate limit, 
   });
 
   it('rate limits the unauthenticated paths (429 TARMAC_RATE_LIMITED) but not /v1', async () => {
-    const config = loadConfig({ TARMAC_API_TOKENS: testToken, TARMAC_API_RATE_LIMIT: '3', TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress, TARMAC_DATA_DIR: stack.dataDir });
+    const config = loadConfig({
+      TARMAC_API_TOKENS: testToken,
+      TARMAC_API_RATE_LIMIT: '3',
+      TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress,
+      TARMAC_DATA_DIR: stack.dataDir,
+    });
     const app = await buildApp({ client: stack.client, config });
     try {
       const statuses = [];
@@ -127,10 +158,19 @@ describe('operator surface: list filters, recipes, health, metrics, rate limit, 
     const plain = await stack.app.inject({ method: 'GET', url: '/v1/recipes', headers: { ...auth, origin: 'https://ops.example.com' } });
     assert.equal(plain.statusCode, 200);
     assert.equal(plain.headers['access-control-allow-origin'], undefined);
-    const config = loadConfig({ TARMAC_API_TOKENS: testToken, TARMAC_API_CORS_ORIGINS: 'https://ops.example.com', TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress, TARMAC_DATA_DIR: stack.dataDir });
+    const config = loadConfig({
+      TARMAC_API_TOKENS: testToken,
+      TARMAC_API_CORS_ORIGINS: 'https://ops.example.com',
+      TARMAC_TEMPORAL_ADDRESS: stack.config.temporalAddress,
+      TARMAC_DATA_DIR: stack.dataDir,
+    });
     const app = await buildApp({ client: stack.client, config });
     try {
-      const allowed = await app.inject({ method: 'OPTIONS', url: '/v1/recipes', headers: { origin: 'https://ops.example.com', 'access-control-request-method': 'GET' } });
+      const allowed = await app.inject({
+        method: 'OPTIONS',
+        url: '/v1/recipes',
+        headers: { origin: 'https://ops.example.com', 'access-control-request-method': 'GET' },
+      });
       assert.equal(allowed.headers['access-control-allow-origin'], 'https://ops.example.com');
       const other = await app.inject({ method: 'GET', url: '/v1/recipes', headers: { ...auth, origin: 'https://evil.example.net' } });
       assert.equal(other.headers['access-control-allow-origin'], undefined);

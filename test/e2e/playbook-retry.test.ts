@@ -37,7 +37,9 @@ describe('the playbook capsule is idempotent across retries', () => {
   }
   type Applied = Awaited<ReturnType<ReturnType<typeof createFixActivities>['applyPlaybook']>>;
   const apply = (dataDir: string, runId: string, info: { activityId: string; attempt: number }): Promise<Applied> =>
-    new MockActivityEnvironment({ ...info, workflowExecution: { workflowId: `wf-${runId}`, runId: 'run-1' } }).run(() => createFixActivities({ dataDir }).applyPlaybook({ runId, logRef: 'logs/repro.log' }));
+    new MockActivityEnvironment({ ...info, workflowExecution: { workflowId: `wf-${runId}`, runId: 'run-1' } }).run(() =>
+      createFixActivities({ dataDir }).applyPlaybook({ runId, logRef: 'logs/repro.log' }),
+    );
   const targets = (worktree: string) => readFileSync(join(worktree, 'Makefile'), 'utf8').match(/^up:$/gm)?.length ?? 0;
 
   it('a retry after the commit: the same answer, no second commit, the target once', async () => {

@@ -49,7 +49,9 @@ describe('real agent in an environment: Claude Code runs npm test through run_co
 
   before(async () => {
     endpoint = await startScriptedModel({ script, port: 0 });
-    stack = await startStack({ workerEnv: { TARMAC_MODEL_UPSTREAM_ANTHROPIC: endpoint.url!, ANTHROPIC_API_KEY: 'sk-test-environment', TARMAC_EGRESS_ALLOW: registry.host } });
+    stack = await startStack({
+      workerEnv: { TARMAC_MODEL_UPSTREAM_ANTHROPIC: endpoint.url!, ANTHROPIC_API_KEY: 'sk-test-environment', TARMAC_EGRESS_ALLOW: registry.host },
+    });
   });
   after(async () => {
     await stack?.stop();
@@ -63,7 +65,7 @@ describe('real agent in an environment: Claude Code runs npm test through run_co
       "const label = require('./label');",
       "console.log('left-pad from', require.resolve('left-pad'));",
       "const got = label('x');",
-      "console.log(`left-pad label: got [${got}] want [--x]`);",
+      'console.log(`left-pad label: got [${got}] want [--x]`);',
       "process.exit(got === '--x' ? 0 : 1);",
       '',
     ].join('\n');
@@ -76,11 +78,26 @@ describe('real agent in an environment: Claude Code runs npm test through run_co
         'test.js': test,
         '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['npm', 'test'] }], { environment, fixup: { maxRounds: 1 } }),
       },
-      branches: [{ name: 'feature/label', commits: [{ message: 'label: pad to two, and a feature', files: { 'label.js': "module.exports = (text) => require('left-pad')(text, 2, '-');\n", 'feature.txt': 'feature\n' } }] }],
+      branches: [
+        {
+          name: 'feature/label',
+          commits: [
+            {
+              message: 'label: pad to two, and a feature',
+              files: { 'label.js': "module.exports = (text) => require('left-pad')(text, 2, '-');\n", 'feature.txt': 'feature\n' },
+            },
+          ],
+        },
+      ],
     });
 
     const since = Math.floor(Date.now() / 1000) - 1;
-    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/label'], target: 'main', agents: { fixer: agent, ladder: [agent] } });
+    const created = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/label'],
+      target: 'main',
+      agents: { fixer: agent, ladder: [agent] },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = created.body.id as string;
     const view = await landingFinished(stack, id, 480_000);
@@ -94,15 +111,26 @@ describe('real agent in an environment: Claude Code runs npm test through run_co
     // The fix loop fixed it; its repro ran the suite in the environment too (the gate's log shows the dependency).
     const loop = await stack.client.workflow.getHandle(`${id}.fixup-1`).result();
     assert.deepEqual([loop.outcome, loop.reproCommand, loop.sessions.length], ['fixed', 'npm test', 1], loop.summary);
-    assert.ok(outcome.environments.length >= 1 && outcome.environments.every((entry: { failed?: string }) => !entry.failed), JSON.stringify(outcome.environments));
+    assert.ok(
+      outcome.environments.length >= 1 && outcome.environments.every((entry: { failed?: string }) => !entry.failed),
+      JSON.stringify(outcome.environments),
+    );
 
     // The agent's commands ran in a command container of the environment (and the CLI in its own image).
     assert.ok((await containersCreated(stack.docker, since, [`tarmac.run=${id}`, 'tarmac.role=command'])) >= 1, 'a command container was made for the fixer');
     const sessionDir = join(stack.dataDir, 'runs', id, 'sessions', loop.sessions[0].sessionId);
-    const telemetry = readFileSync(join(sessionDir, 'gateway', 'telemetry.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { tool: string; command?: string; exitCode?: number });
+    const telemetry = readFileSync(join(sessionDir, 'gateway', 'telemetry.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { tool: string; command?: string; exitCode?: number });
     assert.deepEqual(
       telemetry.map((entry) => [entry.tool, entry.command ?? '', entry.exitCode ?? 'ok']),
-      [['run_command', 'npm test', 1], ['read_file', '', 'ok'], ['edit_file', '', 'ok'], ['run_command', "npm test && git commit -qam 'label: pad to three again'", 0]],
+      [
+        ['run_command', 'npm test', 1],
+        ['read_file', '', 'ok'],
+        ['edit_file', '', 'ok'],
+        ['run_command', "npm test && git commit -qam 'label: pad to three again'", 0],
+      ],
     );
 
     // The transcript: the tool results the model saw are the repository's tests running with left-pad from the environment.
@@ -112,10 +140,14 @@ describe('real agent in an environment: Claude Code runs npm test through run_co
       .split('\n')
       .flatMap((line) => {
         const body = (JSON.parse(line) as { request?: { body?: { json?: { messages?: { content: unknown }[] } } } }).request?.body?.json;
-        return (body?.messages ?? []).flatMap((message) => (Array.isArray(message.content) ? (message.content as { type: string; content?: unknown }[]) : [])).filter((block) => block.type === 'tool_result');
+        return (body?.messages ?? [])
+          .flatMap((message) => (Array.isArray(message.content) ? (message.content as { type: string; content?: unknown }[]) : []))
+          .filter((block) => block.type === 'tool_result');
       })
       // A tool result's content is its text, or a list of text blocks.
-      .map((block) => (typeof block.content === 'string' ? block.content : ((block.content ?? []) as { text?: string }[]).map((part) => part.text ?? '').join('')));
+      .map((block) =>
+        typeof block.content === 'string' ? block.content : ((block.content ?? []) as { text?: string }[]).map((part) => part.text ?? '').join(''),
+      );
     const red = results.find((text) => text.includes('left-pad label: got [-x]'));
     const green = results.find((text) => text.includes('left-pad label: got [--x]'));
     assert.ok(red, `the red run is in the transcript: ${results.join('\n')}`);

@@ -96,7 +96,10 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
         turns: [
           { text: 'Reading the conflict in shared.txt.', toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'shared.txt' } }], usage: usage[0]! },
           { toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: '/workspace/shared.txt', content: 'target\none\n' } }], usage: usage[1]! },
-          { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'git add shared.txt && GIT_EDITOR=true git rebase --continue' } }], usage: usage[2]! },
+          {
+            toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'git add shared.txt && GIT_EDITOR=true git rebase --continue' } }],
+            usage: usage[2]!,
+          },
           { text: 'Resolved shared.txt (kept both sides) and continued the rebase.', usage: usage[3]! },
         ],
       },
@@ -121,7 +124,10 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
       { message: 'one: change shared', files: { 'shared.txt': 'one\n' } },
       { message: 'one: add notes', files: { 'notes.txt': 'notes\n' } },
     ];
-    const repo = createFixtureRepo({ base: { 'shared.txt': 'base\n', 'check.sh': 'test -f shared.txt\n', '.config/tarmac/land-gate.json': gate }, branches: [{ name: 'feature/one', commits }] });
+    const repo = createFixtureRepo({
+      base: { 'shared.txt': 'base\n', 'check.sh': 'test -f shared.txt\n', '.config/tarmac/land-gate.json': gate },
+      branches: [{ name: 'feature/one', commits }],
+    });
     repo.advanceTarget('target changes shared', { 'shared.txt': 'target\n' });
     return repo;
   }
@@ -130,7 +136,12 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     const repo = conflictRepo();
 
     const agent = `claude-code#${model}`;
-    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: agent, ladder: [agent] } });
+    const created = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/one'],
+      target: 'main',
+      agents: { resolver: agent, ladder: [agent] },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = created.body.id as string;
 
@@ -143,7 +154,10 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
         const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: ['tarmac.harness=claude-code'] }) }).catch(() => []);
         for (const info of found) {
           if (!inspected.has(info.Id)) {
-            const details = await docker.getContainer(info.Id).inspect().catch(() => undefined);
+            const details = await docker
+              .getContainer(info.Id)
+              .inspect()
+              .catch(() => undefined);
             if (details) inspected.set(info.Id, JSON.stringify(details));
           }
         }
@@ -183,13 +197,27 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     );
     // The CLI was offered the gateway's tools and none of its own.
     const offered = ((endpoint.requests[0]!.body as { tools?: { name: string }[] }).tools ?? []).map((tool) => tool.name).sort();
-    assert.deepEqual(offered, ['mcp__tarmac__edit_file', 'mcp__tarmac__list_files', 'mcp__tarmac__read_file', 'mcp__tarmac__run_command', 'mcp__tarmac__search', 'mcp__tarmac__write_file']);
+    assert.deepEqual(offered, [
+      'mcp__tarmac__edit_file',
+      'mcp__tarmac__list_files',
+      'mcp__tarmac__read_file',
+      'mcp__tarmac__run_command',
+      'mcp__tarmac__search',
+      'mcp__tarmac__write_file',
+    ]);
     // The tool gateway saw (and recorded) every call.
     const sessionDir = join(stack.dataDir, 'runs', outcome.runId, 'sessions', outcome.sessions[0].sessionId);
-    const telemetry = readFileSync(join(sessionDir, 'gateway', 'telemetry.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const telemetry = readFileSync(join(sessionDir, 'gateway', 'telemetry.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     assert.deepEqual(
       telemetry.map((entry: { tool: string; path?: string; exitCode?: number }) => [entry.tool, entry.path ?? entry.exitCode]),
-      [['read_file', 'shared.txt'], ['write_file', 'shared.txt'], ['run_command', 0]],
+      [
+        ['read_file', 'shared.txt'],
+        ['write_file', 'shared.txt'],
+        ['run_command', 0],
+      ],
     );
     for (const request of endpoint.requests) assert.equal(request.headers['x-api-key'], secret, 'the gateway put the worker key in place of the placeholder');
 
@@ -200,7 +228,13 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     assert.ok(Math.abs(outcome.meters.costUsd - (input * 3 + output * 15) / 1e6) < 1e-9, `cost ${outcome.meters.costUsd}`);
     const sessionId = outcome.sessions[0].sessionId as string;
     const session = await stack.client.workflow.getHandle(`${outcome.runId}.${sessionId}`).result();
-    assert.deepEqual(session.attempts[0].modelUsage, { inputTokens: input, outputTokens: output, costUsd: (input * 3 + output * 15) / 1e6, requests: usage.length, budgetRefusals: 0 });
+    assert.deepEqual(session.attempts[0].modelUsage, {
+      inputTokens: input,
+      outputTokens: output,
+      costUsd: (input * 3 + output * 15) / 1e6,
+      requests: usage.length,
+      budgetRefusals: 0,
+    });
     assert.deepEqual([session.meters.inputTokens, session.meters.outputTokens], [input, output]);
 
     // The key: never in the container (docker inspect), the outcome, the histories, or the run's files.
@@ -228,9 +262,20 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     const mainBefore = branchHead(repo.path, 'main');
     const agent = `claude-code#${model}`;
     // The first turn alone (1590 tokens) spends more than the budget: the second request is refused.
-    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: agent, ladder: [agent] }, budget: { tokens: 1000, onExhausted: 'stop' } });
+    const created = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/one'],
+      target: 'main',
+      agents: { resolver: agent, ladder: [agent] },
+      budget: { tokens: 1000, onExhausted: 'stop' },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 300_000, 'the landing');
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      300_000,
+      'the landing',
+    );
     const outcome = view.body.outcome;
     assert.equal(outcome.status, 'budget-exhausted', outcome.summary);
     assert.equal(branchHead(repo.path, 'main'), mainBefore, 'nothing merged');
@@ -251,9 +296,19 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     });
     const before = endpoint.requests.length;
     const agent = `claude-code#${model}`;
-    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/value'], target: 'main', agents: { fixer: agent, ladder: [agent] } });
+    const created = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/value'],
+      target: 'main',
+      agents: { fixer: agent, ladder: [agent] },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 420_000, 'the landing');
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      420_000,
+      'the landing',
+    );
     const outcome = view.body.outcome;
     const seen = endpoint.requests.slice(before);
     assert.equal(outcome.status, 'landed', `${outcome.summary}\n${JSON.stringify(seen.map((r) => [r.outcome, r.turn, r.message ?? '']))}`);
@@ -261,7 +316,10 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     assert.equal(fileAt(repo.path, 'main', 'feature.txt').trim(), 'feature');
 
     // Two fixer sessions; the second continued the first's conversation: the endpoint saw every turn in order.
-    assert.deepEqual(seen.filter((r) => r.outcome !== 'side').map((r) => r.turn), fixerUsage.map((_, turn) => turn));
+    assert.deepEqual(
+      seen.filter((r) => r.outcome !== 'side').map((r) => r.turn),
+      fixerUsage.map((_, turn) => turn),
+    );
     const followUp = JSON.stringify((seen.find((r) => r.turn === 7)!.body as { messages: unknown[] }).messages);
     assert.match(followUp, /Set value to 1\./, 'the follow-up request carries the earlier turns');
     assert.match(followUp, /Your change did not fix it/, 'and the follow-up message');
@@ -278,7 +336,14 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
       .map((line) => JSON.parse(line) as { tool: string; exitCode?: number; refused?: string });
     assert.deepEqual(
       telemetry.map((entry) => [entry.tool, entry.refused ? 'refused' : (entry.exitCode ?? 'ok')]),
-      [['run_command', 1], ['run_command', 1], ['run_command', 'refused'], ['read_file', 'ok'], ['edit_file', 'ok'], ['run_command', 0]],
+      [
+        ['run_command', 1],
+        ['run_command', 1],
+        ['run_command', 'refused'],
+        ['read_file', 'ok'],
+        ['edit_file', 'ok'],
+        ['run_command', 0],
+      ],
     );
     assert.match(telemetry[2]!.refused!, /circuit breaker/);
 
@@ -288,25 +353,40 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     assert.deepEqual([outcome.meters.inputTokens, outcome.meters.outputTokens], [input, output], JSON.stringify(outcome.meters));
   });
 
-  it("review findings after a fixup round reach the same agent as a follow-up in its conversation", async () => {
+  it('review findings after a fixup round reach the same agent as a follow-up in its conversation', async () => {
     const check = 'grep -qx value=2 value.txt || { echo "value.txt says $(cat value.txt), want value two"; exit 1; }\n';
     const gate = gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { fixup: { maxRounds: 2 }, review: { panel: 'script-trio', quorum: 3 } });
     const repo = createFixtureRepo({
       base: { 'check.sh': check, 'value.txt': 'value=2\n', '.config/tarmac/land-gate.json': gate },
-      branches: [{ name: 'feature/app', commits: [{ message: 'app, value 0', files: { 'value.txt': 'value=0\n', 'app.js': 'debugger;\nconsole.log(1);\n' } }] }],
+      branches: [
+        { name: 'feature/app', commits: [{ message: 'app, value 0', files: { 'value.txt': 'value=0\n', 'app.js': 'debugger;\nconsole.log(1);\n' } }] },
+      ],
     });
     const before = endpoint.requests.length;
     const agent = `claude-code#${model}`;
-    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/app'], target: 'main', agents: { fixer: agent, ladder: [agent] } });
+    const created = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/app'],
+      target: 'main',
+      agents: { fixer: agent, ladder: [agent] },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 420_000, 'the landing');
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      420_000,
+      'the landing',
+    );
     const outcome = view.body.outcome;
     const seen = endpoint.requests.slice(before).filter((r) => r.outcome !== 'side');
     assert.equal(outcome.status, 'landed', `${outcome.summary}\n${JSON.stringify(seen.map((r) => [r.conversation, r.turn, r.message ?? '']))}`);
     assert.equal(fileAt(repo.path, 'main', 'app.js').trim(), 'console.log(1);');
     assert.equal(fileAt(repo.path, 'main', 'value.txt').trim(), 'value=2');
     // One conversation, eight turns: the review's follow-up saw the fix loop's turns.
-    assert.deepEqual(seen.map((r) => r.turn), [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert.deepEqual(
+      seen.map((r) => r.turn),
+      [0, 1, 2, 3, 4, 5, 6, 7],
+    );
     const followUp = JSON.stringify((seen[4]!.body as { messages: unknown[] }).messages);
     assert.match(followUp, /Set value to 2\./);
     assert.match(followUp, /The review panel requested changes/);

@@ -60,7 +60,12 @@ describe('real agents: a review panel of Claude Code and Codex', { skip, timeout
     anthropic = await startScriptedModel({ script: claudeScript, port: 0 });
     openai = await startScriptedModel({ script: codexScript, port: 0 });
     stack = await startStack({
-      workerEnv: { TARMAC_MODEL_UPSTREAM_ANTHROPIC: anthropic.url!, TARMAC_MODEL_UPSTREAM_OPENAI: openai.url!, ANTHROPIC_API_KEY: 'sk-ant-test', OPENAI_API_KEY: 'sk-openai-test' },
+      workerEnv: {
+        TARMAC_MODEL_UPSTREAM_ANTHROPIC: anthropic.url!,
+        TARMAC_MODEL_UPSTREAM_OPENAI: openai.url!,
+        ANTHROPIC_API_KEY: 'sk-ant-test',
+        OPENAI_API_KEY: 'sk-openai-test',
+      },
     });
   });
   after(async () => {
@@ -70,7 +75,13 @@ describe('real agents: a review panel of Claude Code and Codex', { skip, timeout
   });
 
   /** A repository whose trees are the same every time it is made. */
-  const reviewed = () => createFixtureRepo({ base: { 'README.md': 'sums\n' }, branches: [{ name: 'feature/sum', commits: [{ message: 'add sum', files: { 'src/sum.js': 'export const sum = (xs) => xs.reduce((a, b) => a + b);\n' } }] }] });
+  const reviewed = () =>
+    createFixtureRepo({
+      base: { 'README.md': 'sums\n' },
+      branches: [
+        { name: 'feature/sum', commits: [{ message: 'add sum', files: { 'src/sum.js': 'export const sum = (xs) => xs.reduce((a, b) => a + b);\n' } }] },
+      ],
+    });
 
   async function review(repoUrl: string) {
     const created = await stack.api('POST', '/v1/reviews', { repo: repoUrl, base: 'main', head: 'feature/sum', panel: 'pair' });
@@ -93,12 +104,29 @@ describe('real agents: a review panel of Claude Code and Codex', { skip, timeout
       [[claudeFinding.file, claudeFinding.line, claudeFinding.severity, claudeFinding.message]],
     );
     // Each protocol's endpoint saw its reviewer's two turns.
-    assert.deepEqual(anthropic.requests.filter((r) => r.outcome !== 'side').map((r) => [r.path, r.turn]), [['/v1/messages', 0], ['/v1/messages', 1]]);
-    assert.deepEqual(openai.requests.filter((r) => r.outcome !== 'side').map((r) => [r.path, r.turn]), [['/v1/responses', 0], ['/v1/responses', 1]]);
+    assert.deepEqual(
+      anthropic.requests.filter((r) => r.outcome !== 'side').map((r) => [r.path, r.turn]),
+      [
+        ['/v1/messages', 0],
+        ['/v1/messages', 1],
+      ],
+    );
+    assert.deepEqual(
+      openai.requests.filter((r) => r.outcome !== 'side').map((r) => [r.path, r.turn]),
+      [
+        ['/v1/responses', 0],
+        ['/v1/responses', 1],
+      ],
+    );
 
     // Sealed: one report per reviewer, keyed by the tree, with the parsed findings.
     for (const spec of panel.reviewers) {
-      const file = join(stack.dataDir, 'cache', 'reviews', findingsCachePath({ treeSha: verdict.treeSha, harnessModel: spec, promptVersion: panel.promptVersion }));
+      const file = join(
+        stack.dataDir,
+        'cache',
+        'reviews',
+        findingsCachePath({ treeSha: verdict.treeSha, harnessModel: spec, promptVersion: panel.promptVersion }),
+      );
       assert.ok(existsSync(file), `${spec} sealed`);
       const sealed = readFileSync(file, 'utf8');
       if (spec.startsWith('claude-code')) assert.match(sealed, /sum of nothing should be 0/);
@@ -111,7 +139,11 @@ describe('real agents: a review panel of Claude Code and Codex', { skip, timeout
     assert.equal(second.verdict.cache, 'hit');
     assert.equal(second.verdict.sessionsStarted, 0);
     assert.deepEqual(second.verdict.findings, verdict.findings);
-    assert.equal(await containersCreated(new Docker({ socketPath: stack.config.dockerSocket }), since, `tarmac.run=${second.id}`), 0, 'no container for the cached panel');
+    assert.equal(
+      await containersCreated(new Docker({ socketPath: stack.config.dockerSocket }), since, `tarmac.run=${second.id}`),
+      0,
+      'no container for the cached panel',
+    );
     assert.deepEqual([anthropic.requests.length, openai.requests.length], seen, 'no model request either');
   });
 });

@@ -103,7 +103,10 @@ describe('recipes pinned per run: an edit mid-run changes later runs, never the 
 
     const fresh = (await landingFinished(stack, allowed)).outcome;
     assert.equal(fresh.status, 'landed', fresh.summary);
-    assert.deepEqual(fresh.sessions.map((entry: { harnessModel: string }) => entry.harnessModel), ['script#fixer:pinned-new']);
+    assert.deepEqual(
+      fresh.sessions.map((entry: { harnessModel: string }) => entry.harnessModel),
+      ['script#fixer:pinned-new'],
+    );
     assert.equal(fileAt(allowing.path, 'main', 'FIXED'), 'new\n');
     assert.equal((await memoOf(allowed)).recipeVersion, edited);
   });

@@ -13,12 +13,14 @@ import { startStack, waitFor, type Stack } from '../helpers/stack';
 const retentionMs = 20_000;
 
 const base = {
-  'Makefile': 'test:\n\tnode test.js\n',
+  Makefile: 'test:\n\tnode test.js\n',
   'value.js': 'module.exports = 1;\n',
   'test.js': "if (require('./value.js') < 1) process.exit(1);\nconsole.log('suite ok');\n",
   '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'], timeout: '2m' }]),
 };
-const bump = (name: string, value: number) => [{ name, commits: [{ message: `${name}: value ${value}`, files: { 'value.js': `module.exports = ${value};\n` } }] }];
+const bump = (name: string, value: number) => [
+  { name, commits: [{ message: `${name}: value ${value}`, files: { 'value.js': `module.exports = ${value};\n` } }] },
+];
 
 async function land(stack: Stack, repoUrl: string, branch: string): Promise<string> {
   const created = await stack.api('POST', '/v1/landings', { repo: repoUrl, branches: [branch], target: 'main' });
@@ -27,7 +29,12 @@ async function land(stack: Stack, repoUrl: string, branch: string): Promise<stri
 }
 
 async function finished(stack: Stack, id: string): Promise<any> {
-  const view = await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 180_000, `landing ${id} to finish`);
+  const view = await waitFor(
+    () => stack.api('GET', `/v1/landings/${id}`),
+    (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+    180_000,
+    `landing ${id} to finish`,
+  );
   return view.body;
 }
 
@@ -65,7 +72,12 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     const repo = createFixtureRepo({
       base,
       branches: [
-        { name: 'feature/gate', commits: [{ message: 'gate: another timeout', files: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'], timeout: '3m' }]) } }] },
+        {
+          name: 'feature/gate',
+          commits: [
+            { message: 'gate: another timeout', files: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'], timeout: '3m' }]) } },
+          ],
+        },
         ...bump('feature/old', 2),
         // Another file than feature/old's: it rebases onto it cleanly.
         { name: 'feature/young', commits: [{ message: 'notes: young', files: { 'notes.txt': 'young\n' } }] },
@@ -73,7 +85,12 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     });
     const runningId = await land(stack, repo.url, 'feature/gate');
     waiting = runningId;
-    await waitFor(() => stack.api('GET', `/v1/landings/${runningId}`), (response) => response.body.pendingQuestions?.length === 1, 120_000, 'the question');
+    await waitFor(
+      () => stack.api('GET', `/v1/landings/${runningId}`),
+      (response) => response.body.pendingQuestions?.length === 1,
+      120_000,
+      'the question',
+    );
     assert.equal((await finished(stack, loneId)).outcome.status, 'landed');
     const oldId = await land(stack, repo.url, 'feature/old');
     const old = (await finished(stack, oldId)).outcome;
@@ -111,12 +128,20 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     // The schedule's sweep, now (the same action it takes every TARMAC_RETENTION_EVERY).
     const taken = (await schedule.describe()).info.recentActions.length;
     await schedule.trigger();
-    const action = await waitFor(() => schedule.describe(), (now) => now.info.recentActions.length > taken, 30_000, 'the triggered sweep');
+    const action = await waitFor(
+      () => schedule.describe(),
+      (now) => now.info.recentActions.length > taken,
+      30_000,
+      'the triggered sweep',
+    );
     const started = action.info.recentActions.at(-1)!.action.workflow;
     const report = (await stack.client.workflow.getHandle(started.workflowId, started.firstExecutionRunId).result()) as RetentionReport;
     console.log(`retention sweep: removed ${report.removed.length} (${report.bytesFreed} bytes), kept runs ${JSON.stringify(report.keptRuns)}`);
 
-    const removedRuns = report.removed.filter((entry) => entry.kind === 'run').map((entry) => entry.runId).sort();
+    const removedRuns = report.removed
+      .filter((entry) => entry.kind === 'run')
+      .map((entry) => entry.runId)
+      .sort();
     assert.deepEqual(removedRuns, [loneId, oldId].sort(), 'the two finished runs older than the retention');
     for (const id of [loneId, oldId]) assert.equal(existsSync(join(stack.dataDir, 'runs', id)), false, `runs/${id} is gone`);
     const kept = new Map(report.keptRuns.map((entry) => [entry.runId, entry.reason]));
@@ -133,7 +158,10 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     assert.ok(existsSync(mirrorPath(stack.dataDir, repo.url)), 'the mirror the running landing uses is kept');
     assert.ok(existsSync(join(stack.dataDir, 'mirrors', 'README.txt')));
     // The findings cache: the old entry went, the fresh one stayed.
-    assert.deepEqual(report.removed.filter((entry) => entry.kind === 'review-cache').map((entry) => entry.path), [join('cache', 'reviews', 'ab', tree, 'script#reviewer@v-old.json')]);
+    assert.deepEqual(
+      report.removed.filter((entry) => entry.kind === 'review-cache').map((entry) => entry.path),
+      [join('cache', 'reviews', 'ab', tree, 'script#reviewer@v-old.json')],
+    );
     assert.ok(existsSync(join(cacheDir, 'script#reviewer@v-new.json')));
     // The gate cache: the entry and log sealed for the old runs' tree (the lone run's tree too: it sealed, the old run reused) went; the young run's stayed.
     const gateEntry = (treeSha: string) => join('cache', 'gates', treeSha.slice(0, 2), treeSha, 'test');
@@ -150,7 +178,10 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     assert.deepEqual(report.problems, []);
 
     // What was removed, when and why: the host's retention log, one line per removal.
-    const logged = readFileSync(join(stack.dataDir, 'retention.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const logged = readFileSync(join(stack.dataDir, 'retention.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     assert.deepEqual(logged.map((line) => line.path).sort(), report.removed.map((entry) => entry.path).sort());
     for (const line of logged) {
       assert.equal(line.hostId, 'test-host');
@@ -171,7 +202,10 @@ describe('retention: a schedule per host removes finished runs older than TARMAC
     assert.deepEqual(sweep.report.removed.map((entry: { path: string }) => entry.path).sort(), report.removed.map((entry) => entry.path).sort());
     assert.equal(sweep.report.removedCount, report.removed.length);
     assert.equal(sweep.report.bytesFreed, report.bytesFreed);
-    assert.deepEqual(sweep.report.keptRuns.find((entry: { runId: string }) => entry.runId === runningId), { runId: runningId, reason: 'running' });
+    assert.deepEqual(
+      sweep.report.keptRuns.find((entry: { runId: string }) => entry.runId === runningId),
+      { runId: runningId, reason: 'running' },
+    );
     assert.equal((await stack.api('GET', '/v1/retention', undefined, null)).status, 401);
 
     // Temporal still has the removed runs' records: the API answers for them.

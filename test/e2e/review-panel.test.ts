@@ -11,11 +11,15 @@ import { runResult } from '../helpers/runs';
 /** Every repo made from these files has the same trees: the cache is keyed by tree, not by repo. */
 function reviewedRepo(panel: string, feature: Files, base: Files = {}, quorum = 3) {
   return createFixtureRepo({
-    base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { review: { panel, quorum } }), ...base },
+    base: {
+      'check.sh': 'true\n',
+      '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { review: { panel, quorum } }),
+      ...base,
+    },
     branches: [{ name: 'feature/r', commits: [{ message: 'feature', files: feature }] }],
   });
 }
-const cleanFeature = { 'src/feature.js': "module.exports = 1; // TODO: name it\n" };
+const cleanFeature = { 'src/feature.js': 'module.exports = 1; // TODO: name it\n' };
 
 describe('review panel with a per-model findings cache', () => {
   let stack: Stack;
@@ -35,12 +39,18 @@ describe('review panel with a per-model findings cache', () => {
     const created = await stack.api('POST', '/v1/landings', { repo: url, branches: ['feature/r'], target: 'main', ...(agents ? { agents } : {}), ...extra });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = created.body.id as string;
-    const view = await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, `landing ${id}`);
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${id}`),
+      (response) => response.body?.workflowStatus === 'COMPLETED',
+      240_000,
+      `landing ${id}`,
+    );
     // This run's reviewers only: Docker's event log is read by the second, and the previous landing may share it.
     const reviewerContainers = await containersCreated(stack.docker, since, ['tarmac.role=reviewer', `tarmac.run=${id}`]);
     return { id, outcome: view.body.outcome, view: view.body, reviewerContainers };
   }
-  const cacheFile = (treeSha: string, harnessModel: string) => join(stack.dataDir, 'cache', 'reviews', findingsCachePath({ treeSha, harnessModel, promptVersion: 'v1' }));
+  const cacheFile = (treeSha: string, harnessModel: string) =>
+    join(stack.dataDir, 'cache', 'reviews', findingsCachePath({ treeSha, harnessModel, promptVersion: 'v1' }));
 
   let tree: string;
 
@@ -54,7 +64,8 @@ describe('review panel with a per-model findings cache', () => {
     assert.equal(first.view.reviews[0].cache, 'miss', 'visible in the status view too');
     tree = first.outcome.reviews[0].treeSha;
     assert.equal(tree, first.outcome.treeSha);
-    for (const reviewer of ['script#reviewer-a', 'script#reviewer-b', 'script#reviewer-c']) assert.ok(existsSync(cacheFile(tree, reviewer)), `${reviewer} sealed`);
+    for (const reviewer of ['script#reviewer-a', 'script#reviewer-b', 'script#reviewer-c'])
+      assert.ok(existsSync(cacheFile(tree, reviewer)), `${reviewer} sealed`);
 
     const second = await landRepo(reviewedRepo('script-trio', cleanFeature).url);
     assert.equal(second.outcome.status, 'landed', second.outcome.summary);
@@ -101,14 +112,24 @@ describe('review panel with a per-model findings cache', () => {
     assert.equal(run.outcome.status, 'review-incomplete', run.outcome.summary);
     // Two reports delivered meet the quorum of 2: the errored third still makes it incomplete.
     assert.match(run.outcome.summary, /review-incomplete: an errored reviewer never yields a verdict, whatever the quorum \(2 delivered, quorum 2\)/);
-    assert.match(run.outcome.summary, /missing script#crash \(failed: gave up after 2 attempt\(s\): crashed repeated on script#crash/, 'the reviewer and why are named');
+    assert.match(
+      run.outcome.summary,
+      /missing script#crash \(failed: gave up after 2 attempt\(s\): crashed repeated on script#crash/,
+      'the reviewer and why are named',
+    );
     assert.match(run.outcome.summary, /nothing was merged/);
     const [review] = run.outcome.reviews;
     assert.deepEqual(review.missing, ['script#crash']);
     const crashed = review.reviewers.find((reviewer: { harnessModel: string }) => reviewer.harnessModel === 'script#crash');
-    assert.deepEqual([crashed.status, crashed.sessionStatus, crashed.attempts, crashed.respawns], ['errored', 'failed', 2, 1], 'the crash was respawned once, as the policy allows (maxRespawns 1), then given up');
     assert.deepEqual(
-      review.reviewers.filter((reviewer: { status: string }) => reviewer.status === 'delivered').map((reviewer: { harnessModel: string }) => reviewer.harnessModel),
+      [crashed.status, crashed.sessionStatus, crashed.attempts, crashed.respawns],
+      ['errored', 'failed', 2, 1],
+      'the crash was respawned once, as the policy allows (maxRespawns 1), then given up',
+    );
+    assert.deepEqual(
+      review.reviewers
+        .filter((reviewer: { status: string }) => reviewer.status === 'delivered')
+        .map((reviewer: { harnessModel: string }) => reviewer.harnessModel),
       ['script#reviewer-a', 'script#reviewer-b'],
     );
     assert.equal(run.reviewerContainers, 4, 'a, b and two attempts of the crashing reviewer');
@@ -129,14 +150,31 @@ describe('review panel with a per-model findings cache', () => {
     assert.deepEqual(review.missing, []);
     const once = review.reviewers.find((reviewer: { harnessModel: string }) => reviewer.harnessModel === 'script#reviewer-c:crash-first-attempt');
     assert.deepEqual([once.status, once.sessionStatus, once.attempts, once.respawns], ['delivered', 'delivered', 2, 1]);
-    const verdict = (await stack.client.workflow.getHandle(`${run.id}.review-1`).result()) as { delivered: number; findings: { rule?: string; votes: string[] }[]; meters: { respawns: number } };
+    const verdict = (await stack.client.workflow.getHandle(`${run.id}.review-1`).result()) as {
+      delivered: number;
+      findings: { rule?: string; votes: string[] }[];
+      meters: { respawns: number };
+    };
     assert.equal(verdict.delivered, 3, 'three verdicts');
-    assert.deepEqual(verdict.findings.map((finding) => [finding.rule, finding.votes.length]), [['todo', 3]], "the respawned reviewer's report counts with the others");
+    assert.deepEqual(
+      verdict.findings.map((finding) => [finding.rule, finding.votes.length]),
+      [['todo', 3]],
+      "the respawned reviewer's report counts with the others",
+    );
     assert.equal(verdict.meters.respawns, 1);
     // The session's own record: a crash, the policy's respawn, a delivery.
-    const session = (await stack.client.workflow.getHandle(`${run.id}.review-1.script_reviewer-c_crash-first-attempt`).result()) as { attempts: { class: string }[]; decisions: { action: string }[] };
-    assert.deepEqual(session.attempts.map((attempt) => attempt.class), ['crashed', 'delivered']);
-    assert.deepEqual(session.decisions.map((decision) => decision.action), ['respawn', 'done']);
+    const session = (await stack.client.workflow.getHandle(`${run.id}.review-1.script_reviewer-c_crash-first-attempt`).result()) as {
+      attempts: { class: string }[];
+      decisions: { action: string }[];
+    };
+    assert.deepEqual(
+      session.attempts.map((attempt) => attempt.class),
+      ['crashed', 'delivered'],
+    );
+    assert.deepEqual(
+      session.decisions.map((decision) => decision.action),
+      ['respawn', 'done'],
+    );
     assert.equal(run.reviewerContainers, 4);
   });
 
@@ -145,7 +183,13 @@ describe('review panel with a per-model findings cache', () => {
     const run = await landRepo(repo.url);
     assert.equal(run.outcome.status, 'landed', run.outcome.summary);
     // Three reviewers, each reporting 400 in, 200 out, $0.01 (scenario review-spend); nothing else in this landing spends.
-    assert.deepEqual(run.outcome.reviews[0].meters, { sessionsSpawned: 3, respawns: 0, inputTokens: 1200, outputTokens: 600, costUsd: run.outcome.reviews[0].meters.costUsd });
+    assert.deepEqual(run.outcome.reviews[0].meters, {
+      sessionsSpawned: 3,
+      respawns: 0,
+      inputTokens: 1200,
+      outputTokens: 600,
+      costUsd: run.outcome.reviews[0].meters.costUsd,
+    });
     assert.ok(Math.abs(run.outcome.reviews[0].meters.costUsd - 0.03) < 1e-9, String(run.outcome.reviews[0].meters.costUsd));
     const { meters } = run.outcome;
     assert.deepEqual([meters.agentSessions, meters.inputTokens, meters.outputTokens], [3, 1200, 600]);
@@ -160,9 +204,15 @@ describe('review panel with a per-model findings cache', () => {
     const run = await landRepo(repo.url, { fixer: 'script#fixer', ladder: ['script#fixer'] }, { budget: { tokens: 1000, onExhausted: 'stop' } });
     assert.equal(run.outcome.status, 'budget-exhausted', run.outcome.summary);
     assert.match(run.outcome.summary, /tokens: 1800 used of 1000/, 'the panel spent it (3 × 600)');
-    assert.deepEqual(run.outcome.reviews.map((review: { status: string }) => review.status), ['changes-requested']);
+    assert.deepEqual(
+      run.outcome.reviews.map((review: { status: string }) => review.status),
+      ['changes-requested'],
+    );
     assert.equal(run.outcome.sessions?.length ?? 0, 0, 'no fixer session was started');
-    assert.equal(run.view.steps.some((step: { name: string }) => step.name.startsWith('session.fixer')), false);
+    assert.equal(
+      run.view.steps.some((step: { name: string }) => step.name.startsWith('session.fixer')),
+      false,
+    );
     assert.equal(await containersCreated(stack.docker, since, [`tarmac.run=${run.id}`, 'tarmac.role=fixer']), 0, 'no fixer container either');
     assert.equal(branchHead(repo.path, 'main'), before);
   });
@@ -172,7 +222,10 @@ describe('review panel with a per-model findings cache', () => {
     stack.scriptScenario('remove-debugger', { edits: [{ file: 'src/debug.js', find: 'debugger;', replace: '// fixed' }] });
     const run = await landRepo(repo.url, { fixer: 'script#fixer:remove-debugger', ladder: ['script#fixer:remove-debugger'] });
     assert.equal(run.outcome.status, 'landed', run.outcome.summary);
-    assert.deepEqual(run.outcome.reviews.map((review: { status: string }) => review.status), ['changes-requested', 'approved']);
+    assert.deepEqual(
+      run.outcome.reviews.map((review: { status: string }) => review.status),
+      ['changes-requested', 'approved'],
+    );
     assert.equal(run.outcome.reviews[0].blocking[0].file, 'src/debug.js');
     assert.equal(run.outcome.reviews[0].blocking[0].votes.length, 3, 'the three reviewers agreed; merged with their votes');
     assert.notEqual(run.outcome.reviews[1].treeSha, run.outcome.reviews[0].treeSha, 're-reviewed on the fixed tree');
@@ -187,14 +240,20 @@ describe('review panel with a per-model findings cache', () => {
     const id = created.body.id as string;
     const panel = stack.client.workflow.getHandle(`${id}.review-1`);
     await waitFor(
-      async (): Promise<{ sealed: string[]; running: string[] }> => await panel.query<{ sealed: string[]; running: string[] }>('status').catch(() => ({ sealed: [], running: [] })),
+      async (): Promise<{ sealed: string[]; running: string[] }> =>
+        await panel.query<{ sealed: string[]; running: string[] }>('status').catch(() => ({ sealed: [], running: [] })),
       (status) => status.sealed.length === 2 && status.running.includes('script#slow'),
       120_000,
       'two reviewers sealed while the slow one runs',
     );
     await stack.killWorker('SIGKILL');
     await stack.startWorker();
-    const view = await waitFor(() => stack.api('GET', `/v1/landings/${id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 180_000, 'the landing');
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${id}`),
+      (response) => response.body?.workflowStatus === 'COMPLETED',
+      180_000,
+      'the landing',
+    );
     assert.equal(view.body.outcome.status, 'landed', view.body.outcome.summary);
     for (const reviewer of ['script_reviewer-a', 'script_reviewer-b', 'script_slow']) {
       const label = `tarmac.session=review-${view.body.outcome.treeSha.slice(0, 12)}-${reviewer}`;
@@ -226,16 +285,27 @@ describe('POST /v1/reviews: a panel on its own', () => {
     const result = await runResult(stack, created.body.id, 'the review', 120_000);
     assert.equal(result.status, 'changes-requested');
     assert.equal(result.cache, 'miss');
-    assert.deepEqual(result.blocking.map((finding: { file: string }) => finding.file), ['src/debug.js']);
+    assert.deepEqual(
+      result.blocking.map((finding: { file: string }) => finding.file),
+      ['src/debug.js'],
+    );
     assert.equal(existsSync(join(stack.dataDir, 'runs', created.body.id, 'worktree')), false, 'its workspace was cleaned up');
 
     // Its own live events: the cache status, each reviewer's session, the verdict.
     const events = await readEvents(`${stack.apiUrl}/v1/runs/${created.body.id}/events?logs=false`, testToken, { stop: (event) => event.event === 'end' });
     const of = (kind: string) => events.filter((event) => event.event === kind).map((event) => event.data);
-    assert.deepEqual(of('cache').map((event) => event.cache), ['miss']);
-    const delivered = of('session').filter((event) => event.type === 'delivered').map((event) => event.sessionId);
+    assert.deepEqual(
+      of('cache').map((event) => event.cache),
+      ['miss'],
+    );
+    const delivered = of('session')
+      .filter((event) => event.type === 'delivered')
+      .map((event) => event.sessionId);
     assert.equal(new Set(delivered).size, 3, `three reviewers delivered: ${delivered.join(', ')}`);
-    assert.deepEqual(of('outcome').map((event) => event.status), ['changes-requested']);
+    assert.deepEqual(
+      of('outcome').map((event) => event.status),
+      ['changes-requested'],
+    );
     assert.equal(events.at(-1)!.data.outcome.status, 'changes-requested');
   });
 

@@ -101,51 +101,75 @@ describe('Tarmac gates itself in the environment its gate file declares', () => 
     return outcome;
   }
   const environmentRoot = (key: string) => join(stack.dataDir, 'cache', 'environments', key.replace(/^sha256:/, ''), 'root');
-  const gateLog = (outcome: any, id: string) => readFileSync(join(stack.dataDir, outcome.gates.find((gate: { suiteId: string }) => gate.suiteId === id).logRef), 'utf8');
+  const gateLog = (outcome: any, id: string) =>
+    readFileSync(join(stack.dataDir, outcome.gates.find((gate: { suiteId: string }) => gate.suiteId === id).logRef), 'utf8');
 
-  it(`a change to HEAD lands through its own gate (${full ? 'every suite' : 'the typecheck'}), in an environment the setup built: the pinned Node and npm ci, through the egress gateway`, { timeout: 30 * 60_000 }, async (t) => {
-    branch('feature/self-gate', 'docs: a change to land', () => writeFileSync(join(work, 'docs', 'SELF-GATE.md'), 'A change that lands through Tarmac’s own gate.\n'));
-    const outcome = await land(t, 'feature/self-gate');
-    const [environment] = outcome.environments;
-    assert.equal(environment.cache, 'miss', 'a fresh host builds it');
-    baseKey = environment.key;
-    assert.ok(environment.egress.length > 0, 'the setup reached the registry');
-    for (const entry of environment.egress) assert.ok(entry.allowed && entry.host === registry.host, `only the registry, through the gateway: ${JSON.stringify(entry)}`);
-    // What the gate ran on: the setup's Node (the one node-env.sh pins, not the runner's Debian node) and the lockfile's tree.
-    const built = environmentRoot(baseKey);
-    assert.equal(execFileSync(join(built, '.tarmac-node', 'bin', 'node'), ['--version'], { encoding: 'utf8' }).trim(), `v${pinnedNode}`);
-    assert.ok(existsSync(join(built, 'node_modules', 'typescript', 'package.json')), 'npm ci installed the devDependencies');
-    const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    assert.ok(gateLog(outcome, 'typecheck').includes(`> ${scripts.typecheck}\n`), `npm ran the package.json script:\n${gateLog(outcome, 'typecheck').slice(-2000)}`);
-    if (full) {
-      assert.match(gateLog(outcome, 'unit'), /ℹ fail 0/, 'the unit tier ran and nothing failed');
-      assert.match(gateLog(outcome, 'unit'), /ℹ pass [1-9][0-9]{2,}/, 'hundreds of unit tests ran');
-    }
-  });
+  it(
+    `a change to HEAD lands through its own gate (${full ? 'every suite' : 'the typecheck'}), in an environment the setup built: the pinned Node and npm ci, through the egress gateway`,
+    { timeout: 30 * 60_000 },
+    async (t) => {
+      branch('feature/self-gate', 'docs: a change to land', () =>
+        writeFileSync(join(work, 'docs', 'SELF-GATE.md'), 'A change that lands through Tarmac’s own gate.\n'),
+      );
+      const outcome = await land(t, 'feature/self-gate');
+      const [environment] = outcome.environments;
+      assert.equal(environment.cache, 'miss', 'a fresh host builds it');
+      baseKey = environment.key;
+      assert.ok(environment.egress.length > 0, 'the setup reached the registry');
+      for (const entry of environment.egress)
+        assert.ok(entry.allowed && entry.host === registry.host, `only the registry, through the gateway: ${JSON.stringify(entry)}`);
+      // What the gate ran on: the setup's Node (the one node-env.sh pins, not the runner's Debian node) and the lockfile's tree.
+      const built = environmentRoot(baseKey);
+      assert.equal(execFileSync(join(built, '.tarmac-node', 'bin', 'node'), ['--version'], { encoding: 'utf8' }).trim(), `v${pinnedNode}`);
+      assert.ok(existsSync(join(built, 'node_modules', 'typescript', 'package.json')), 'npm ci installed the devDependencies');
+      const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+      assert.ok(
+        gateLog(outcome, 'typecheck').includes(`> ${scripts.typecheck}\n`),
+        `npm ran the package.json script:\n${gateLog(outcome, 'typecheck').slice(-2000)}`,
+      );
+      if (full) {
+        assert.match(gateLog(outcome, 'unit'), /ℹ fail 0/, 'the unit tier ran and nothing failed');
+        assert.match(gateLog(outcome, 'unit'), /ℹ pass [1-9][0-9]{2,}/, 'hundreds of unit tests ran');
+      }
+    },
+  );
 
-  it('a branch that adds a devDependency passes the gate with no image built by hand: its environment is built from its own lockfile', { timeout: 30 * 60_000 }, async (t) => {
-    assert.ok(baseKey, 'the first landing built the base environment');
-    branch('feature/dev-dependency', `build: add ${added} as a devDependency`, () => {
-      // The host's npm writes package.json and the lockfile together, as a contributor's would.
-      execFileSync('npm', ['install', '--save-dev', added, '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--registry', registry.url], { cwd: work, stdio: 'ignore' });
-      // Code that needs it: the typecheck fails unless the gate's node_modules has the package and its types.
-      mkdirSync(join(work, 'scripts'), { recursive: true });
-      writeFileSync(join(work, 'scripts', 'uses-dev-dependency.ts'), `import invariant from '${added}';\n\ninvariant(process.version.startsWith('v'), 'node has a version');\n`);
-    });
-    const devDependencies = (JSON.parse(readFileSync(join(work, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies;
-    assert.ok(devDependencies[added], `npm added ${added} to package.json`);
-    const outcome = await land(t, 'feature/dev-dependency');
-    const [environment] = outcome.environments;
-    assert.equal(environment.cache, 'miss', 'the branch’s lockfile is a new environment');
-    assert.notEqual(environment.key, baseKey);
-    branchKey = environment.key;
-    assert.ok(existsSync(join(environmentRoot(branchKey), 'node_modules', added, 'package.json')), `the branch's environment has ${added}`);
-    assert.ok(!existsSync(join(environmentRoot(baseKey), 'node_modules', added)), 'the base environment was not changed');
-  });
+  it(
+    'a branch that adds a devDependency passes the gate with no image built by hand: its environment is built from its own lockfile',
+    { timeout: 30 * 60_000 },
+    async (t) => {
+      assert.ok(baseKey, 'the first landing built the base environment');
+      branch('feature/dev-dependency', `build: add ${added} as a devDependency`, () => {
+        // The host's npm writes package.json and the lockfile together, as a contributor's would.
+        execFileSync(
+          'npm',
+          ['install', '--save-dev', added, '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--registry', registry.url],
+          { cwd: work, stdio: 'ignore' },
+        );
+        // Code that needs it: the typecheck fails unless the gate's node_modules has the package and its types.
+        mkdirSync(join(work, 'scripts'), { recursive: true });
+        writeFileSync(
+          join(work, 'scripts', 'uses-dev-dependency.ts'),
+          `import invariant from '${added}';\n\ninvariant(process.version.startsWith('v'), 'node has a version');\n`,
+        );
+      });
+      const devDependencies = (JSON.parse(readFileSync(join(work, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies;
+      assert.ok(devDependencies[added], `npm added ${added} to package.json`);
+      const outcome = await land(t, 'feature/dev-dependency');
+      const [environment] = outcome.environments;
+      assert.equal(environment.cache, 'miss', 'the branch’s lockfile is a new environment');
+      assert.notEqual(environment.key, baseKey);
+      branchKey = environment.key;
+      assert.ok(existsSync(join(environmentRoot(branchKey), 'node_modules', added, 'package.json')), `the branch's environment has ${added}`);
+      assert.ok(!existsSync(join(environmentRoot(baseKey), 'node_modules', added)), 'the base environment was not changed');
+    },
+  );
 
   it('the next landing on that lockfile reuses its environment: ENV_CACHE=hit, no setup container', { timeout: 20 * 60_000 }, async (t) => {
     assert.ok(branchKey, 'the branch landed in its own environment');
-    branch('feature/after-dependency', 'docs: a change after the dependency', () => writeFileSync(join(work, 'docs', 'SELF-GATE.md'), 'A second change through Tarmac’s own gate.\n'));
+    branch('feature/after-dependency', 'docs: a change after the dependency', () =>
+      writeFileSync(join(work, 'docs', 'SELF-GATE.md'), 'A second change through Tarmac’s own gate.\n'),
+    );
     const since = Math.floor(Date.now() / 1000) - 1;
     const outcome = await land(t, 'feature/after-dependency');
     assert.deepEqual([outcome.environments[0].cache, outcome.environments[0].key], ['hit', branchKey]);

@@ -70,9 +70,21 @@ describe('session environment: run_command runs in a command container of the en
       repo: repo.url,
       commitSha: baseSha,
       baseSha,
-      declaration: { source: 'gate-file', file: '.config/tarmac/land-gate.json', setup: [`npm ci --no-audit --no-fund --registry ${registry.url}`], inputs: ['package.json', 'package-lock.json'], cache: [], env: { NODE_ENV: 'test' }, timeoutMs: 5 * 60_000 },
+      declaration: {
+        source: 'gate-file',
+        file: '.config/tarmac/land-gate.json',
+        setup: [`npm ci --no-audit --no-fund --registry ${registry.url}`],
+        inputs: ['package.json', 'package-lock.json'],
+        cache: [],
+        env: { NODE_ENV: 'test' },
+        timeoutMs: 5 * 60_000,
+      },
     };
-    const prepared = await new MockActivityEnvironment({}, { logger }).run<[PrepareEnvironmentInput], PrepareEnvironmentResult, typeof environments.prepareEnvironment>(environments.prepareEnvironment, prepare);
+    const prepared = await new MockActivityEnvironment({}, { logger }).run<
+      [PrepareEnvironmentInput],
+      PrepareEnvironmentResult,
+      typeof environments.prepareEnvironment
+    >(environments.prepareEnvironment, prepare);
     if (!prepared.ok) assert.fail(`the environment failed: ${prepared.failure.why}\n${prepared.failure.logTail}`);
     environment = prepared.environment;
     assert.deepEqual(environment.products, ['node_modules']);
@@ -115,7 +127,14 @@ describe('session environment: run_command runs in a command container of the en
     assert.ok(command, 'a command container runs beside the agent');
     const inspected = await docker.getContainer(command.Id).inspect();
     assert.deepEqual(
-      [inspected.Config.Image, inspected.HostConfig.NetworkMode, inspected.HostConfig.ReadonlyRootfs, inspected.HostConfig.CapDrop, inspected.HostConfig.SecurityOpt, inspected.Config.User],
+      [
+        inspected.Config.Image,
+        inspected.HostConfig.NetworkMode,
+        inspected.HostConfig.ReadonlyRootfs,
+        inspected.HostConfig.CapDrop,
+        inspected.HostConfig.SecurityOpt,
+        inspected.Config.User,
+      ],
       [environment.image, 'none', true, ['ALL'], ['no-new-privileges'], `${containerUser().uid}:${containerUser().gid}`],
     );
     assert.equal(inspected.Config.Labels['tarmac.step'], commandStep(step));
@@ -131,11 +150,16 @@ describe('session environment: run_command runs in a command container of the en
 
   it("the agent's own container has none of the environment: the link dangles there", async () => {
     assert.equal(inAgent('readlink node_modules').trim(), '/tarmac/env/node_modules');
-    assert.equal(inAgent('test -e node_modules/left-pad && echo present || echo absent; test -e /tarmac/env && echo mounted || echo unmounted').trim(), 'absent\nunmounted');
+    assert.equal(
+      inAgent('test -e node_modules/left-pad && echo present || echo absent; test -e /tarmac/env && echo mounted || echo unmounted').trim(),
+      'absent\nunmounted',
+    );
   });
 
-  it('the links are never committed: git add -A leaves them out, and the agent\'s commit crosses without them', async () => {
-    const committed = await tool('run_command', { command: "echo 'notes' > NOTES.md && git add -A && git commit -qm 'notes' && git show --name-only --format= HEAD && git status --porcelain --ignored" });
+  it("the links are never committed: git add -A leaves them out, and the agent's commit crosses without them", async () => {
+    const committed = await tool('run_command', {
+      command: "echo 'notes' > NOTES.md && git add -A && git commit -qm 'notes' && git show --name-only --format= HEAD && git status --porcelain --ignored",
+    });
     assert.equal(committed.isError, false, committed.text);
     assert.equal(committed.text, 'exit 0\nNOTES.md\n!! node_modules\n');
   });
@@ -143,7 +167,23 @@ describe('session environment: run_command runs in a command container of the en
   it('a retried attempt finds the same command container by its labels; one stopped is started again, one removed is made again', async () => {
     const [first] = await docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${runId}`, 'tarmac.role=command'] }) });
     const user = containerUser();
-    const again = commandContainer({ docker, dataDir, runId, sessionStep: step, labels: {}, environment, workspace: join(runPaths(dataDir, runId).runDir, 'sessions', sessionId, 'a1', 'workspace'), readOnly: false, objectDirs: [], user: `${user.uid}:${user.gid}`, env: [], memoryBytes: 512 * 1024 ** 2, nanoCpus: 1e9, pidsLimit: 64, logFile: join(dataDir, 'unused.log') });
+    const again = commandContainer({
+      docker,
+      dataDir,
+      runId,
+      sessionStep: step,
+      labels: {},
+      environment,
+      workspace: join(runPaths(dataDir, runId).runDir, 'sessions', sessionId, 'a1', 'workspace'),
+      readOnly: false,
+      objectDirs: [],
+      user: `${user.uid}:${user.gid}`,
+      env: [],
+      memoryBytes: 512 * 1024 ** 2,
+      nanoCpus: 1e9,
+      pidsLimit: 64,
+      logFile: join(dataDir, 'unused.log'),
+    });
     assert.equal(await again.ensure(), first!.Id, "a retry's handle reattaches");
     // A command that kills every other process of its user (the wait's sleep too) leaves the container running.
     assert.equal((await tool('run_command', { command: 'kill -9 -1; echo survived' })).text, 'exit 0\nsurvived\n');
@@ -167,11 +207,22 @@ describe('session environment: run_command runs in a command container of the en
     const files = git(runPaths(dataDir, runId).worktree, 'ls-tree', '-r', '--name-only', report.headSha).split('\n');
     assert.ok(files.includes('NOTES.md'));
     assert.ok(!files.some((file) => file.startsWith('node_modules')), files.join(', '));
-    await waitFor(() => docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${runId}`, 'tarmac.role=command'] }) }), (found) => found.length === 0, 10_000, 'the command container to go');
+    await waitFor(
+      () => docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${runId}`, 'tarmac.role=command'] }) }),
+      (found) => found.length === 0,
+      10_000,
+      'the command container to go',
+    );
     // The worker's own workspace never had the links.
     assert.throws(() => readlinkSync(join(runPaths(dataDir, runId).worktree, 'node_modules')));
     // The gateway recorded every command, as it always does.
-    const telemetry = readFileSync(join(runPaths(dataDir, runId).runDir, 'sessions', sessionId, 'gateway', 'telemetry.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { tool: string; exitCode?: number });
-    assert.deepEqual(telemetry.map((entry) => [entry.tool, entry.exitCode]), Array.from({ length: 6 }, () => ['run_command', 0]));
+    const telemetry = readFileSync(join(runPaths(dataDir, runId).runDir, 'sessions', sessionId, 'gateway', 'telemetry.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { tool: string; exitCode?: number });
+    assert.deepEqual(
+      telemetry.map((entry) => [entry.tool, entry.exitCode]),
+      Array.from({ length: 6 }, () => ['run_command', 0]),
+    );
   });
 });

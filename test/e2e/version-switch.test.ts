@@ -50,7 +50,10 @@ describe('version switch: runs in flight across a worker on changed workflow cod
       return [defaultPayloadConverter.fromPayload<{ id: string }>(marker.details!['patch-data']!.payloads![0]!).id];
     });
   const nondeterminismFailures = async (id: string) =>
-    (await history(id)).filter((event) => event.workflowTaskFailedEventAttributes?.cause === temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR).length;
+    (await history(id)).filter(
+      (event) =>
+        event.workflowTaskFailedEventAttributes?.cause === temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR,
+    ).length;
   const memoOf = async (id: string) => (await stack.client.workflow.getHandle(id).describe()).memo ?? {};
   const switchWorker = async (variant: 'patched' | 'unpatched') => {
     await stack.killWorker('SIGTERM');
@@ -62,22 +65,37 @@ describe('version switch: runs in flight across a worker on changed workflow cod
     // A: edits the gate file, so it waits for an answer.
     const asking = createFixtureRepo({
       base: { 'check.sh': 'true\n', '.config/tarmac/land-gate.json': gate },
-      branches: [{ name: 'feature/gate', commits: [{ message: 'loosen the gate', files: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['true'] }]) } }] }],
+      branches: [
+        {
+          name: 'feature/gate',
+          commits: [{ message: 'loosen the gate', files: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['true'] }]) } }],
+        },
+      ],
     });
     // B: a gate that takes a while.
     const slow = createFixtureRepo({
       base: { 'check.sh': 'sleep 20\n', '.config/tarmac/land-gate.json': gate },
       branches: [{ name: 'feature/slow', commits: [{ message: 'slow feature', files: { 'slow.txt': 'slow\n' } }] }],
     });
-      const waiting = await land(asking.url, 'feature/gate');
+    const waiting = await land(asking.url, 'feature/gate');
     const gating = await land(slow.url, 'feature/slow');
-    await waitFor(() => stack.api('GET', `/v1/landings/${waiting}`), (view) => view.body?.pendingQuestions?.length === 1, 120_000, 'A to ask');
+    await waitFor(
+      () => stack.api('GET', `/v1/landings/${waiting}`),
+      (view) => view.body?.pendingQuestions?.length === 1,
+      120_000,
+      'A to ask',
+    );
     await runningContainer(stack.docker, [`tarmac.run=${gating}`], "B's gate container", 120_000);
 
     // The change without a patch: B's gate ends, B is replayed on the new code and cannot be.
     const slowBefore = branchHead(slow.path, 'main');
     await switchWorker('unpatched');
-    await waitFor(() => nondeterminismFailures(gating), (count) => count > 0, 120_000, "B's workflow task to fail on nondeterminism");
+    await waitFor(
+      () => nondeterminismFailures(gating),
+      (count) => count > 0,
+      120_000,
+      "B's workflow task to fail on nondeterminism",
+    );
     assert.equal((await stack.client.workflow.getHandle(gating).describe()).status.name, 'RUNNING');
     assert.equal(branchHead(slow.path, 'main'), slowBefore, 'B did not move');
 
@@ -93,7 +111,11 @@ describe('version switch: runs in flight across a worker on changed workflow cod
       assert.equal(branchHead(repo.path, 'main'), view.outcome.mergedSha);
       assert.equal(branchHead(repo.path, branch), view.outcome.heads[0].sha, `${branch} is what was landed`);
       // (Other patches of today's code — e.g. the queue memo — mark every run that passes them; this test is about its own.)
-      assert.deepEqual((await patchMarkers(id)).filter((marker) => marker === versionSwitchPatch), [], `${id} ran the old branch: no marker`);
+      assert.deepEqual(
+        (await patchMarkers(id)).filter((marker) => marker === versionSwitchPatch),
+        [],
+        `${id} ran the old branch: no marker`,
+      );
       assert.equal((await memoOf(id)).versionSwitch, undefined, `${id} ran the old branch: no memo`);
     }
 
@@ -105,7 +127,10 @@ describe('version switch: runs in flight across a worker on changed workflow cod
     const started = await land(fresh.url, 'feature/new');
     const view = await landingFinished(stack, started, 180_000);
     assert.equal(view.outcome.status, 'landed', view.outcome.summary);
-    assert.deepEqual((await patchMarkers(started)).filter((marker) => marker === versionSwitchPatch), [versionSwitchPatch]);
+    assert.deepEqual(
+      (await patchMarkers(started)).filter((marker) => marker === versionSwitchPatch),
+      [versionSwitchPatch],
+    );
     assert.equal((await memoOf(started)).versionSwitch, newBranchMemo);
     assert.equal(await nondeterminismFailures(started), 0);
   });

@@ -17,7 +17,7 @@ function fixture(name: string): FixtureRepo {
   return createFixtureRepo({
     name,
     base: {
-      'Makefile': 'test:\n\tnode test.js\n',
+      Makefile: 'test:\n\tnode test.js\n',
       'test.js': `console.log('${name} suite ok');\n`,
       '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'], timeout: '2m' }]),
     },
@@ -83,7 +83,16 @@ describe('Temporal Web UI: an operator finds a landing by TarmacRepo in a real b
     repos.push(repoA, repoB);
     const [idA, idB] = await Promise.all([land(stack!, repoA), land(stack!, repoB)]);
     assert.notEqual(idA, idB);
-    await waitFor(() => fetch(uiUrl).then((response) => response.status, () => 0), (status) => status === 200, 60_000, 'the Web UI to serve');
+    await waitFor(
+      () =>
+        fetch(uiUrl).then(
+          (response) => response.status,
+          () => 0,
+        ),
+      (status) => status === 200,
+      60_000,
+      'the Web UI to serve',
+    );
 
     browser = await chromium.launch({
       executablePath: chromiumPath,

@@ -90,8 +90,13 @@ describe('worker restart mid-gate', () => {
     );
     const outcome = view.body.outcome;
     assert.equal(outcome.status, 'landed', outcome.summary);
-    assert.deepEqual(outcome.sessions.map((session: { role: string; attempts: number }) => `${session.role}:${session.attempts}`), ['implementer:1']);
-    const session = (await stack.client.workflow.getHandle(`${created.body.id}.fixup-1-implementer-1`).result()) as { attempts: { containerId: string; reattached: boolean }[] };
+    assert.deepEqual(
+      outcome.sessions.map((session: { role: string; attempts: number }) => `${session.role}:${session.attempts}`),
+      ['implementer:1'],
+    );
+    const session = (await stack.client.workflow.getHandle(`${created.body.id}.fixup-1-implementer-1`).result()) as {
+      attempts: { containerId: string; reattached: boolean }[];
+    };
     assert.equal(session.attempts[0]!.containerId, fixer.Id, 'the fixer container was reattached, not replaced');
     assert.equal(session.attempts[0]!.reattached, true);
     // This run's session only (the session id alone is the same in every landing with a fixup).

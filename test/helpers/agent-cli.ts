@@ -10,7 +10,11 @@ export interface CliRun {
 }
 
 /** Runs an agent CLI with the prompt on stdin (never as one argv string: large prompts hit E2BIG); SIGKILL after `timeoutMs`. */
-export function runWithStdin(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; stdin: string; timeoutMs: number }): Promise<CliRun> {
+export function runWithStdin(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; stdin: string; timeoutMs: number },
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';

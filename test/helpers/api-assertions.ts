@@ -35,5 +35,11 @@ export async function assertEveryRouteNeedsToken(app: FastifyInstance, token: st
     assert.equal(wrong.message, anonymous.message, `${method} ${path}: the 401 does not say which part was wrong`);
     assert.equal(malformed.message, anonymous.message);
   }
-  assert.deepEqual(Object.keys(document.paths).filter((path) => !path.startsWith('/v1/')).sort(), ['/healthz', '/metrics'], 'only health and metrics are served without a token');
+  assert.deepEqual(
+    Object.keys(document.paths)
+      .filter((path) => !path.startsWith('/v1/'))
+      .sort(),
+    ['/healthz', '/metrics'],
+    'only health and metrics are served without a token',
+  );
 }

@@ -19,7 +19,10 @@ export function temporalServerBuild(): { server: string; sqlTool: string; schema
   const dir = process.env.TARMAC_TEMPORAL_SERVER_DIR || join(homedir(), '.cache', 'tarmac', `temporal-server-${temporalServerVersion}`);
   const build = { server: join(dir, 'temporal-server'), sqlTool: join(dir, 'temporal-sql-tool'), schemaDir: join(dir, 'schema', 'postgresql', 'v12') };
   for (const [what, path] of Object.entries(build)) {
-    if (!existsSync(path)) throw new Error(`the Temporal server's ${what} is not at ${path}; run \`bash scripts/setup.sh --cluster\` (it builds go.temporal.io/server ${temporalServerVersion} once)`);
+    if (!existsSync(path))
+      throw new Error(
+        `the Temporal server's ${what} is not at ${path}; run \`bash scripts/setup.sh --cluster\` (it builds go.temporal.io/server ${temporalServerVersion} once)`,
+      );
   }
   return build;
 }
@@ -27,10 +30,14 @@ export function temporalServerBuild(): { server: string; sqlTool: string; schema
 /** PostgreSQL's server programs: Debian's newest /usr/lib/postgresql/<version>/bin, else the directory of `initdb` on PATH. */
 export function postgresBinDir(): string {
   const debian = '/usr/lib/postgresql';
-  const versions = existsSync(debian) ? readdirSync(debian).filter((name) => existsSync(join(debian, name, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(debian)
+    ? readdirSync(debian)
+        .filter((name) => existsSync(join(debian, name, 'bin', 'initdb')))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   if (versions[0]) return join(debian, versions[0], 'bin');
   for (const dir of (process.env.PATH ?? '').split(':')) if (dir && existsSync(join(dir, 'initdb'))) return dir;
-  throw new Error('PostgreSQL (initdb, pg_ctl) is not installed; run `bash scripts/setup.sh --cluster` (it installs Debian\'s postgresql)');
+  throw new Error("PostgreSQL (initdb, pg_ctl) is not installed; run `bash scripts/setup.sh --cluster` (it installs Debian's postgresql)");
 }
 
 /** The user PostgreSQL runs as: it refuses root, so as root the `postgres` user (setup makes it), else this process's own. */
@@ -88,13 +95,25 @@ export async function startPostgres(dir: string, logFile: string): Promise<Postg
   const data = join(dir, 'data');
   execFileSync(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-E', 'UTF8', '--auth-local=trust', '--auth-host=scram-sha-256'], asOwner);
   const port = await freePort();
-  const settings = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', '-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off', '-c max_connections=200'];
+  const settings = [
+    `-p ${port}`,
+    `-k ${dir}`,
+    '-c listen_addresses=127.0.0.1',
+    '-c fsync=off',
+    '-c synchronous_commit=off',
+    '-c full_page_writes=off',
+    '-c max_connections=200',
+  ];
   execFileSync(join(bin, 'pg_ctl'), ['-D', data, '-l', logFile, '-w', '-t', '60', '-o', settings.join(' '), 'start'], asOwner);
   const stopArgs = ['-D', data, '-w', '-t', '60', 'stop'];
   let stopped = false;
   const password = randomBytes(12).toString('hex');
   try {
-    execFileSync(join(bin, 'psql'), ['-h', dir, '-p', String(port), '-U', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c', `CREATE ROLE temporal LOGIN CREATEDB PASSWORD '${password}'`], asOwner);
+    execFileSync(
+      join(bin, 'psql'),
+      ['-h', dir, '-p', String(port), '-U', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c', `CREATE ROLE temporal LOGIN CREATEDB PASSWORD '${password}'`],
+      asOwner,
+    );
   } catch (error) {
     execFileSync(join(bin, 'pg_ctl'), [...stopArgs, '-m', 'immediate'], asOwner);
     throw error;
@@ -122,13 +141,20 @@ export async function startPostgres(dir: string, logFile: string): Promise<Postg
 
 /** Runs one of infra/temporal's setup scripts (the ones the compose file runs in temporalio/admin-tools). */
 function runSetupScript(name: string, env: Record<string, string>, logFile: string): void {
-  const ran = spawnSync('sh', [join(root, 'infra', 'temporal', name)], { env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const ran = spawnSync('sh', [join(root, 'infra', 'temporal', name)], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   writeFileSync(logFile, `${ran.stdout}${ran.stderr}`);
   if (ran.status !== 0) throw new Error(`infra/temporal/${name} failed (${ran.status ?? ran.signal}):\n${ran.stdout}${ran.stderr}`);
 }
 
 /** The server's configuration: all four services in one process on loopback, PostgreSQL for persistence and visibility. */
-function serverConfig(postgres: Postgres, ports: { frontend: number; http: number; history: number; matching: number; worker: number; membership: number[] }): string {
+function serverConfig(
+  postgres: Postgres,
+  ports: { frontend: number; http: number; history: number; matching: number; worker: number; membership: number[] },
+): string {
   const store = (database: string, conns: number) => `
       sql:
         pluginName: postgres12
@@ -253,15 +279,32 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     postgres = await startPostgres(pgDir, join(logsDir, 'postgres.log'));
     runSetupScript(
       'setup-schema.sh',
-      { SQL_HOST: '127.0.0.1', SQL_PORT: String(postgres.port), SQL_USER: postgres.user, SQL_PASSWORD: postgres.password, TEMPORAL_SQL_TOOL: build.sqlTool, TEMPORAL_SCHEMA_DIR: build.schemaDir },
+      {
+        SQL_HOST: '127.0.0.1',
+        SQL_PORT: String(postgres.port),
+        SQL_USER: postgres.user,
+        SQL_PASSWORD: postgres.password,
+        TEMPORAL_SQL_TOOL: build.sqlTool,
+        TEMPORAL_SCHEMA_DIR: build.schemaDir,
+      },
       join(logsDir, 'setup-schema.log'),
     );
 
-    const ports = { frontend: await freePort(), http: await freePort(), history: await freePort(), matching: await freePort(), worker: await freePort(), membership: [await lowFreePort(), await lowFreePort(), await lowFreePort(), await lowFreePort()] };
+    const ports = {
+      frontend: await freePort(),
+      http: await freePort(),
+      history: await freePort(),
+      matching: await freePort(),
+      worker: await freePort(),
+      membership: [await lowFreePort(), await lowFreePort(), await lowFreePort(), await lowFreePort()],
+    };
     const serverDir = join(dir, 'temporal');
     mkdirSync(join(serverDir, 'config'), { recursive: true });
     writeFileSync(join(serverDir, 'config', 'tarmac.yaml'), serverConfig(postgres, ports), { mode: 0o600 });
-    const server = spawn(build.server, ['--root', serverDir, '--config', 'config', '--env', 'tarmac', '--allow-no-auth', 'start'], { cwd: serverDir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const server = spawn(build.server, ['--root', serverDir, '--config', 'config', '--env', 'tarmac', '--allow-no-auth', 'start'], {
+      cwd: serverDir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(server);
     const serverLog = createWriteStream(join(logsDir, 'temporal-server.log'), { flags: 'a' });
     server.stdout?.pipe(serverLog);
@@ -272,7 +315,11 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     });
     const temporalAddress = `127.0.0.1:${ports.frontend}`;
     await waitForTemporal(temporalAddress, 120_000, () => serverExit);
-    runSetupScript('setup-namespace.sh', { TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: options.namespace, TEMPORAL_CLI: temporalCli }, join(logsDir, 'setup-namespace.log'));
+    runSetupScript(
+      'setup-namespace.sh',
+      { TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: options.namespace, TEMPORAL_CLI: temporalCli },
+      join(logsDir, 'setup-namespace.log'),
+    );
 
     const connection = await Connection.connect({ address: temporalAddress });
     const client = new Client({ connection, namespace: options.namespace });
@@ -290,7 +337,14 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     mkdirSync(apiDataDir);
     const api = spawnTarmac(
       'api',
-      { ...common, TARMAC_DATA_DIR: apiDataDir, TARMAC_API_HOST: '127.0.0.1', TARMAC_API_PORT: String(apiPort), TARMAC_API_TOKENS: clusterToken, TARMAC_REPO_ALLOW: `file://${tmpdir()}` },
+      {
+        ...common,
+        TARMAC_DATA_DIR: apiDataDir,
+        TARMAC_API_HOST: '127.0.0.1',
+        TARMAC_API_PORT: String(apiPort),
+        TARMAC_API_TOKENS: clusterToken,
+        TARMAC_REPO_ALLOW: `file://${tmpdir()}`,
+      },
       join(logsDir, 'api.log'),
     );
     children.push(api.child);
@@ -298,7 +352,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     await waitFor(
       async () => {
         if (api.child.exitCode !== null) throw new Error(`the API exited (${api.child.exitCode}):\n${api.output()}`);
-        return await fetch(`${apiUrl}/healthz`).then((response) => response.status, () => 0);
+        return await fetch(`${apiUrl}/healthz`).then(
+          (response) => response.status,
+          () => 0,
+        );
       },
       (status) => status === 200,
       60_000,
@@ -309,7 +366,11 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     const startHost = async (id: string): Promise<ClusterHost> => {
       const dataDir = join(dir, `host-${id}`);
       mkdirSync(dataDir, { recursive: true });
-      const worker = spawnTarmac('worker', { ...common, TARMAC_HOST_ID: id, TARMAC_DATA_DIR: dataDir, TARMAC_WORKER_METRICS_PORT: '0' }, join(logsDir, `host-${id}.log`));
+      const worker = spawnTarmac(
+        'worker',
+        { ...common, TARMAC_HOST_ID: id, TARMAC_DATA_DIR: dataDir, TARMAC_WORKER_METRICS_PORT: '0' },
+        join(logsDir, `host-${id}.log`),
+      );
       children.push(worker.child);
       await waitFor(
         async () => {

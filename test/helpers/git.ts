@@ -57,7 +57,10 @@ export function keepRefLog(dir: string): void {
 export function refValues(dir: string, branch = 'main'): string[] {
   const log = join(dir, 'logs', 'refs', 'heads', branch);
   if (!existsSync(log)) return [];
-  const lines = readFileSync(log, 'utf8').trim().split('\n').map((line) => line.split(' '));
+  const lines = readFileSync(log, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => line.split(' '));
   return [lines[0]![0]!, ...lines.map((line) => line[1]!)];
 }
 

@@ -27,7 +27,8 @@ export function historyToJson(history: History): unknown {
 
 /** A history read back from `historyToJson`'s JSON; the replayer takes it as is. */
 export function historyFromJson(json: unknown): History {
-  if (typeof json !== 'object' || json === null || !Array.isArray((json as { events?: unknown }).events)) throw new TypeError('a history must be an object with an array of events');
+  if (typeof json !== 'object' || json === null || !Array.isArray((json as { events?: unknown }).events))
+    throw new TypeError('a history must be an object with an array of events');
   const history = protojson.fromJson(historyType, json, { ignoreUnknownFields: true }) as History | null;
   if (!history) throw new TypeError('not a history');
   return history;

@@ -31,7 +31,15 @@ export function queueRepo(features: string[], { batchSize = 4, environment }: { 
   ].join('\n');
   const repo = createFixtureRepo({
     // A README of its own: no tree here equals one of another fixture (gate results are reused by tree).
-    base: { 'check.sh': check, 'README': `merge queue fixture ${process.pid}.${Date.now()}.${(fixtures += 1)}\n`, '.config/tarmac/land-gate.json': gateFile([{ id: 'check', run: ['sh', 'check.sh'], timeout: '6m' }], { queue: { batchSize }, fixup: { maxRounds: 1 }, ...(environment ? { environment } : {}) }) },
+    base: {
+      'check.sh': check,
+      README: `merge queue fixture ${process.pid}.${Date.now()}.${(fixtures += 1)}\n`,
+      '.config/tarmac/land-gate.json': gateFile([{ id: 'check', run: ['sh', 'check.sh'], timeout: '6m' }], {
+        queue: { batchSize },
+        fixup: { maxRounds: 1 },
+        ...(environment ? { environment } : {}),
+      }),
+    },
     branches: [
       { name: 'feature/p', commits: [{ message: 'pacer', files: { p: 'p\n' } }] },
       ...features.map((name) => ({ name: `feature/${name}`, commits: [{ message: `feature ${name}`, files: { [`features/${name}`]: `${name}\n` } }] })),
@@ -42,14 +50,14 @@ export function queueRepo(features: string[], { batchSize = 4, environment }: { 
   return repo;
 }
 
-
 export async function startLanding(stack: Pick<Stack, 'api'>, repo: FixtureRepo, branch: string, extra: Record<string, unknown> = {}): Promise<string> {
   const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: [branch], target: 'main', ...extra });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   return created.body.id as string;
 }
 
-export const landingPhase = async (stack: Pick<Stack, 'api'>, id: string): Promise<string> => (await stack.api('GET', `/v1/landings/${id}`)).body.phase as string;
+export const landingPhase = async (stack: Pick<Stack, 'api'>, id: string): Promise<string> =>
+  (await stack.api('GET', `/v1/landings/${id}`)).body.phase as string;
 
 /**
  * Lands the pacer and pushes `tick` to the target while its gate's container runs; returns (its id)
@@ -59,11 +67,21 @@ export const landingPhase = async (stack: Pick<Stack, 'api'>, id: string): Promi
  */
 export async function holdTarget(stack: Pick<Stack, 'api' | 'docker'>, repo: FixtureRepo): Promise<string> {
   const pacer = await startLanding(stack, repo, 'feature/p');
-  await waitFor(() => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${pacer}`], status: ['running'] }) }), (list) => list.length > 0, 120_000, "the pacer's gate to run");
+  await waitFor(
+    () => stack.docker.listContainers({ filters: JSON.stringify({ label: [`tarmac.run=${pacer}`], status: ['running'] }) }),
+    (list) => list.length > 0,
+    120_000,
+    "the pacer's gate to run",
+  );
   repo.advanceTarget('tick', { tick: 'tick\n' });
   assert.equal(await landingPhase(stack, pacer), 'gate', 'the target moved while the pacer gated (its merge will find it moved)');
   // Its merge finds the target moved: it waits for a batch, which restacks it and gates it (the long sleep) holding the target.
-  await waitFor(() => stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/main`), (response) => response.body?.batch?.members?.includes(pacer) === true, 120_000, 'the pacer to hold the target in a batch');
+  await waitFor(
+    () => stack.api('GET', `/v1/queues/${encodeURIComponent(repo.url)}/main`),
+    (response) => response.body?.batch?.members?.includes(pacer) === true,
+    120_000,
+    'the pacer to hold the target in a batch',
+  );
   return pacer;
 }
 

@@ -18,7 +18,11 @@ export function npmRegistry(): { url: string; host: string; address: string } {
 
 /** The PyPI hosts pip itself knows (its index and its file host), from pip's own module. */
 export function pypiHosts(): { index: string; files: string } {
-  const out = execFileSync('python3', ['-c', 'from pip._internal.models.index import PyPI; print(PyPI.netloc); print(PyPI.file_storage_domain)'], { encoding: 'utf8' }).trim().split('\n');
+  const out = execFileSync('python3', ['-c', 'from pip._internal.models.index import PyPI; print(PyPI.netloc); print(PyPI.file_storage_domain)'], {
+    encoding: 'utf8',
+  })
+    .trim()
+    .split('\n');
   return { index: out[0]!, files: out[1]! };
 }
 

@@ -6,6 +6,11 @@ import { waitFor, type Stack } from './stack';
  * message names `what`.
  */
 export async function runResult(stack: Pick<Stack, 'api'>, id: string, what: string, timeoutMs = 240_000): Promise<any> {
-  const run = await waitFor(() => stack.api('GET', `/v1/runs/${id}`), (response) => response.body?.workflowStatus === 'COMPLETED', timeoutMs, what);
+  const run = await waitFor(
+    () => stack.api('GET', `/v1/runs/${id}`),
+    (response) => response.body?.workflowStatus === 'COMPLETED',
+    timeoutMs,
+    what,
+  );
   return run.body.result;
 }

@@ -9,7 +9,11 @@ export interface WireEvent {
  * Reads an SSE response until `stop(event)` says so (or the stream ends), then aborts.
  * Deliberately small and separate from the CLI's parser: the test checks the wire, not our client.
  */
-export async function readEvents(url: string, token: string, options: { lastEventId?: string; stop?: (event: WireEvent, seen: WireEvent[]) => boolean; timeoutMs?: number } = {}): Promise<WireEvent[]> {
+export async function readEvents(
+  url: string,
+  token: string,
+  options: { lastEventId?: string; stop?: (event: WireEvent, seen: WireEvent[]) => boolean; timeoutMs?: number } = {},
+): Promise<WireEvent[]> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), options.timeoutMs ?? 180_000);
   const events: WireEvent[] = [];

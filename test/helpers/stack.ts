@@ -230,7 +230,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 /** Removes the containers of one gate pool (activities/gate-pool.ts), found by its label. */
 export async function removePoolContainers(docker: Docker, poolId: string): Promise<number> {
   const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${poolId}`] }) });
-  await Promise.all(found.map((info) => docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined)));
+  await Promise.all(
+    found.map((info) =>
+      docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
   return found.length;
 }
 
@@ -284,10 +291,17 @@ export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boo
 export async function containersCreated(docker: Docker, since: number, label: string | string[]): Promise<number> {
   const until = Math.ceil(Date.now() / 1000) + 1;
   // Several labels must all match (Docker ANDs label filters).
-  const stream = await docker.getEvents({ since, until, filters: JSON.stringify({ type: ['container'], event: ['create'], label: Array.isArray(label) ? label : [label] }) });
+  const stream = await docker.getEvents({
+    since,
+    until,
+    filters: JSON.stringify({ type: ['container'], event: ['create'], label: Array.isArray(label) ? label : [label] }),
+  });
   const chunks: Buffer[] = [];
   for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
-  return Buffer.concat(chunks).toString().split('\n').filter((line) => line.trim()).length;
+  return Buffer.concat(chunks)
+    .toString()
+    .split('\n')
+    .filter((line) => line.trim()).length;
 }
 
 /** Waits until exactly one running container carries all these labels, and returns it. */

@@ -1,4 +1,11 @@
-import { QueryNotRegisteredError, ScheduleNotFoundError, ServiceError, WorkflowUpdateFailedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
+import {
+  QueryNotRegisteredError,
+  ScheduleNotFoundError,
+  ServiceError,
+  WorkflowUpdateFailedError,
+  type Client,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
 import {
   defaultPayloadConverter,
   TypedSearchAttributes,
@@ -79,7 +86,10 @@ function attribute(run: StandInRun, name: string): unknown {
 }
 
 function matches(run: StandInRun, clauses: { name: string; value: string | string[]; not: boolean }[]): boolean {
-  return clauses.every(({ not, name, value }) => (typeof value === 'string' ? matchesClause(run, { name, value }) : value.some((one) => matchesClause(run, { name, value: one }))) !== not);
+  return clauses.every(
+    ({ not, name, value }) =>
+      (typeof value === 'string' ? matchesClause(run, { name, value }) : value.some((one) => matchesClause(run, { name, value: one }))) !== not,
+  );
 }
 
 function matchesClause(run: StandInRun, { name, value }: { name: string; value: string }): boolean {
@@ -114,7 +124,19 @@ export class TemporalStandIn {
 
   /** Adds a run as if it had been started earlier (defaults: a RUNNING landing started now). */
   add(run: Partial<StandInRun> & Pick<StandInRun, 'workflowId'>): StandInRun {
-    const full: StandInRun = { type: 'landing', status: 'RUNNING', taskQueue: 'tarmac', args: [], startTime: new Date(), searchAttributes: [], memo: {}, queries: {}, updates: {}, cancelRequested: false, ...run };
+    const full: StandInRun = {
+      type: 'landing',
+      status: 'RUNNING',
+      taskQueue: 'tarmac',
+      args: [],
+      startTime: new Date(),
+      searchAttributes: [],
+      memo: {},
+      queries: {},
+      updates: {},
+      cancelRequested: false,
+      ...run,
+    };
     this.runs.set(full.workflowId, full);
     return full;
   }
@@ -153,14 +175,17 @@ export class TemporalStandIn {
         },
       },
     };
-    return new Proxy({ workflow, schedule, connection }, {
-      get(target, member) {
-        // Symbols and `then` are asked by inspection and by `await`, not by the routes.
-        if (typeof member === 'symbol' || member === 'then') return undefined;
-        if (!(member in target)) throw new Error(`stand-in: Client.${member} is not modelled`);
-        return target[member as keyof typeof target];
+    return new Proxy(
+      { workflow, schedule, connection },
+      {
+        get(target, member) {
+          // Symbols and `then` are asked by inspection and by `await`, not by the routes.
+          if (typeof member === 'symbol' || member === 'then') return undefined;
+          if (!(member in target)) throw new Error(`stand-in: Client.${member} is not modelled`);
+          return target[member as keyof typeof target];
+        },
       },
-    }) as unknown as Client;
+    ) as unknown as Client;
   }
 
   private reach(what: string): void {
@@ -240,7 +265,9 @@ export class TemporalStandIn {
         this.reach('fetch workflow history');
         const run = this.existing(workflowId);
         const input = { payloads: run.args.map((arg) => defaultPayloadConverter.toPayload(arg)) };
-        return { events: [{ eventId: 1, workflowExecutionStartedEventAttributes: { workflowType: { name: run.type }, taskQueue: { name: run.taskQueue }, input } }] };
+        return {
+          events: [{ eventId: 1, workflowExecutionStartedEventAttributes: { workflowType: { name: run.type }, taskQueue: { name: run.taskQueue }, input } }],
+        };
       },
     };
   }

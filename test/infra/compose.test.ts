@@ -21,7 +21,11 @@ writeFileSync(join(project, '.env'), dotenv);
 function compose(args: string[], env: NodeJS.ProcessEnv) {
   const standalone = spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0;
   const [command, prefix] = standalone ? ['docker-compose', []] : ['docker', ['compose']];
-  return spawnSync(command, [...prefix, '-f', join(root, 'docker-compose.yml'), '--project-directory', project, ...args], { cwd: project, env: { ...process.env, ...env }, encoding: 'utf8' });
+  return spawnSync(command, [...prefix, '-f', join(root, 'docker-compose.yml'), '--project-directory', project, ...args], {
+    cwd: project,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
 }
 
 /** One service's block of the rendered file (`compose config`): from `  <name>:` to the next service or the end. */
@@ -63,14 +67,18 @@ describe('docker-compose.yml (validated by the compose tool)', () => {
     const temporal = service(output, 'temporal');
     assert.match(temporal, /image: temporalio\/server:\d+\.\d+\.\d+\n/);
     assert.match(temporal, /temporal-schema:\n\s+condition: service_completed_successfully/);
-    for (const [job, script] of [['temporal-schema', 'setup-schema.sh'], ['temporal-namespace', 'setup-namespace.sh']] as const) {
+    for (const [job, script] of [
+      ['temporal-schema', 'setup-schema.sh'],
+      ['temporal-namespace', 'setup-namespace.sh'],
+    ] as const) {
       const block = service(output, job);
       assert.match(block, /image: temporalio\/admin-tools:/);
       assert.match(block, new RegExp(`/tarmac-setup/${script.replace('.', '\\.')}`), `${job} runs infra/temporal/${script}`);
       assert.match(block, /infra\/temporal:\/tarmac-setup:ro/);
     }
     assert.match(service(output, 'temporal-namespace'), /temporal:\n\s+condition: service_healthy/);
-    for (const tarmac of ['api', 'worker']) assert.match(service(output, tarmac), /temporal-namespace:\n\s+condition: service_completed_successfully/, `${tarmac} waits for the namespace`);
+    for (const tarmac of ['api', 'worker'])
+      assert.match(service(output, tarmac), /temporal-namespace:\n\s+condition: service_completed_successfully/, `${tarmac} waits for the namespace`);
   });
 
   it('has a health check on every long-running service but the UI, none of them tctl', () => {
@@ -145,13 +153,27 @@ describe('docker-compose.yml (validated by the compose tool)', () => {
     // A project whose .env alone has the required settings (none of them in the shell environment),
     // and a setting the compose file does not name: both reach the containers' environment.
     const dir = mkdtempSync(join(tmpdir(), 'tarmac-compose-env-'));
-    const fromFile = { TARMAC_API_TOKENS: 'dotenv-token-0123456789abcdef', TARMAC_REPO_ALLOW: 'https://git.example.com/from-dotenv', TARMAC_HOST_ID: 'dotenv-host', TARMAC_API_CORS_ORIGINS: 'https://ops.example.com' };
-    writeFileSync(join(dir, '.env'), `${dotenv}${Object.entries(fromFile).map(([name, value]) => `${name}=${value}\n`).join('')}`);
+    const fromFile = {
+      TARMAC_API_TOKENS: 'dotenv-token-0123456789abcdef',
+      TARMAC_REPO_ALLOW: 'https://git.example.com/from-dotenv',
+      TARMAC_HOST_ID: 'dotenv-host',
+      TARMAC_API_CORS_ORIGINS: 'https://ops.example.com',
+    };
+    writeFileSync(
+      join(dir, '.env'),
+      `${dotenv}${Object.entries(fromFile)
+        .map(([name, value]) => `${name}=${value}\n`)
+        .join('')}`,
+    );
     const shell: NodeJS.ProcessEnv = { ...process.env, TARMAC_API_CORS_ORIGINS: 'https://shell.example.com' };
     for (const name of ['TARMAC_API_TOKENS', 'TARMAC_REPO_ALLOW', 'TARMAC_HOST_ID']) delete shell[name];
     const standalone = spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0;
     const [command, prefix] = standalone ? ['docker-compose', []] : ['docker', ['compose']];
-    const result = spawnSync(command, [...prefix, '-f', join(root, 'docker-compose.yml'), '--project-directory', dir, 'config'], { cwd: dir, env: shell, encoding: 'utf8' });
+    const result = spawnSync(command, [...prefix, '-f', join(root, 'docker-compose.yml'), '--project-directory', dir, 'config'], {
+      cwd: dir,
+      env: shell,
+      encoding: 'utf8',
+    });
     rmSync(dir, { recursive: true, force: true });
     assert.equal(result.status, 0, result.stderr);
     const api = service(result.stdout, 'api');

@@ -74,7 +74,15 @@ describe('tool gateway: the tool budget from the recipe', { timeout: 60_000 }, (
     const workspace = join(root, 'workspace');
     mkdirSync(workspace);
     writeFileSync(join(workspace, 'a.txt'), 'a\n');
-    const gateway = await startGateway({ dir: join(root, 'gateway'), workspace, docker: new Docker(), containerId: () => undefined, user: '1000:1000', rules: { groundedCommands: [], groundingFiles: [] }, maxToolCalls: 2 });
+    const gateway = await startGateway({
+      dir: join(root, 'gateway'),
+      workspace,
+      docker: new Docker(),
+      containerId: () => undefined,
+      user: '1000:1000',
+      rules: { groundedCommands: [], groundingFiles: [] },
+      maxToolCalls: 2,
+    });
     const client = new Client({ name: 'test', version: '1' });
     await client.connect(new StdioClientTransport({ command: process.execPath, args: [shim], env: { TARMAC_GATEWAY_SOCKET: gateway.socketPath } }));
     try {

@@ -16,7 +16,7 @@ const alive = (pid: number) => {
   }
 };
 const until = async (check: () => boolean, ms: number) => {
-  for (const end = Date.now() + ms; Date.now() < end; ) {
+  for (const end = Date.now() + ms; Date.now() < end;) {
     if (check()) return true;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -51,7 +51,13 @@ describe('the spawn helper: host commands started by a small process', () => {
   });
 
   it('runs in the directory and with the environment asked for; stdin gets the input and then its end', async () => {
-    const seen = await leanRun({ command: 'sh', args: ['-c', 'pwd; echo "$ONLY"; echo "${HOME:-unset}"; echo "${GONE-left out}"; cat'], cwd: dir, env: { ONLY: 'this', PATH: process.env.PATH ?? '', GONE: undefined }, input: 'from stdin' });
+    const seen = await leanRun({
+      command: 'sh',
+      args: ['-c', 'pwd; echo "$ONLY"; echo "${HOME:-unset}"; echo "${GONE-left out}"; cat'],
+      cwd: dir,
+      env: { ONLY: 'this', PATH: process.env.PATH ?? '', GONE: undefined },
+      input: 'from stdin',
+    });
     assert.equal(seen.stdout.toString(), `${dir}\nthis\nunset\nleft out\nfrom stdin`);
     // Without input, stdin is at its end at once (a command reading it does not wait).
     assert.equal((await leanRun({ command: 'cat', args: [] })).stdout.length, 0);
@@ -65,7 +71,10 @@ describe('the spawn helper: host commands started by a small process', () => {
     git(repo, 'commit', '-q', '-m', 'one');
     const out = join(dir, 'out');
     spawnSync('mkdir', [out]);
-    const [archive, tar] = await leanPipe({ command: 'git', args: ['-C', repo, 'archive', '--format=tar', 'HEAD'] }, { command: 'tar', args: ['-x', '-C', out] });
+    const [archive, tar] = await leanPipe(
+      { command: 'git', args: ['-C', repo, 'archive', '--format=tar', 'HEAD'] },
+      { command: 'tar', args: ['-x', '-C', out] },
+    );
     assert.deepEqual([archive.code, tar.code], [0, 0]);
     assert.deepEqual(readdirSync(out), ['file.txt']);
     const [bad, reader] = await leanPipe({ command: 'git', args: ['-C', repo, 'archive', 'no-such-ref'] }, { command: 'wc', args: ['-c'] });
@@ -86,7 +95,10 @@ describe('the spawn helper: host commands started by a small process', () => {
   });
 
   it('a command that does not exist is an error naming it, as a spawn of its own would be', async () => {
-    await assert.rejects(leanRun({ command: 'no-such-command-here', args: [] }), (error: NodeJS.ErrnoException) => error.code === 'ENOENT' && /no-such-command-here/.test(error.message));
+    await assert.rejects(
+      leanRun({ command: 'no-such-command-here', args: [] }),
+      (error: NodeJS.ErrnoException) => error.code === 'ENOENT' && /no-such-command-here/.test(error.message),
+    );
     // The helper is still there for the next one.
     assert.equal((await leanRun({ command: 'true', args: [] })).code, 0);
   });

@@ -54,7 +54,11 @@ describe(`Node ${engines} (package.json engines): the runtime the project runs a
     assert.equal(found.node, node, `node-env.sh picks the node the tests run on (PATH: ${path})`);
     assert.ok(major(found.version) >= minimumMajor, found.version);
     // The npm scripts run their command through it (package.json): the command's node is this one.
-    const run = spawnSync('bash', ['scripts/node-env.sh', 'node', '-p', 'process.execPath'], { cwd: root, env: { ...process.env, PATH: path }, encoding: 'utf8' });
+    const run = spawnSync('bash', ['scripts/node-env.sh', 'node', '-p', 'process.execPath'], {
+      cwd: root,
+      env: { ...process.env, PATH: path },
+      encoding: 'utf8',
+    });
     assert.equal(run.status, 0, run.stderr);
     assert.equal(realpathSync(run.stdout.trim()), node);
     assert.equal(run.stderr, '', 'no warning when the node is new enough');

@@ -48,7 +48,12 @@ describe('OpenAPI fuzz run (schemathesis, scripts/fuzz-api.sh): no 5xx, no answe
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/ok'], target: 'main' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     landingId = created.body.id;
-    await waitFor(() => stack.api('GET', `/v1/landings/${landingId}`), (view) => view.body.workflowStatus === 'COMPLETED', 180_000, 'the fixture landing to finish');
+    await waitFor(
+      () => stack.api('GET', `/v1/landings/${landingId}`),
+      (view) => view.body.workflowStatus === 'COMPLETED',
+      180_000,
+      'the fixture landing to finish',
+    );
     // The fuzzer reads the repo URL from the landing and sends it back (stateful links): with the
     // repo gone, a generated fix loop or review on it is a 400, not a run with real agents.
     rmSync(dirname(repo.path), { recursive: true, force: true });

@@ -38,7 +38,15 @@ describe('scripts/setup.sh: running needs, then what only the tests need', () =>
     delete env.TARMAC_SKIP_IMAGES;
     const result = spawnSync('bash', ['-x', join(project, 'scripts/setup.sh'), ...args], { cwd: project, env, encoding: 'utf8', timeout: 600_000 });
     assert.equal(result.status, 0, `setup ${args.join(' ')} failed:\n${result.stderr.slice(-4000)}`);
-    return { trace: result.stderr, calls: existsSync(record) ? readFileSync(record, 'utf8').trim().split('\n').map((call) => call.trim()) : [] };
+    return {
+      trace: result.stderr,
+      calls: existsSync(record)
+        ? readFileSync(record, 'utf8')
+            .trim()
+            .split('\n')
+            .map((call) => call.trim())
+        : [],
+    };
   }
   /** The commands the trace shows executed (lines starting with `+`), for matching. */
   const executed = (trace: string) =>
@@ -59,10 +67,19 @@ describe('scripts/setup.sh: running needs, then what only the tests need', () =>
     const commands = executed(trace);
     assert.match(commands, /^\++ npm ci --omit=dev /m);
     for (const runtime of ['fastify', 'tsx', '@temporalio/worker', 'esbuild']) assert.ok(installed(runtime), `${runtime} is installed (running needs it)`);
-    for (const devOnly of ['playwright-core', 'typescript', 'eslint', '@temporalio/testing']) assert.ok(!installed(devOnly), `${devOnly} is not installed (only the tests need it)`);
+    for (const devOnly of ['playwright-core', 'typescript', 'eslint', '@temporalio/testing'])
+      assert.ok(!installed(devOnly), `${devOnly} is not installed (only the tests need it)`);
     assert.ok(existsSync(join(project, 'node_modules/.tarmac-omit-dev')), 'the install is marked run-only');
-    assert.doesNotMatch(commands, /\/usr\/bin\/chromium|schemathesis --version|docker-compose|pip |apt-get/, 'no test-only tool is checked, let alone installed');
-    assert.deepEqual(calls, ['fetch-agent-clis', 'build-images', 'build-workflows', 'build-dashboard'], 'every image (none is for the tests only); no time-skipping test server');
+    assert.doesNotMatch(
+      commands,
+      /\/usr\/bin\/chromium|schemathesis --version|docker-compose|pip |apt-get/,
+      'no test-only tool is checked, let alone installed',
+    );
+    assert.deepEqual(
+      calls,
+      ['fetch-agent-clis', 'build-images', 'build-workflows', 'build-dashboard'],
+      'every image (none is for the tests only); no time-skipping test server',
+    );
   });
 
   it('with --tests: completes the install with the devDependencies, checks (and would install) chromium, schemathesis and the compose tool, builds every image, fetches the test server', () => {
@@ -74,7 +91,11 @@ describe('scripts/setup.sh: running needs, then what only the tests need', () =>
     assert.match(commands, /\/usr\/bin\/chromium/, 'chromium is checked');
     assert.match(commands, /schemathesis --version/, 'schemathesis is checked');
     assert.match(commands, /command -v docker-compose/, 'the compose tool is checked');
-    assert.deepEqual(calls, ['fetch-agent-clis', 'build-images', 'build-workflows', 'build-dashboard', 'fetch-test-server'], 'build-images with no argument: every image; the time-skipping test server');
+    assert.deepEqual(
+      calls,
+      ['fetch-agent-clis', 'build-images', 'build-workflows', 'build-dashboard', 'fetch-test-server'],
+      'build-images with no argument: every image; the time-skipping test server',
+    );
   });
 
   it('without --tests after a full install: nothing is removed (no npm ci)', () => {

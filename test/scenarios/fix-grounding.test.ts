@@ -20,7 +20,6 @@ describe('grounded fix loops: repro from the request or the repository, repaired
     await stack?.stop();
   });
 
-
   /** The fix branch's change, line by line: file → lines removed and added (`git diff -U0`). */
   function lineDiff(repoPath: string, base: string, branch: string): Record<string, { removed: string[]; added: string[] }> {
     const diff = execFileSync('git', ['-C', repoPath, 'diff', '--no-color', '--unified=0', base, branch], { encoding: 'utf8' });
@@ -35,9 +34,9 @@ describe('grounded fix loops: repro from the request or the repository, repaired
     return files;
   }
 
-
   it("a make target defined in an included makefile under a near-miss name: `make start-all` from the user's words → an alias next to start_all in mk/run.mk", async () => {
-    const { outcome, repoPath, base } = await fixLoop(stack, 
+    const { outcome, repoPath, base } = await fixLoop(
+      stack,
       {
         Makefile: 'include mk/run.mk\n\n.PHONY: build\nbuild:\n\t@echo built\n',
         'mk/run.mk': '# services\n.PHONY: start_all stop\nstart_all: build\n\t@echo all services started\n\nstop:\n\t@echo stopped\n',
@@ -67,9 +66,11 @@ describe('grounded fix loops: repro from the request or the repository, repaired
   });
 
   it('an npm project (no makefile) whose entry point requires a near-miss path: "the app will not start" → `npm start` from package.json → the one-line import fix', async () => {
-    const { outcome, repoPath, base } = await fixLoop(stack, 
+    const { outcome, repoPath, base } = await fixLoop(
+      stack,
       {
-        'package.json': '{\n  "name": "greeter-app",\n  "private": true,\n  "scripts": {\n    "start": "node src/index.js",\n    "lint": "node -e \\"process.exit(0)\\""\n  }\n}\n',
+        'package.json':
+          '{\n  "name": "greeter-app",\n  "private": true,\n  "scripts": {\n    "start": "node src/index.js",\n    "lint": "node -e \\"process.exit(0)\\""\n  }\n}\n',
         'src/index.js': "const { greet } = require('./lib/greetings');\n\nconsole.log(greet('world'));\n",
         'src/lib/greeting.js': 'exports.greet = (name) => `hello, ${name}`;\n',
       },
@@ -92,9 +93,11 @@ describe('grounded fix loops: repro from the request or the repository, repaired
   });
 
   it('a missing npm script with a near miss: `npm run serve_api` from the pasted error → one alias line in package.json', async () => {
-    const { outcome, repoPath, base } = await fixLoop(stack, 
+    const { outcome, repoPath, base } = await fixLoop(
+      stack,
       {
-        'package.json': '{\n  "name": "api",\n  "private": true,\n  "scripts": {\n    "serve-api": "node server.js",\n    "test": "node -e \\"process.exit(0)\\""\n  }\n}\n',
+        'package.json':
+          '{\n  "name": "api",\n  "private": true,\n  "scripts": {\n    "serve-api": "node server.js",\n    "test": "node -e \\"process.exit(0)\\""\n  }\n}\n',
         'server.js': "console.log('api ready (dry run)');\n",
       },
       { request: 'npm run serve_api fails with: npm error Missing script: "serve_api"' },
@@ -113,7 +116,11 @@ describe('grounded fix loops: repro from the request or the repository, repaired
   });
 
   it('no grounded repro: the request names no command ("make sure" is none) and the repository defines nothing to start → no-repro, nothing run, no command invented', async () => {
-    const { outcome, id } = await fixLoop(stack, { Makefile: 'lint:\n\t@echo linted\n', 'src/server.js': "console.log('up');\n" }, { request: 'please make sure the server starts' });
+    const { outcome, id } = await fixLoop(
+      stack,
+      { Makefile: 'lint:\n\t@echo linted\n', 'src/server.js': "console.log('up');\n" },
+      { request: 'please make sure the server starts' },
+    );
     assert.equal(outcome.outcome, 'no-repro', outcome.summary);
     assert.equal(outcome.failureType, 'no-grounded-repro');
     assert.equal(outcome.reproCommand, '');
@@ -127,14 +134,22 @@ describe('grounded fix loops: repro from the request or the repository, repaired
     assert.equal(outcome.sessions.length, 0);
     assert.equal(outcome.fixBranch, null);
     const events = await readEvents(`${stack.apiUrl}/v1/runs/${id}/events`, testToken, { stop: (event) => event.event === 'end' });
-    assert.deepEqual(events.filter((event) => event.event === 'phase').map((event) => event.data.phase), ['ground']);
-    assert.equal(events.some((event) => event.event === 'step' && String(event.data.name).startsWith('repro')), false, 'no repro step');
+    assert.deepEqual(
+      events.filter((event) => event.event === 'phase').map((event) => event.data.phase),
+      ['ground'],
+    );
+    assert.equal(
+      events.some((event) => event.event === 'step' && String(event.data.name).startsWith('repro')),
+      false,
+      'no repro step',
+    );
   });
 
   it('the same command failing the same way twice → back to the playbooks, none applies → command-thrashing, without another identical agent round', async () => {
     // The agent commits a change that has nothing to do with the failure: the repro fails exactly as before.
     stack.scriptScenario('touch-notes', { edits: [{ file: 'notes.md', replace: 'notes, edited\n' }] });
-    const { outcome, id } = await fixLoop(stack, 
+    const { outcome, id } = await fixLoop(
+      stack,
       { Makefile: 'test:\n\tnode test.js\n', 'test.js': "console.error('expected 5, got 2'); process.exit(1);\n", 'notes.md': 'notes\n' },
       { request: 'the tests fail', maxRepairs: 3, agents: { implementer: 'script#fixer:touch-notes', ladder: ['script#fixer:touch-notes'] } },
     );

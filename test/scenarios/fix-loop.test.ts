@@ -15,9 +15,9 @@ describe('fix loop scenarios', () => {
     await stack?.stop();
   });
 
-
   it('a Makefile lacking `up` whose script exists → the playbook adds the target; `make up` exits 0', async () => {
-    const { outcome, repoPath } = await fixLoop(stack, 
+    const { outcome, repoPath } = await fixLoop(
+      stack,
       { Makefile: 'test:\n\ttrue\n', 'scripts/up.sh': 'echo services are up\n' },
       { request: 'the app does not start with make up' },
     );
@@ -34,22 +34,45 @@ describe('fix loop scenarios', () => {
   });
 
   it('a fix loop has its own live events: GET /v1/runs/:id/events shows its phases, repro runs, log lines and outcome', async () => {
-    const { outcome, id } = await fixLoop(stack, { Makefile: 'test:\n\ttrue\n', 'scripts/up.sh': 'echo services are up\n' }, { request: 'the app does not start with make up' });
+    const { outcome, id } = await fixLoop(
+      stack,
+      { Makefile: 'test:\n\ttrue\n', 'scripts/up.sh': 'echo services are up\n' },
+      { request: 'the app does not start with make up' },
+    );
     assert.equal(outcome.outcome, 'fixed', outcome.summary);
     const events = await readEvents(`${stack.apiUrl}/v1/runs/${id}/events`, testToken, { stop: (event) => event.event === 'end' });
     const of = (kind: string) => events.filter((event) => event.event === kind).map((event) => event.data);
-    assert.deepEqual(of('phase').map((event) => event.phase), ['ground', 'discover', 'playbook', 'verify']);
+    assert.deepEqual(
+      of('phase').map((event) => event.phase),
+      ['ground', 'discover', 'playbook', 'verify'],
+    );
     assert.deepEqual(
       of('step').map((event) => `${event.name}:${event.status}`),
       ['ground#1:started', 'ground#1:done', 'repro#1:started', 'repro#1:failed', 'playbook:done', 'repro#2:started', 'repro#2:done'],
     );
-    assert.match(of('step').find((event) => event.name === 'ground#1' && event.status === 'done').detail, /read Makefile; make database: 1 target\(s\) in Makefile/);
-    assert.ok(of('log').some((event) => /No rule to make target 'up'/.test(event.line)), 'the failing repro’s output is on the stream');
-    assert.ok(of('log').some((event) => event.line === 'services are up'), 'and the fixed one’s');
-    assert.deepEqual(of('outcome').map((event) => event.status), ['fixed']);
+    assert.match(
+      of('step').find((event) => event.name === 'ground#1' && event.status === 'done').detail,
+      /read Makefile; make database: 1 target\(s\) in Makefile/,
+    );
+    assert.ok(
+      of('log').some((event) => /No rule to make target 'up'/.test(event.line)),
+      'the failing repro’s output is on the stream',
+    );
+    assert.ok(
+      of('log').some((event) => event.line === 'services are up'),
+      'and the fixed one’s',
+    );
+    assert.deepEqual(
+      of('outcome').map((event) => event.status),
+      ['fixed'],
+    );
     assert.equal(events.at(-1)!.data.outcome.outcome, 'fixed');
     // A run that keeps no journal says so instead of streaming nothing.
-    const session = await stack.client.workflow.start('targetQueue', { workflowId: `queue-probe-${id}`, taskQueue: stack.config.taskQueue, args: [{ waiting: [], admitted: 0 }] });
+    const session = await stack.client.workflow.start('targetQueue', {
+      workflowId: `queue-probe-${id}`,
+      taskQueue: stack.config.taskQueue,
+      args: [{ waiting: [], admitted: 0 }],
+    });
     try {
       const none = await stack.api('GET', `/v1/runs/${session.workflowId}/events`);
       assert.equal(none.status, 404);
@@ -60,7 +83,8 @@ describe('fix loop scenarios', () => {
   });
 
   it('`make check` calls `npm run typecheck`, which package.json lacks → fixed; the test files are untouched', async () => {
-    const { outcome, repoPath, base } = await fixLoop(stack, 
+    const { outcome, repoPath, base } = await fixLoop(
+      stack,
       {
         Makefile: 'check:\n\tnpm run typecheck\n\tnode test/app.test.js\n',
         'package.json': '{\n  "name": "fixture",\n  "private": true,\n  "scripts": { "test": "node test/app.test.js" }\n}\n',
@@ -79,7 +103,8 @@ describe('fix loop scenarios', () => {
 
   it('an inverted comparison is fixed in the source by an agent; the suite passes', async () => {
     stack.scriptScenario('fix-max', { edits: [{ file: 'src/max.js', find: 'a < b', replace: 'a > b' }] });
-    const { outcome, repoPath, base } = await fixLoop(stack, 
+    const { outcome, repoPath, base } = await fixLoop(
+      stack,
       {
         Makefile: 'test:\n\tnode test.js\n',
         'src/max.js': 'module.exports = (a, b) => (a < b ? a : b);\n',
@@ -99,7 +124,8 @@ describe('fix loop scenarios', () => {
   });
 
   it('an agent whose rounds change nothing on disk ends the loop as thrashing, with an outcome', async () => {
-    const { outcome } = await fixLoop(stack, 
+    const { outcome } = await fixLoop(
+      stack,
       { Makefile: 'test:\n\tnode -e "process.exit(3)"\n' },
       { request: 'the tests fail', agents: { implementer: 'script#claims-success', ladder: ['script#claims-success'] }, maxRepairs: 3 },
     );
@@ -110,7 +136,11 @@ describe('fix loop scenarios', () => {
   });
 
   it('a design question is routed to an architect and answered, without a repro', async () => {
-    const { outcome } = await fixLoop(stack, { 'README.md': '# x\n' }, { request: 'should we split the API into two services?', agents: { architect: 'script#reviewer', ladder: ['script#reviewer'] } });
+    const { outcome } = await fixLoop(
+      stack,
+      { 'README.md': '# x\n' },
+      { request: 'should we split the API into two services?', agents: { architect: 'script#reviewer', ladder: ['script#reviewer'] } },
+    );
     assert.equal(outcome.routedTo, 'architect');
     assert.equal(outcome.intent, 'design-question');
     assert.equal(outcome.outcome, 'answered', outcome.summary);

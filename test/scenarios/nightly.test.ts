@@ -27,7 +27,8 @@ describe('nightly schedules', () => {
   /** Workflow ids of one kind of run on a repo, as the Web UI filter finds them. */
   async function runsOf(kind: string, repo: string, extra = ''): Promise<string[]> {
     const ids: string[] = [];
-    for await (const execution of stack.client.workflow.list({ query: `TarmacKind = '${kind}' AND TarmacRepo = '${repo}'${extra}` })) ids.push(execution.workflowId);
+    for await (const execution of stack.client.workflow.list({ query: `TarmacKind = '${kind}' AND TarmacRepo = '${repo}'${extra}` }))
+      ids.push(execution.workflowId);
     return ids;
   }
   /** Triggers the schedule and waits for the run it started to complete; returns the run and its outcome. */
@@ -51,17 +52,42 @@ describe('nightly schedules', () => {
       repo = createFixtureRepo({ base: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['true'] }]) } });
     });
     const cases: { name: string; body: () => Record<string, unknown>; field: string; code?: string; message?: RegExp }[] = [
-      { name: 'a cron with four fields', body: () => ({ repo: repo.url, target: 'main', cron: '0 3 * *' }), field: 'cron', message: /^cron must have 5 fields/ },
-      { name: 'an hour out of range', body: () => ({ repo: repo.url, target: 'main', cron: '0 25 * * *' }), field: 'cron', message: /field 2 \(hour\): value 25 is out of range 0-23/ },
+      {
+        name: 'a cron with four fields',
+        body: () => ({ repo: repo.url, target: 'main', cron: '0 3 * *' }),
+        field: 'cron',
+        message: /^cron must have 5 fields/,
+      },
+      {
+        name: 'an hour out of range',
+        body: () => ({ repo: repo.url, target: 'main', cron: '0 25 * * *' }),
+        field: 'cron',
+        message: /field 2 \(hour\): value 25 is out of range 0-23/,
+      },
       { name: 'a cron in words', body: () => ({ repo: repo.url, target: 'main', cron: 'every night' }), field: 'cron' },
-      { name: 'an unknown time zone', body: () => ({ repo: repo.url, target: 'main', timezone: 'Mars/Olympus_Mons' }), field: 'timezone', message: /not a known IANA time zone/ },
+      {
+        name: 'an unknown time zone',
+        body: () => ({ repo: repo.url, target: 'main', timezone: 'Mars/Olympus_Mons' }),
+        field: 'timezone',
+        message: /not a known IANA time zone/,
+      },
       { name: 'an invalid target name', body: () => ({ repo: repo.url, target: 'a..b' }), field: 'target', message: /\.\./ },
       { name: 'a target that does not exist', body: () => ({ repo: repo.url, target: 'develop' }), field: 'target', message: /does not exist/ },
-      { name: 'a repo that does not exist', body: () => ({ repo: join(tmpdir(), 'tarmac-nonexistent', 'repo'), target: 'main' }), field: 'repo', message: /does not exist/ },
+      {
+        name: 'a repo that does not exist',
+        body: () => ({ repo: join(tmpdir(), 'tarmac-nonexistent', 'repo'), target: 'main' }),
+        field: 'repo',
+        message: /does not exist/,
+      },
       { name: 'a missing repo', body: () => ({ target: 'main' }), field: 'repo', message: /required/ },
       { name: 'paused as a string', body: () => ({ repo: repo.url, target: 'main', paused: 'yes' }), field: 'paused' },
       { name: 'an unknown field', body: () => ({ repo: repo.url, target: 'main', every: 'night' }), field: 'every', message: /not a known field/ },
-      { name: 'an unknown implementer', body: () => ({ repo: repo.url, target: 'main', agents: { implementer: 'claude-code#falbe-5' } }), field: 'agents.implementer', code: 'TARMAC_UNKNOWN_MODEL' },
+      {
+        name: 'an unknown implementer',
+        body: () => ({ repo: repo.url, target: 'main', agents: { implementer: 'claude-code#falbe-5' } }),
+        field: 'agents.implementer',
+        code: 'TARMAC_UNKNOWN_MODEL',
+      },
     ];
     for (const { name, body, field, code, message } of cases) {
       it(name, async () => {
@@ -122,14 +148,27 @@ describe('nightly schedules', () => {
     });
 
     it('reads the cron in the given time zone; Sunday as 7 is accepted by the server too; lists and describes it', async () => {
-      const created = await stack.api('POST', '/v1/schedules', { repo: repo.url, target: 'release/1', cron: '30 4 * * 7', timezone: 'America/New_York', paused: true });
+      const created = await stack.api('POST', '/v1/schedules', {
+        repo: repo.url,
+        target: 'release/1',
+        cron: '30 4 * * 7',
+        timezone: 'America/New_York',
+        paused: true,
+      });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       const local = (iso: string) =>
-        new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', weekday: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(new Date(iso));
+        new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', weekday: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(
+          new Date(iso),
+        );
       assert.ok(created.body.nextRuns.length > 0);
       for (const next of created.body.nextRuns) assert.equal(local(next), 'Sun 04:30', `${next} is Sunday 04:30 in New York`);
 
-      const list = await waitFor(() => stack.api('GET', '/v1/schedules'), (response) => response.body.schedules.some((entry: { id: string }) => entry.id === created.body.id), 30_000, 'the list');
+      const list = await waitFor(
+        () => stack.api('GET', '/v1/schedules'),
+        (response) => response.body.schedules.some((entry: { id: string }) => entry.id === created.body.id),
+        30_000,
+        'the list',
+      );
       const entry = list.body.schedules.find((item: { id: string }) => item.id === created.body.id);
       assert.equal(entry.target, 'release/1');
       assert.equal(entry.paused, true);
@@ -190,7 +229,12 @@ describe('nightly schedules', () => {
     assert.equal(runOnRef(repo.path, 'main', 'make smoke').status, 0, 'the gate passes on the new target head');
 
     // What the Web UI filters on: the nightly's outcome; the landing under its usual kind and branch.
-    const nightlies = await waitFor(() => runsOf('nightly', repo.url, ` AND TarmacOutcome = 'repaired' AND TarmacTarget = 'main'`), (ids) => ids.length === 1, 30_000, 'the nightly in visibility');
+    const nightlies = await waitFor(
+      () => runsOf('nightly', repo.url, ` AND TarmacOutcome = 'repaired' AND TarmacTarget = 'main'`),
+      (ids) => ids.length === 1,
+      30_000,
+      'the nightly in visibility',
+    );
     assert.deepEqual(nightlies, [workflowId]);
     assert.deepEqual(await runsOf('landing', repo.url, ` AND TarmacBranch = '${repairBranch}'`), [outcome.landing.id]);
     const status = await stack.client.workflow.getHandle(workflowId).query('status');
@@ -203,13 +247,17 @@ describe('nightly schedules', () => {
     assert.equal((await stack.client.workflow.getHandle(outcome.landing.id).describe()).memo?.recipeVersion, version);
     for (const child of [outcome.fixLoop?.id, outcome.landing.id]) {
       const history = await stack.client.workflow.getHandle(child).fetchHistory();
-      const input = defaultPayloadConverter.fromPayload<{ recipes?: { version: string } }>(history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!);
+      const input = defaultPayloadConverter.fromPayload<{ recipes?: { version: string } }>(
+        history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!,
+      );
       assert.equal(input.recipes?.version, version, `${child} carries the nightly's snapshot`);
     }
   });
 
   it('a green target gate: outcome green, no repair branch, no fix loop, no landing, target unchanged', async () => {
-    const repo = createFixtureRepo({ base: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]), Makefile: 'test:\n\ttrue\n' } });
+    const repo = createFixtureRepo({
+      base: { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['make', 'test'] }]), Makefile: 'test:\n\ttrue\n' },
+    });
     const before = branchHead(repo.path, 'main');
     // Paused: only the trigger runs it (and the test never races a 03:00 run).
     const created = await stack.api('POST', '/v1/schedules', { repo: repo.url, target: 'main', paused: true });
@@ -217,13 +265,21 @@ describe('nightly schedules', () => {
 
     const { workflowId, outcome } = await triggerAndWait(created.body.id);
     assert.equal(outcome.status, 'green', outcome.summary);
-    assert.deepEqual(outcome.gates.map((gate) => [gate.suiteId, gate.status, gate.treeSha]), [['test', 'passed', treeOf(repo.path, before)]]);
+    assert.deepEqual(
+      outcome.gates.map((gate) => [gate.suiteId, gate.status, gate.treeSha]),
+      [['test', 'passed', treeOf(repo.path, before)]],
+    );
     assert.equal(outcome.repairBranch, undefined);
     assert.equal(outcome.landing, undefined);
     assert.equal(outcome.fixLoop, undefined);
     assert.equal(git(repo.path, 'for-each-ref', 'refs/heads/tarmac/'), '', 'no repair branch on the origin');
     assert.equal(branchHead(repo.path, 'main'), before);
-    await waitFor(() => runsOf('nightly', repo.url, ` AND TarmacOutcome = 'green'`), (ids) => ids.includes(workflowId), 30_000, 'the nightly in visibility');
+    await waitFor(
+      () => runsOf('nightly', repo.url, ` AND TarmacOutcome = 'green'`),
+      (ids) => ids.includes(workflowId),
+      30_000,
+      'the nightly in visibility',
+    );
     assert.deepEqual(await runsOf('landing', repo.url), []);
     assert.deepEqual(await runsOf('fix-loop', repo.url), []);
   });

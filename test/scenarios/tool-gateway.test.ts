@@ -29,7 +29,12 @@ describe('tool gateway scenarios', () => {
   }
   const telemetry = (id: string, sessionId = 'implementer-1') => {
     const path = join(stack.dataDir, 'runs', id, 'sessions', sessionId, 'gateway', 'telemetry.jsonl');
-    return existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) : [];
+    return existsSync(path)
+      ? readFileSync(path, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as Record<string, unknown>)
+      : [];
   };
   const failingSuite = { Makefile: 'test:\n\tnode test.js\n', 'test.js': "console.error('expected 5, got 2'); process.exit(1);\n" };
 
@@ -53,14 +58,21 @@ describe('tool gateway scenarios', () => {
 
   it('re-running a failing command: exactly two runs, the third refused; the loop still ends with the breaker recorded', async () => {
     stack.scriptScenario('repeat-make-test', { command: 'make test' });
-    const { id } = await start(failingSuite, { request: 'the tests fail', maxRepairs: 0, agents: { implementer: 'script#gateway-repeater:repeat-make-test', ladder: ['script#gateway-repeater:repeat-make-test'] } });
+    const { id } = await start(failingSuite, {
+      request: 'the tests fail',
+      maxRepairs: 0,
+      agents: { implementer: 'script#gateway-repeater:repeat-make-test', ladder: ['script#gateway-repeater:repeat-make-test'] },
+    });
     const outcome = await result(id);
     assert.ok(['exhausted', 'thrashing'].includes(outcome.outcome), outcome.summary);
     assert.equal(outcome.circuitBreakerTriggered, true);
     assert.deepEqual(outcome.commandFailures, [{ command: 'make test', count: 2 }]);
     const runs = telemetry(id).filter((entry) => entry.tool === 'run_command');
     assert.equal(runs.filter((entry) => entry.exitCode !== undefined).length, 2, 'exactly two runs happened');
-    assert.ok(runs.some((entry) => String(entry.refused).startsWith('circuit breaker')), 'the third was refused by the gateway');
+    assert.ok(
+      runs.some((entry) => String(entry.refused).startsWith('circuit breaker')),
+      'the third was refused by the gateway',
+    );
   });
 
   it('running `npm run dev` before reading package.json is refused, naming the files to read first', async () => {
@@ -84,7 +96,12 @@ describe('tool gateway scenarios', () => {
       maxRepairs: 0,
       agents: { implementer: 'script#gateway-repeater:repeat-make-test-pausing', ladder: ['script#gateway-repeater:repeat-make-test-pausing'] },
     });
-    await waitFor(async () => telemetry(id).filter((entry) => entry.tool === 'run_command').length, (count) => count === 2, 120_000, 'two runs through the gateway');
+    await waitFor(
+      async () => telemetry(id).filter((entry) => entry.tool === 'run_command').length,
+      (count) => count === 2,
+      120_000,
+      'two runs through the gateway',
+    );
     await stack.killWorker('SIGKILL');
     await stack.startWorker();
     const outcome = await result(id);

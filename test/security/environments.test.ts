@@ -7,7 +7,12 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import Docker from 'dockerode';
 import { removeRunContainers } from '../../activities/containers/containers';
-import { createEnvironmentActivities, environmentsDir, type PrepareEnvironmentInput, type PrepareEnvironmentResult } from '../../activities/environments/environments';
+import {
+  createEnvironmentActivities,
+  environmentsDir,
+  type PrepareEnvironmentInput,
+  type PrepareEnvironmentResult,
+} from '../../activities/environments/environments';
 import { createGateActivities, type RunGateSuiteInput } from '../../activities/containers/gates';
 import { runPaths } from '../../activities/stores/run-store';
 import { createRetentionActivities, type RetentionReport } from '../../activities/janitor/retention';
@@ -31,7 +36,15 @@ describe('environments as an attacker sees them: the setup reaches nothing of th
   const runIds: string[] = [];
   let repo: FixtureRepo;
   let counter = 0;
-  const declaration = (setup: string[], env: Record<string, string> = {}): EnvironmentDeclaration => ({ source: 'gate-file', file: '.config/tarmac/land-gate.json', setup, inputs: ['deps.txt'], cache: [], env, timeoutMs: 60_000 });
+  const declaration = (setup: string[], env: Record<string, string> = {}): EnvironmentDeclaration => ({
+    source: 'gate-file',
+    file: '.config/tarmac/land-gate.json',
+    setup,
+    inputs: ['deps.txt'],
+    cache: [],
+    env,
+    timeoutMs: 60_000,
+  });
 
   before(() => {
     writeFileSync(hostSecret, 'HOST-SECRET-CONTENT\n');
@@ -54,7 +67,10 @@ describe('environments as an attacker sees them: the setup reaches nothing of th
     return { runId, repo: repo.url, commitSha: sha, baseSha: sha, declaration: declaration(setup, env) };
   }
   async function prepare(activities: ReturnType<typeof createEnvironmentActivities>, input: PrepareEnvironmentInput): Promise<PrepareEnvironmentResult> {
-    return await new MockActivityEnvironment({}, { logger }).run<[PrepareEnvironmentInput], PrepareEnvironmentResult, typeof activities.prepareEnvironment>(activities.prepareEnvironment, input);
+    return await new MockActivityEnvironment({}, { logger }).run<[PrepareEnvironmentInput], PrepareEnvironmentResult, typeof activities.prepareEnvironment>(
+      activities.prepareEnvironment,
+      input,
+    );
   }
   const environments = createEnvironmentActivities({ dataDir, hostId: 'test-host', docker, egressAllow: [] });
   const ok = (result: PrepareEnvironmentResult): EnvironmentRef => {
@@ -68,8 +84,22 @@ describe('environments as an attacker sees them: the setup reaches nothing of th
     const root = join(environmentsDir(dataDir), environment.key.slice(7), 'root');
     assert.ok(lstatSync(join(root, 'leak')).isSymbolicLink(), 'kept as a link, never resolved on the host');
     const gates = createGateActivities({ dataDir, hostId: 'test-host', docker });
-    const suite: RunGateSuiteInput = { runId: input.runId, repo: input.repo, commitSha: input.commitSha, treeSha: treeOf(repo.path, 'main'), suite: { id: 'probe', run: ['sh', '-c', 'cat leak; ls root-link/; echo probe-done'] }, image: 'tarmac/runner:bookworm', timeoutMs: 60_000, round: 1, reuse: false, environment };
-    const result = await new MockActivityEnvironment({}, { logger }).run<[RunGateSuiteInput], GateSuiteResult, typeof gates.runGateSuite>(gates.runGateSuite, suite);
+    const suite: RunGateSuiteInput = {
+      runId: input.runId,
+      repo: input.repo,
+      commitSha: input.commitSha,
+      treeSha: treeOf(repo.path, 'main'),
+      suite: { id: 'probe', run: ['sh', '-c', 'cat leak; ls root-link/; echo probe-done'] },
+      image: 'tarmac/runner:bookworm',
+      timeoutMs: 60_000,
+      round: 1,
+      reuse: false,
+      environment,
+    };
+    const result = await new MockActivityEnvironment({}, { logger }).run<[RunGateSuiteInput], GateSuiteResult, typeof gates.runGateSuite>(
+      gates.runGateSuite,
+      suite,
+    );
     const log = readFileSync(join(dataDir, result.logRef), 'utf8');
     assert.match(log, /probe-done/);
     assert.doesNotMatch(log, /HOST-SECRET-CONTENT/);
@@ -78,7 +108,15 @@ describe('environments as an attacker sees them: the setup reaches nothing of th
   it('the setup cannot write its own wrapper, the gateway directory, the root file system or another environment', async () => {
     const other = ok(await prepare(environments, runOn(['echo first > made.txt'], { V: 'other' })));
     const otherRoot = join(environmentsDir(dataDir), other.key.slice(7), 'root');
-    const attempts = ['/tarmac/setup/run.sh', '/tarmac/setup/commands/000', '/tarmac/egress/x', '/usr/x', '/opt/tarmac/egress/node', `/tarmac/env/x`, `${otherRoot}/made.txt`];
+    const attempts = [
+      '/tarmac/setup/run.sh',
+      '/tarmac/setup/commands/000',
+      '/tarmac/egress/x',
+      '/usr/x',
+      '/opt/tarmac/egress/node',
+      `/tarmac/env/x`,
+      `${otherRoot}/made.txt`,
+    ];
     // The marker is split in the command, so only a write that worked prints it whole.
     const probe = attempts.map((path) => `(echo pwned > ${path}) 2>/dev/null && echo "WR""OTE ${path}"`).join('; ');
     const result = await prepare(environments, runOn([`${probe}; true`]));
@@ -105,7 +143,10 @@ describe('environments as an attacker sees them: the setup reaches nothing of th
     if (result.ok) return;
     assert.match(result.failure.logTail, /No space left on device/);
     assert.equal(existsSync(join(environmentsDir(dataDir), result.failure.key.slice(7))), false);
-    assert.deepEqual(readdirSync(environmentsDir(dataDir)).filter((name) => name.includes('.build-') || name.endsWith('.lock')), []);
+    assert.deepEqual(
+      readdirSync(environmentsDir(dataDir)).filter((name) => name.includes('.build-') || name.endsWith('.lock')),
+      [],
+    );
   });
 
   it('two landings that need the same key at the same time build it once; the other waits and reuses it', async () => {
@@ -125,7 +166,10 @@ describe('environments as an attacker sees them: the setup reaches nothing of th
       const first = runOn(['echo a > a.txt'], { V: 'a' }, own);
       const a = ok(await prepare(tiny, first));
       const b = ok(await prepare(tiny, runOn(['echo b > b.txt'], { V: 'b' }, own)));
-      const present = () => readdirSync(environmentsDir(own)).filter((name) => /^[0-9a-f]{64}$/.test(name)).sort();
+      const present = () =>
+        readdirSync(environmentsDir(own))
+          .filter((name) => /^[0-9a-f]{64}$/.test(name))
+          .sort();
       assert.deepEqual(present(), [a.key.slice(7), b.key.slice(7)].sort(), 'both held by runs whose directories exist');
       rmSync(runPaths(own, first.runId).runDir, { recursive: true, force: true });
       const c = ok(await prepare(tiny, runOn(['echo c > c.txt'], { V: 'c' }, own)));
@@ -135,8 +179,14 @@ describe('environments as an attacker sees them: the setup reaches nothing of th
       for (const key of [b.key, c.key]) utimesSync(join(environmentsDir(own), key.slice(7), 'environment.json'), old, old);
       rmSync(runPaths(own, runIds.at(-2)!).runDir, { recursive: true, force: true });
       const retention = createRetentionActivities({ dataDir: own, hostId: 'test-host', client: () => assert.fail('no run of this data dir asks Temporal') });
-      const report = await new MockActivityEnvironment({}, { logger }).run<[{ retentionMs: number }], RetentionReport, typeof retention.sweep>(retention.sweep, { retentionMs: 7 * 86_400_000 });
-      assert.deepEqual(report.removed.filter((entry) => entry.kind === 'environment').map((entry) => entry.path), [join('cache', 'environments', b.key.slice(7))]);
+      const report = await new MockActivityEnvironment({}, { logger }).run<[{ retentionMs: number }], RetentionReport, typeof retention.sweep>(
+        retention.sweep,
+        { retentionMs: 7 * 86_400_000 },
+      );
+      assert.deepEqual(
+        report.removed.filter((entry) => entry.kind === 'environment').map((entry) => entry.path),
+        [join('cache', 'environments', b.key.slice(7))],
+      );
       assert.deepEqual(present(), [c.key.slice(7)], 'c is still held by its run');
     } finally {
       rmSync(own, { recursive: true, force: true });

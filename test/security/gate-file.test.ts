@@ -62,8 +62,14 @@ describe('security: the gate file does not change without an explicit approval',
 
   it('a branch that edits the gate file: "ok sure" is not an approval (needs-decision, not merged); "approve" lands it', async () => {
     const base = { 'check.sh': 'true\n', [gateFilePath]: strictGate };
-    const refusedRepo = createFixtureRepo({ base, branches: [{ name: 'feature/loosen', commits: [{ message: 'loosen the gate', files: { [gateFilePath]: permissiveGate } }] }] });
-    const approvedRepo = createFixtureRepo({ base, branches: [{ name: 'feature/loosen', commits: [{ message: 'loosen the gate', files: { [gateFilePath]: permissiveGate } }] }] });
+    const refusedRepo = createFixtureRepo({
+      base,
+      branches: [{ name: 'feature/loosen', commits: [{ message: 'loosen the gate', files: { [gateFilePath]: permissiveGate } }] }],
+    });
+    const approvedRepo = createFixtureRepo({
+      base,
+      branches: [{ name: 'feature/loosen', commits: [{ message: 'loosen the gate', files: { [gateFilePath]: permissiveGate } }] }],
+    });
     const before = branchHead(refusedRepo.path, 'main');
 
     const refused = await land(refusedRepo, 'feature/loosen');
@@ -106,14 +112,26 @@ describe('security: the gate file does not change without an explicit approval',
     // The environment is never built here: the question comes first, and the empty answer ends the landing.
     const environment = { dockerfile: 'env/Dockerfile', setup: [], inputs: ['env/Dockerfile'] };
     const repo = createFixtureRepo({
-      base: { 'check.sh': 'true\n', [gateFilePath]: gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { environment }), 'env/Dockerfile': 'FROM tarmac/runner:bookworm\n' },
-      branches: [{ name: 'feature/env', commits: [{ message: 'fetch more in the environment', files: { 'env/Dockerfile': 'FROM tarmac/runner:bookworm\nRUN echo reaches out\n' } }] }],
+      base: {
+        'check.sh': 'true\n',
+        [gateFilePath]: gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], { environment }),
+        'env/Dockerfile': 'FROM tarmac/runner:bookworm\n',
+      },
+      branches: [
+        {
+          name: 'feature/env',
+          commits: [{ message: 'fetch more in the environment', files: { 'env/Dockerfile': 'FROM tarmac/runner:bookworm\nRUN echo reaches out\n' } }],
+        },
+      ],
     });
     const before = branchHead(repo.path, 'main');
     const id = await land(repo, 'feature/env');
     const asked = await question(id);
     assert.equal(asked.phase, 'questions');
-    assert.match(asked.pendingQuestions[0].question, /^After the rebase, this landing edits env\/Dockerfile \(head [0-9a-f]{12}\), a file that declares the repository's environment\./);
+    assert.match(
+      asked.pendingQuestions[0].question,
+      /^After the rebase, this landing edits env\/Dockerfile \(head [0-9a-f]{12}\), a file that declares the repository's environment\./,
+    );
     assert.doesNotMatch(asked.pendingQuestions[0].question, /land-gate\.json/, 'the gate file did not change: the question does not name it');
     await answer(id, '');
     const view = await finished(id);
@@ -125,7 +143,7 @@ describe('security: the gate file does not change without an explicit approval',
     assert.equal(branchHead(repo.path, 'main'), before, 'nothing was merged');
   });
 
-  it("a fixer whose fixup commit rewrites the gate file is asked about before the re-gate counts; without an approval it is not merged", async () => {
+  it('a fixer whose fixup commit rewrites the gate file is asked about before the re-gate counts; without an approval it is not merged', async () => {
     const repo = createFixtureRepo({
       base: { 'check.sh': 'test -f FIXED || { echo "FIXED is missing"; exit 4; }\n', [gateFilePath]: strictGate },
       branches: [{ name: 'feature/f', commits: [{ message: 'feature without the fix', files: { 'feature.txt': 'f\n' } }] }],
@@ -143,13 +161,21 @@ describe('security: the gate file does not change without an explicit approval',
     const asked = await question(id);
     assert.equal(asked.phase, 'questions');
     assert.match(asked.pendingQuestions[0].question, /^After fixup round 1, this landing edits \.config\/tarmac\/land-gate\.json/);
-    assert.deepEqual(asked.gates.map((result: { status: string }) => result.status), ['failed'], 'only the first (red) gate ran: the re-gate waits for the answer');
+    assert.deepEqual(
+      asked.gates.map((result: { status: string }) => result.status),
+      ['failed'],
+      'only the first (red) gate ran: the re-gate waits for the answer',
+    );
     await answer(id, 'fine by me');
     const view = await finished(id);
     assert.equal(view.outcome.status, 'needs-decision', view.outcome.summary);
     assert.match(view.outcome.summary, /the answer "fine by me" is not an approval/);
     assert.equal(view.outcome.fixLoops[0].outcome, 'fixed', 'the fixer did commit its change');
-    assert.deepEqual(view.outcome.gates.map((result: { round: number; status: string }) => `${result.round}:${result.status}`), ['1:failed'], 'no re-gate counted');
+    assert.deepEqual(
+      view.outcome.gates.map((result: { round: number; status: string }) => `${result.round}:${result.status}`),
+      ['1:failed'],
+      'no re-gate counted',
+    );
     assert.equal(branchHead(repo.path, 'main'), before, 'nothing was merged');
   });
 
@@ -186,7 +212,11 @@ describe('security: the gate file does not change without an explicit approval',
       assert.equal(view.outcome.status, 'gate-failed', view.outcome.summary);
       assert.match(view.outcome.summary, /^re-gate after main moved: gate suite lint exited 5/);
       const lint = view.outcome.gates.filter((result: { suiteId: string }) => result.suiteId === 'lint');
-      assert.deepEqual(lint.map((result: { round: number; status: string }) => `${result.round}:${result.status}`), ['2:failed'], 'the new suite ran in the re-gate');
+      assert.deepEqual(
+        lint.map((result: { round: number; status: string }) => `${result.round}:${result.status}`),
+        ['2:failed'],
+        'the new suite ran in the re-gate',
+      );
       assert.equal(branchHead(repo.path, 'main'), moved, 'the landing did not merge');
     });
 

@@ -1,7 +1,20 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -62,7 +75,11 @@ describe('security: the tool gateway never leaves the workspace', { timeout: 300
   async function tool(name: string, args: Record<string, unknown>): Promise<ToolAnswer> {
     const started = performance.now();
     const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
-    return { text: (result.content as { text: string }[]).map((part) => part.text).join(''), isError: result.isError === true, ms: performance.now() - started };
+    return {
+      text: (result.content as { text: string }[]).map((part) => part.text).join(''),
+      isError: result.isError === true,
+      ms: performance.now() - started,
+    };
   }
   const sh = (command: string) => tool('run_command', { command });
 
@@ -131,7 +148,14 @@ describe('security: the tool gateway never leaves the workspace', { timeout: 300
     copyFileSync(process.execPath, otherNode);
     chmodSync(otherNode, 0o755);
     const other = await new Promise<string>((done) => {
-      const child = spawn(otherNode, ['-e', `require('net').connect(${JSON.stringify(gateway.socketPath)}).on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })`], { uid: 4242, gid: 4242, stdio: ['ignore', 'pipe', 'ignore'] });
+      const child = spawn(
+        otherNode,
+        [
+          '-e',
+          `require('net').connect(${JSON.stringify(gateway.socketPath)}).on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })`,
+        ],
+        { uid: 4242, gid: 4242, stdio: ['ignore', 'pipe', 'ignore'] },
+      );
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       child.on('close', () => done(out.trim()));
@@ -164,13 +188,21 @@ describe('security: the tool gateway never leaves the workspace', { timeout: 300
     ] as const;
     for (const [name, args] of reads) {
       const answer = await tool(name, args);
-      for (const leaked of [secret, gitSecret, 'root:x:0:0']) assert.equal(answer.text.includes(leaked), false, `${name} ${JSON.stringify(args)} returned ${leaked}`);
+      for (const leaked of [secret, gitSecret, 'root:x:0:0'])
+        assert.equal(answer.text.includes(leaked), false, `${name} ${JSON.stringify(args)} returned ${leaked}`);
       // search runs in the container: a path through a link there leads into the container's own filesystem.
       if (name !== 'search') assert.equal(answer.isError, true, `${name} ${JSON.stringify(args)} is refused: ${answer.text}`);
       else assert.ok(answer.text === '' || answer.isError, `${name} ${JSON.stringify(args)} finds nothing: ${answer.text}`);
     }
     const listing = await tool('list_files', { path: '.' });
-    assert.deepEqual(listing.text.split('\n').filter((line) => line.endsWith('@')).sort(), ['d@', 'g@', 'inner@', 'm@', 'r@', 'x@'], 'links are listed as links');
+    assert.deepEqual(
+      listing.text
+        .split('\n')
+        .filter((line) => line.endsWith('@'))
+        .sort(),
+      ['d@', 'g@', 'inner@', 'm@', 'r@', 'x@'],
+      'links are listed as links',
+    );
     assert.equal(listing.text.includes('.git'), false, '.git is not listed');
   });
 
@@ -204,7 +236,8 @@ describe('security: the tool gateway never leaves the workspace', { timeout: 300
       assert.equal(answer.text.includes(gitSecret), false, path);
     }
     assert.equal((await tool('list_files', { path: '.git' })).isError, true);
-    for (const path of ['.git/hooks/post-commit', '.GIT/hooks/post-commit', 'src/../.git/config']) assert.equal((await tool('write_file', { path, content: 'x' })).isError, true, path);
+    for (const path of ['.git/hooks/post-commit', '.GIT/hooks/post-commit', 'src/../.git/config'])
+      assert.equal((await tool('write_file', { path, content: 'x' })).isError, true, path);
     assert.equal(existsSync(join(workspace, '.git', 'hooks', 'post-commit')), false);
     assert.match(readFileSync(join(workspace, '.git', 'config'), 'utf8'), new RegExp(gitSecret), 'the repository config is untouched');
   });
@@ -265,7 +298,10 @@ describe('security: the tool gateway never leaves the workspace', { timeout: 300
     assert.ok(value.meanwhile.ms < 3_000, `another call answered in ${Math.round(value.meanwhile.ms)} ms during the flood`);
     assert.ok(maxLagMs < 1_000, `the event loop was never late by more than 1 s (max ${Math.round(maxLagMs)} ms)`);
     assert.ok(rssGrowth < 120 * 1024 * 1024, `memory grew by ${Math.round(rssGrowth / 1024 / 1024)} MiB for 200 MB of output`);
-    const telemetry = readFileSync(join(base, 'gateway', 'telemetry.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const telemetry = readFileSync(join(base, 'gateway', 'telemetry.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     const entry = telemetry.find((line) => line.tool === 'run_command' && String(line.command).startsWith('head -c 200000000'));
     assert.ok(entry && Number(entry.outputDroppedBytes) === dropped && Number(entry.outputBytes) > 200_000_000, 'telemetry records the bytes seen and dropped');
   });
@@ -362,7 +398,12 @@ describe('security: a fix loop over a branch whose Makefile links to a host file
         agents: { implementer: 'script#claims-success', ladder: ['script#claims-success'] },
       });
       assert.equal(created.status, 201, JSON.stringify(created.body));
-      const run = await waitFor(() => stack.api('GET', `/v1/runs/${created.body.id}`), (response) => response.body?.workflowStatus === 'COMPLETED', 240_000, 'the fix loop');
+      const run = await waitFor(
+        () => stack.api('GET', `/v1/runs/${created.body.id}`),
+        (response) => response.body?.workflowStatus === 'COMPLETED',
+        240_000,
+        'the fix loop',
+      );
       const outcome = run.body.result as FixOutcome;
       assert.equal(outcome.playbookUsed, null, outcome.summary);
       assert.equal(readFileSync(hostMakefile, 'utf8'), content, 'the host file is unchanged');

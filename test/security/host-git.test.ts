@@ -17,7 +17,17 @@ import { runResult } from '../helpers/runs';
  */
 function payload(marker: string): string {
   const hook = `#!/bin/sh\nid >> ${marker}\nexit 0\n`;
-  const hooks = ['pre-push', 'post-checkout', 'pre-commit', 'post-commit', 'post-rewrite', 'post-merge', 'reference-transaction', 'pre-auto-gc', 'push-to-checkout'];
+  const hooks = [
+    'pre-push',
+    'post-checkout',
+    'pre-commit',
+    'post-commit',
+    'post-rewrite',
+    'post-merge',
+    'reference-transaction',
+    'pre-auto-gc',
+    'push-to-checkout',
+  ];
   return [
     'set -e',
     'mkdir -p .attack/hooks',
@@ -75,7 +85,11 @@ describe('security: the host never runs git in a repository an agent could write
     stack.scriptScenario('write-fixed', { edits: [{ file: 'fixed', replace: 'yes\n' }] });
     const outcome = await runFix(
       { Makefile: 'test:\n\ttest -f fixed\n', '.attack/payload.sh': payload(marker) },
-      { request: 'make test fails', reproCommand: 'make test', agents: { implementer: 'script#attacker-fixer:write-fixed', ladder: ['script#attacker-fixer:write-fixed'] } },
+      {
+        request: 'make test fails',
+        reproCommand: 'make test',
+        agents: { implementer: 'script#attacker-fixer:write-fixed', ladder: ['script#attacker-fixer:write-fixed'] },
+      },
     );
     assert.equal(outcome.outcome, 'fixed', outcome.summary);
     assert.ok(outcome.fixBranch, 'the fix was published (a push from the worker-owned workspace)');
@@ -93,9 +107,19 @@ describe('security: the host never runs git in a repository an agent could write
     execFileSync('sh', ['-c', `printf 'target\\n' > ${join(repo.clone, 'shared.txt')}`]);
     repo.git('-c', 'user.name=t', '-c', 'user.email=t@t.invalid', 'commit', '-q', '-am', 'target changes shared');
     repo.git('push', '-q', 'origin', 'main');
-    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main', agents: { resolver: 'script#attacker-resolver', ladder: ['script#attacker-resolver'] } });
+    const created = await stack.api('POST', '/v1/landings', {
+      repo: repo.url,
+      branches: ['feature/one'],
+      target: 'main',
+      agents: { resolver: 'script#attacker-resolver', ladder: ['script#attacker-resolver'] },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 240_000, 'the landing');
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      240_000,
+      'the landing',
+    );
     assert.equal(view.body.outcome.status, 'landed', view.body.outcome.summary);
     assert.equal(git(repo.path, 'show', 'main:shared.txt'), 'target\none', 'the resolution crossed as a bundle and was merged');
     assert.equal(view.body.outcome.sessions[0].role, 'resolver');
@@ -112,7 +136,12 @@ describe('security: the host never runs git in a repository an agent could write
     });
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/hide'], target: 'main' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const view = await waitFor(() => stack.api('GET', `/v1/landings/${created.body.id}`), (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING', 240_000, 'the landing');
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      240_000,
+      'the landing',
+    );
     assert.equal(view.body.outcome.status, 'gate-failed', view.body.outcome.summary);
     assert.notEqual(git(repo.path, 'rev-parse', 'main'), git(repo.path, 'rev-parse', 'feature/hide'), 'not merged');
   });
@@ -123,7 +152,12 @@ describe('security: the host never runs git in a repository an agent could write
     writeFileSync(secret, JSON.stringify({ status: 'ok', summary: 'HOST-SECRET-7f3a' }));
     const outcome = await runFix(
       { Makefile: 'test:\n\ttest -f fixed\n', '.attack/payload.sh': `ln -sf ${secret} /tarmac/out/result.json\n` },
-      { request: 'make test fails', reproCommand: 'make test', maxRepairs: 0, agents: { implementer: 'script#attacker-result', ladder: ['script#attacker-result'] } },
+      {
+        request: 'make test fails',
+        reproCommand: 'make test',
+        maxRepairs: 0,
+        agents: { implementer: 'script#attacker-result', ladder: ['script#attacker-result'] },
+      },
     );
     assert.notEqual(outcome.outcome, 'fixed');
     assert.ok(outcome.sessions.length > 0 && outcome.sessions.every((session) => session.status !== 'delivered'), JSON.stringify(outcome.sessions));

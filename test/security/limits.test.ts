@@ -73,7 +73,7 @@ describe('security: limits — output, networks, merge idempotency, one containe
     let slowest = 0;
     let asked = 0;
     let logConfig: { Type?: string; Config?: Record<string, string> } | undefined;
-    for (const deadline = Date.now() + 240_000; Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 240_000; Date.now() < deadline;) {
       const started = Date.now();
       const status = await handle.query<{ phase: string; outcome?: unknown }>('status');
       slowest = Math.max(slowest, Date.now() - started);
@@ -121,7 +121,11 @@ describe('security: limits — output, networks, merge idempotency, one containe
       // What an untyped client could send: the type allows only 'none'.
       limits: { network: 'host' } as unknown as SessionRequest['limits'],
     };
-    const outcome = (await stack.client.workflow.execute('agentSession', { workflowId: runId, taskQueue: stack.config.taskQueue, args: [request] })) as SessionOutcome;
+    const outcome = (await stack.client.workflow.execute('agentSession', {
+      workflowId: runId,
+      taskQueue: stack.config.taskQueue,
+      args: [request],
+    })) as SessionOutcome;
     assert.equal(outcome.status, 'invalid-request', outcome.summary);
     assert.equal(outcome.failure?.type, 'TARMAC_INVALID_REQUEST');
     assert.match(outcome.summary, /limits\.network expected 'none'/);
@@ -178,7 +182,10 @@ describe('security: limits — output, networks, merge idempotency, one containe
       });
       assert.equal(await containersCreated(stack.docker, since, `tarmac.run=${runId}`), 1, 'Docker created one container');
       assert.equal(results[0]!.containerId, results[1]!.containerId, 'both attempts waited on the same container');
-      assert.deepEqual(results.map((result) => result.exitCode), [0, 0]);
+      assert.deepEqual(
+        results.map((result) => result.exitCode),
+        [0, 0],
+      );
       assert.deepEqual(results.map((result) => result.reattached).sort(), [false, true], 'one made it, the other reattached');
       const [info] = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`tarmac.run=${runId}`] }) });
       assert.match(info!.Names[0]!, /^\/tarmac-limits-race\.[0-9a-f]{8}-gate-race-r1-[0-9a-f]{16}$/, 'named after its run and step');
@@ -243,7 +250,8 @@ describe('security: limits — output, networks, merge idempotency, one containe
       });
       const capsules = createLandingCapsules({ dataDir, hostId });
       await inActivity(capsules.prepareRun, { runId, repo: repo.url, targetSha: inspected.targetSha });
-      const merge = () => inActivity(capsules.fastForwardTarget, { runId, repo: repo.url, target: 'main', expectedTargetSha: inspected.targetSha, headSha: head });
+      const merge = () =>
+        inActivity(capsules.fastForwardTarget, { runId, repo: repo.url, target: 'main', expectedTargetSha: inspected.targetSha, headSha: head });
       return { repo, head, base: inspected.targetSha, merge };
     }
 
@@ -267,7 +275,10 @@ describe('security: limits — output, networks, merge idempotency, one containe
       // Origin moves main to another landing's commit while it receives our push: after our
       // lease check, before our update (pre-receive runs between the two, outside quarantine).
       const hook = join(repo.path, 'hooks', 'pre-receive');
-      writeFileSync(hook, `#!/bin/sh\nenv -u GIT_QUARANTINE_PATH -u GIT_OBJECT_DIRECTORY -u GIT_ALTERNATE_OBJECT_DIRECTORIES git update-ref refs/heads/main ${concurrent}\n`);
+      writeFileSync(
+        hook,
+        `#!/bin/sh\nenv -u GIT_QUARANTINE_PATH -u GIT_OBJECT_DIRECTORY -u GIT_ALTERNATE_OBJECT_DIRECTORIES git update-ref refs/heads/main ${concurrent}\n`,
+      );
       chmodSync(hook, 0o755);
       await assert.rejects(merge(), (error: unknown) => {
         assert.ok(error instanceof ApplicationFailure);

@@ -58,7 +58,11 @@ describe('security: repository locations — only the allow-list, never a creden
   let redirecting: Awaited<ReturnType<typeof recordingServer>>;
 
   const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${apiUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${testToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await fetch(`${apiUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${testToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const text = await response.text();
     responses.push(text);
     return { status: response.status, body: JSON.parse(text) as { error?: { message: string; details?: { field?: string } } } & Record<string, unknown> };
@@ -96,7 +100,10 @@ describe('security: repository locations — only the allow-list, never a creden
     await waitFor(
       async () => {
         if (api.exitCode !== null) throw new Error(`tarmac api exited (${api.exitCode}):\n${readFileSync(apiLog, 'utf8')}`);
-        return fetch(`${apiUrl}/healthz`).then((response) => response.status, () => 0);
+        return fetch(`${apiUrl}/healthz`).then(
+          (response) => response.status,
+          () => 0,
+        );
       },
       (status) => status > 0,
       60_000,
@@ -146,7 +153,11 @@ describe('security: repository locations — only the allow-list, never a creden
     const started: string[] = [];
     for await (const execution of stack.client.workflow.list()) started.push(`${execution.type} ${execution.workflowId}`);
     // The agent registry is the worker's (it reports what it can run at start), not a request's.
-    assert.deepEqual(started.filter((entry) => entry !== `agentRegistry ${agentRegistryId}`), [], 'no workflow was started by a refused request');
+    assert.deepEqual(
+      started.filter((entry) => entry !== `agentRegistry ${agentRegistryId}`),
+      [],
+      'no workflow was started by a refused request',
+    );
     const schedules: string[] = [];
     for await (const schedule of stack.client.schedule.list()) schedules.push(schedule.scheduleId);
     // The worker's own retention schedule (one per host, made when it starts) is not a request's either.
@@ -158,11 +169,15 @@ describe('security: repository locations — only the allow-list, never a creden
   });
 
   it('the CLI refuses a location with credentials before sending anything (exit 2)', () => {
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'bin/tarmac.ts'), 'land', `https://user:${secret}@git.example.invalid/acme/a.git`, 'feature/x', '--onto', 'main'], {
-      cwd: root,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, TARMAC_API_URL: elsewhere.url, TARMAC_API_TOKEN: testToken },
-      encoding: 'utf8',
-    });
+    const cli = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'bin/tarmac.ts'), 'land', `https://user:${secret}@git.example.invalid/acme/a.git`, 'feature/x', '--onto', 'main'],
+      {
+        cwd: root,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, TARMAC_API_URL: elsewhere.url, TARMAC_API_TOKEN: testToken },
+        encoding: 'utf8',
+      },
+    );
     assert.equal(cli.status, 2, cli.stderr);
     assert.match(cli.stderr, /repo must not carry credentials/);
     assert.ok(!`${cli.stdout}${cli.stderr}`.includes(secret), 'the CLI does not print the secret back');
@@ -175,7 +190,11 @@ describe('security: repository locations — only the allow-list, never a creden
     assert.equal(created.body.repo, `file://${dir}/repos/a.git`, 'the canonical location is what the run records');
     const id = created.body.id as string;
     const view = await waitFor(
-      async () => (await fetch(`${apiUrl}/v1/landings/${id}`, { headers: { authorization: `Bearer ${testToken}` } })).json() as Promise<{ workflowStatus: string; outcome?: { status: string } }>,
+      async () =>
+        (await fetch(`${apiUrl}/v1/landings/${id}`, { headers: { authorization: `Bearer ${testToken}` } })).json() as Promise<{
+          workflowStatus: string;
+          outcome?: { status: string };
+        }>,
       (landing) => landing.workflowStatus !== 'RUNNING',
       180_000,
       'the allowed landing',
@@ -185,7 +204,9 @@ describe('security: repository locations — only the allow-list, never a creden
 
   it('a credential sent in any request is found nowhere: answers, visibility, memos, histories, data dir, API and worker logs', async () => {
     // A filter too: its query string reaches the API's request log before any route runs.
-    const listed = await fetch(`${apiUrl}/v1/landings?repo=${encodeURIComponent(`https://user:${secret}@git.example.invalid/acme/a.git`)}`, { headers: { authorization: `Bearer ${testToken}` } });
+    const listed = await fetch(`${apiUrl}/v1/landings?repo=${encodeURIComponent(`https://user:${secret}@git.example.invalid/acme/a.git`)}`, {
+      headers: { authorization: `Bearer ${testToken}` },
+    });
     const listedText = await listed.text();
     responses.push(listedText);
     assert.equal(listed.status, 400, listedText);
@@ -205,7 +226,10 @@ describe('security: repository locations — only the allow-list, never a creden
     found('Temporal visibility, memos or histories', temporalText);
 
     const files = filesUnder(stack.dataDir);
-    assert.ok(files.some((file) => basename(file).startsWith('temporal.db')), 'control: the data dir holds Temporal\'s database');
+    assert.ok(
+      files.some((file) => basename(file).startsWith('temporal.db')),
+      "control: the data dir holds Temporal's database",
+    );
     for (const file of files) if (statSync(file).size < 512 * 1024 * 1024) found(file, readFileSync(file));
 
     const apiText = readFileSync(apiLog, 'utf8');

@@ -81,7 +81,11 @@ describe('GET /v1/environments: the environments cached on the API host, from it
 
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'tarmac-unit-environments-'));
-    app = await buildApp({ client: temporal.client, docker, config: loadConfig({ TARMAC_API_TOKENS: token, TARMAC_REPO_ALLOW: `file://${tmpdir()}`, TARMAC_DATA_DIR: dataDir }) });
+    app = await buildApp({
+      client: temporal.client,
+      docker,
+      config: loadConfig({ TARMAC_API_TOKENS: token, TARMAC_REPO_ALLOW: `file://${tmpdir()}`, TARMAC_DATA_DIR: dataDir }),
+    });
     await app.ready();
   });
   after(async () => {
@@ -103,7 +107,7 @@ describe('GET /v1/environments: the environments cached on the API host, from it
     assert.doesNotMatch(wrong.body, /sha256|app\.git/);
   });
 
-  it('lists complete environments most recently used first, with size, last use, the runs holding them, and the declaration\'s variables by name only', async () => {
+  it("lists complete environments most recently used first, with size, last use, the runs holding them, and the declaration's variables by name only", async () => {
     writeEnvironment(dataDir, record('1', '/srv/app.git', 'land.app.1'), new Date('2026-01-03T00:00:00Z'));
     writeEnvironment(dataDir, record('2', '/srv/app.git', 'land.app.2'), new Date('2026-01-05T00:00:00Z'), ['land.app.3', 'land.app.2']);
     writeEnvironment(dataDir, record('3', 'file:///srv/other.git', 'land.other.1'), new Date('2026-01-04T00:00:00Z'));
@@ -160,27 +164,63 @@ describe('GET /v1/environments: the environments cached on the API host, from it
   });
 
   it('?repo= narrows to one repository, read the way runs record it (canonical); an invalid one is 400 naming repo', async () => {
-    const keys = async (url: string) => (await app.inject({ method: 'GET', url, headers: auth })).json<{ environments: { key: string }[] }>().environments.map((entry) => entry.key);
+    const keys = async (url: string) =>
+      (await app.inject({ method: 'GET', url, headers: auth })).json<{ environments: { key: string }[] }>().environments.map((entry) => entry.key);
     assert.deepEqual(await keys(`/v1/environments?repo=${encodeURIComponent('/srv/app.git/')}`), [`sha256:${hex('2')}`, `sha256:${hex('1')}`]);
     assert.deepEqual(await keys(`/v1/environments?repo=${encodeURIComponent('file:///srv/other.git')}`), [`sha256:${hex('3')}`]);
     assert.deepEqual(await keys(`/v1/environments?repo=${encodeURIComponent('/srv/nothing.git')}`), []);
-    const error = assertError(await app.inject({ method: 'GET', url: `/v1/environments?repo=${encodeURIComponent("x' OR 1=1")}`, headers: auth }), 400, FailureCode.validation);
+    const error = assertError(
+      await app.inject({ method: 'GET', url: `/v1/environments?repo=${encodeURIComponent("x' OR 1=1")}`, headers: auth }),
+      400,
+      FailureCode.validation,
+    );
     assert.match(error.message, /repo/);
   });
 
   it('the OpenAPI document describes the route and its answer', () => {
-    const document = app.swagger() as { paths: Record<string, { get?: { parameters?: { name: string }[]; responses: Record<string, { content: Record<string, { schema: { properties: Record<string, { items: { properties: Record<string, unknown> } }> } }> }> } }> };
+    const document = app.swagger() as {
+      paths: Record<
+        string,
+        {
+          get?: {
+            parameters?: { name: string }[];
+            responses: Record<
+              string,
+              { content: Record<string, { schema: { properties: Record<string, { items: { properties: Record<string, unknown> } }> } }> }
+            >;
+          };
+        }
+      >;
+    };
     const operation = document.paths['/v1/environments']?.get;
     assert.ok(operation, 'GET /v1/environments is in the document');
-    assert.deepEqual(operation.parameters?.map((parameter) => parameter.name), ['repo']);
+    assert.deepEqual(
+      operation.parameters?.map((parameter) => parameter.name),
+      ['repo'],
+    );
     const item = operation.responses['200']!.content['application/json']!.schema.properties.environments!.items.properties;
-    for (const field of ['key', 'repo', 'sizeBytes', 'lastUsedAt', 'usedBy', 'builtBy', 'inputs', 'products', 'egress', 'declaration']) assert.ok(field in item, field);
+    for (const field of ['key', 'repo', 'sizeBytes', 'lastUsedAt', 'usedBy', 'builtBy', 'inputs', 'products', 'egress', 'declaration'])
+      assert.ok(field in item, field);
   });
 
   it("GET /v1/landings/:id returns the outcome's environments whole (ENV_CACHE, egress, a failed build's reason)", async () => {
     const environments: EnvironmentUse[] = [
-      { commitSha: 'c'.repeat(40), treeSha: 'd'.repeat(40), key: `sha256:${hex('2')}`, cache: 'miss', buildMs: 42_000, egress: [{ host: 'registry.example.test', port: 443, allowed: true, bytesUp: 1, bytesDown: 2 }] },
-      { commitSha: 'f'.repeat(40), key: `sha256:${hex('7')}`, cache: 'miss', buildMs: 900, egress: [{ host: 'evil.example.test', port: 443, allowed: false, bytesUp: 0, bytesDown: 0, reason: 'not on the allow-list' }], failed: 'setup[0] `npm ci` exited 1' },
+      {
+        commitSha: 'c'.repeat(40),
+        treeSha: 'd'.repeat(40),
+        key: `sha256:${hex('2')}`,
+        cache: 'miss',
+        buildMs: 42_000,
+        egress: [{ host: 'registry.example.test', port: 443, allowed: true, bytesUp: 1, bytesDown: 2 }],
+      },
+      {
+        commitSha: 'f'.repeat(40),
+        key: `sha256:${hex('7')}`,
+        cache: 'miss',
+        buildMs: 900,
+        egress: [{ host: 'evil.example.test', port: 443, allowed: false, bytesUp: 0, bytesDown: 0, reason: 'not on the allow-list' }],
+        failed: 'setup[0] `npm ci` exited 1',
+      },
     ];
     const outcome: LandingOutcome = {
       status: 'environment-failed',

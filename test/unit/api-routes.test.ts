@@ -34,7 +34,6 @@ function dockerStandIn() {
   return { state, docker };
 }
 
-
 const sha = (digit: string) => digit.repeat(40);
 
 function statusView(phase: LandingStatusView['phase']): LandingStatusView {
@@ -72,7 +71,8 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
   let config: Config;
   let repo: FixtureRepo;
   let env: Record<string, string>;
-  const build = async (overrides: Record<string, string> = {}) => await buildApp({ client: temporal.client, docker: docker.docker, config: loadConfig({ ...env, ...overrides }) });
+  const build = async (overrides: Record<string, string> = {}) =>
+    await buildApp({ client: temporal.client, docker: docker.docker, config: loadConfig({ ...env, ...overrides }) });
 
   before(async () => {
     repo = createFixtureRepo({ base: { 'a.txt': 'base\n' }, branches: [{ name: 'feature/a', commits: [{ message: 'a', files: { 'a.txt': 'a\n' } }] }] });
@@ -95,7 +95,11 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
 
   it('every /v1 route in the OpenAPI document answers 401 without a token, with a wrong one and a malformed header, the same way', async () => {
     await assertEveryRouteNeedsToken(app, token);
-    assert.equal(temporal.startCalls.length + temporal.updateCalls.length + temporal.visibilityQueries.length, 0, 'no unauthenticated request reached Temporal');
+    assert.equal(
+      temporal.startCalls.length + temporal.updateCalls.length + temporal.visibilityQueries.length,
+      0,
+      'no unauthenticated request reached Temporal',
+    );
   });
 
   it('TARMAC_VALIDATION: 400 naming the field, and nothing is started', async () => {
@@ -132,7 +136,16 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     writeFileSync(join(broken, 'limits.json'), JSON.stringify(limits));
     const misconfigured = await build({ TARMAC_RECIPES_DIR: broken });
     try {
-      const error = assertError(await misconfigured.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main' } }), 500, ApiErrorCode.recipesInvalid);
+      const error = assertError(
+        await misconfigured.inject({
+          method: 'POST',
+          url: '/v1/landings',
+          headers: auth,
+          payload: { repo: repo.url, branches: ['feature/a'], target: 'main' },
+        }),
+        500,
+        ApiErrorCode.recipesInvalid,
+      );
       assert.match(error.message, /^recipes\/limits\.json: session\.timeout .*; nothing was started$/);
       assert.deepEqual(temporal.startCalls, []);
     } finally {
@@ -145,7 +158,11 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     // One app with a strict configuration for both: an allow-list that excludes the fixture, one request a minute.
     const strict = await build({ TARMAC_REPO_ALLOW: 'https://git.example.invalid/acme/', TARMAC_API_RATE_LIMIT: '1' });
     try {
-      const error = assertError(await strict.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main' } }), 400, ApiErrorCode.validation);
+      const error = assertError(
+        await strict.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main' } }),
+        400,
+        ApiErrorCode.validation,
+      );
       assert.equal(error.details?.field, 'repo');
       assert.match(error.message, /not allowed/);
       assert.deepEqual(temporal.startCalls, []);
@@ -158,7 +175,12 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
 
   it('TARMAC_UNKNOWN_MODEL: 400 naming the field and the nearest models, nothing started', async () => {
     const error = assertError(
-      await app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main', agents: { fixer: 'script#fixr' } } }),
+      await app.inject({
+        method: 'POST',
+        url: '/v1/landings',
+        headers: auth,
+        payload: { repo: repo.url, branches: ['feature/a'], target: 'main', agents: { fixer: 'script#fixr' } },
+      }),
       400,
       ApiErrorCode.unknownModel,
     );
@@ -183,7 +205,10 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     assert.equal(start!.options.workflowId, body.id);
     assert.equal(start!.options.taskQueue, config.taskQueue);
     const request = start!.options.args![0] as { repo: string; target: string; heads: unknown; requestedTargetSha: string; budget: unknown };
-    assert.deepEqual({ repo: request.repo, target: request.target, heads: request.heads, requestedTargetSha: request.requestedTargetSha }, { repo: body.repo, target: 'main', heads: body.heads, requestedTargetSha: body.targetSha });
+    assert.deepEqual(
+      { repo: request.repo, target: request.target, heads: request.heads, requestedTargetSha: request.requestedTargetSha },
+      { repo: body.repo, target: 'main', heads: body.heads, requestedTargetSha: body.targetSha },
+    );
     assert.ok(request.budget, 'the budget in force is resolved at request time');
     const run = temporal.runs.get(body.id)!;
     const snapshot = (request as unknown as { recipes: { version: string; ladder: string[]; playbooks: unknown; pricing: unknown } }).recipes;
@@ -202,7 +227,10 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
   });
 
   it('POST /v1/landings/:id/retry: a landing that did not land starts again on its own heads under a new id, with the recipes in force now; 409 while it runs or once it landed', async () => {
-    const retryRepo = createFixtureRepo({ base: { 'a.txt': 'base\n' }, branches: [{ name: 'feature/r', commits: [{ message: 'r', files: { 'r.txt': 'r\n' } }] }] });
+    const retryRepo = createFixtureRepo({
+      base: { 'a.txt': 'base\n' },
+      branches: [{ name: 'feature/r', commits: [{ message: 'r', files: { 'r.txt': 'r\n' } }] }],
+    });
     const payload = { repo: retryRepo.url, branches: ['feature/r'], target: 'main', agents: { fixer: 'script#fixer' }, budget: { tokens: 1234 } };
     const first = (await app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload })).json();
     const firstRequest = temporal.startCalls[0]!.options.args![0] as { heads: unknown; budget: { tokens: number }; recipes: { version: string } };
@@ -219,7 +247,10 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     const retried = await app.inject({ method: 'POST', url: `/v1/landings/${first.id}/retry`, headers: auth });
     assert.equal(retried.statusCode, 201, retried.body);
     const body = retried.json();
-    assert.deepEqual({ id: body.id, duplicate: body.duplicate, retryOf: body.retryOf, attempt: body.attempt }, { id: `${first.id}.retry-2`, duplicate: false, retryOf: first.id, attempt: 2 });
+    assert.deepEqual(
+      { id: body.id, duplicate: body.duplicate, retryOf: body.retryOf, attempt: body.attempt },
+      { id: `${first.id}.retry-2`, duplicate: false, retryOf: first.id, attempt: 2 },
+    );
     assert.deepEqual(body.heads, first.heads, 'the same heads, not the branch as it is now');
     assert.notEqual(branchHead(retryRepo.path, 'feature/r'), first.heads[0].sha);
     const start = temporal.startCalls.at(-1)!;
@@ -244,7 +275,10 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     assert.match(landed.message, /landed/);
     assertError(await app.inject({ method: 'POST', url: '/v1/landings/land.nope/retry', headers: auth }), 404, ApiErrorCode.notFound);
     temporal.add({ workflowId: 'fix.some-loop', type: 'fixLoop', status: 'COMPLETED', result: {} });
-    assert.match(assertError(await app.inject({ method: 'POST', url: '/v1/landings/fix.some-loop/retry', headers: auth }), 404, ApiErrorCode.notFound).message, /only landings/);
+    assert.match(
+      assertError(await app.inject({ method: 'POST', url: '/v1/landings/fix.some-loop/retry', headers: auth }), 404, ApiErrorCode.notFound).message,
+      /only landings/,
+    );
     assert.equal(temporal.runs.size, 3, 'no refused retry started a run');
   });
 
@@ -273,7 +307,16 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     const orphan = await app.inject({ method: 'GET', url: '/v1/landings/land.orphan', headers: auth });
     assert.equal(orphan.statusCode, 200, orphan.body);
     const { statusUnavailable, ...shown } = orphan.json();
-    assert.deepEqual(shown, { id: 'land.orphan', workflowStatus: 'RUNNING', phase: 'gate', steps: [], gates: [], meters: {}, pendingQuestions: [], reviews: [] });
+    assert.deepEqual(shown, {
+      id: 'land.orphan',
+      workflowStatus: 'RUNNING',
+      phase: 'gate',
+      steps: [],
+      gates: [],
+      meters: {},
+      pendingQuestions: [],
+      reviews: [],
+    });
     assert.match(statusUnavailable, /^no worker answered the status query \(query timed out: no worker polls the queue\)/);
 
     // No worker to answer the query: a completed landing still shows its recorded outcome.
@@ -285,7 +328,10 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     assert.equal(done.meters.capsulesRun, 9);
 
     const runView = (await app.inject({ method: 'GET', url: '/v1/runs/land.done', headers: auth })).json();
-    assert.deepEqual({ type: runView.type, workflowStatus: runView.workflowStatus, status: runView.result.status }, { type: 'landing', workflowStatus: 'COMPLETED', status: 'landed' });
+    assert.deepEqual(
+      { type: runView.type, workflowStatus: runView.workflowStatus, status: runView.result.status },
+      { type: 'landing', workflowStatus: 'COMPLETED', status: 'landed' },
+    );
   });
 
   it('GET /v1/landings/:id/events streams the journal of a finished landing, then outcome and end', async () => {
@@ -293,7 +339,12 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     journal.record({ kind: 'phase', phase: 'validate' });
     journal.record({ kind: 'outcome', status: 'landed', summary: 'main fast-forwarded' });
     journal.finished = true;
-    temporal.add({ workflowId: 'land.events', status: 'COMPLETED', result: landedOutcome('land.events'), queries: { [eventsQuery.name]: ({ after, limit }: { after?: number; limit?: number }) => journal.page(after, limit) } });
+    temporal.add({
+      workflowId: 'land.events',
+      status: 'COMPLETED',
+      result: landedOutcome('land.events'),
+      queries: { [eventsQuery.name]: ({ after, limit }: { after?: number; limit?: number }) => journal.page(after, limit) },
+    });
     const events = await app.inject({ method: 'GET', url: '/v1/landings/land.events/events?logs=false', headers: auth });
     assert.equal(events.statusCode, 200);
     assert.match(String(events.headers['content-type']), /^text\/event-stream/);
@@ -306,7 +357,12 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     const journal = new RunJournal();
     journal.record({ kind: 'phase', phase: 'validate' });
     journal.finished = true;
-    temporal.add({ workflowId: 'land.cors', status: 'COMPLETED', result: landedOutcome('land.cors'), queries: { [eventsQuery.name]: ({ after, limit }: { after?: number; limit?: number }) => journal.page(after, limit) } });
+    temporal.add({
+      workflowId: 'land.cors',
+      status: 'COMPLETED',
+      result: landedOutcome('land.cors'),
+      queries: { [eventsQuery.name]: ({ after, limit }: { after?: number; limit?: number }) => journal.page(after, limit) },
+    });
     const origin = 'https://ops.example.com';
     const cors = await build({ TARMAC_API_CORS_ORIGINS: origin });
     try {
@@ -329,7 +385,11 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     assertError(await app.inject({ method: 'GET', url: '/v1/runs/landing-nope', headers: auth }), 404, ApiErrorCode.notFound);
     assertError(await app.inject({ method: 'GET', url: '/v1/landings/landing-nope/events', headers: auth }), 404, ApiErrorCode.notFound);
     assertError(await app.inject({ method: 'POST', url: '/v1/landings/landing-nope/cancel', headers: auth }), 404, ApiErrorCode.notFound);
-    assertError(await app.inject({ method: 'POST', url: '/v1/landings/landing-nope/answers', headers: auth, payload: { text: 'yes' } }), 404, ApiErrorCode.notFound);
+    assertError(
+      await app.inject({ method: 'POST', url: '/v1/landings/landing-nope/answers', headers: auth, payload: { text: 'yes' } }),
+      404,
+      ApiErrorCode.notFound,
+    );
     assertError(await app.inject({ method: 'GET', url: '/v1/schedules/nightly-nope', headers: auth }), 404, ApiErrorCode.notFound);
     assertError(await app.inject({ method: 'GET', url: '/v1/nothing-here', headers: auth }), 404, ApiErrorCode.notFound);
     const wrongMethod = await app.inject({ method: 'DELETE', url: '/v1/landings', headers: auth });
@@ -342,9 +402,17 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
 
   it('TARMAC_CONFLICT: answering, cancelling or extending the budget of a finished landing is 409, and no update is sent', async () => {
     temporal.add({ workflowId: 'land.done', status: 'COMPLETED', result: landedOutcome('land.done') });
-    assertError(await app.inject({ method: 'POST', url: '/v1/landings/land.done/answers', headers: auth, payload: { text: 'yes' } }), 409, ApiErrorCode.conflict);
+    assertError(
+      await app.inject({ method: 'POST', url: '/v1/landings/land.done/answers', headers: auth, payload: { text: 'yes' } }),
+      409,
+      ApiErrorCode.conflict,
+    );
     assertError(await app.inject({ method: 'POST', url: '/v1/landings/land.done/cancel', headers: auth }), 409, ApiErrorCode.conflict);
-    assertError(await app.inject({ method: 'POST', url: '/v1/runs/land.done/budget', headers: auth, payload: { action: 'extend', tokens: 1000 } }), 409, ApiErrorCode.conflict);
+    assertError(
+      await app.inject({ method: 'POST', url: '/v1/runs/land.done/budget', headers: auth, payload: { action: 'extend', tokens: 1000 } }),
+      409,
+      ApiErrorCode.conflict,
+    );
     assert.deepEqual(temporal.updateCalls, []);
     assert.equal(temporal.runs.get('land.done')!.cancelRequested, false);
   });
@@ -366,13 +434,26 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     assert.equal(accepted.statusCode, 200, accepted.body);
     assert.deepEqual(accepted.json(), { accepted: true, questionId: 'gate-file-edit' });
     assert.deepEqual(answers, [{ text: 'approve' }]);
-    const refused = assertError(await app.inject({ method: 'POST', url: '/v1/landings/land.asking/answers', headers: auth, payload: { text: 'later' } }), 400, ApiErrorCode.validation);
+    const refused = assertError(
+      await app.inject({ method: 'POST', url: '/v1/landings/land.asking/answers', headers: auth, payload: { text: 'later' } }),
+      400,
+      ApiErrorCode.validation,
+    );
     // The same through /v1/runs/:id/answers (any run that asks); a run that takes no answers → 409.
-    const viaRuns = await app.inject({ method: 'POST', url: '/v1/runs/land.asking/answers', headers: auth, payload: { text: 'yes', questionId: 'fixup-1-implementer-1-q1' } });
+    const viaRuns = await app.inject({
+      method: 'POST',
+      url: '/v1/runs/land.asking/answers',
+      headers: auth,
+      payload: { text: 'yes', questionId: 'fixup-1-implementer-1-q1' },
+    });
     assert.equal(viaRuns.statusCode, 200, viaRuns.body);
     assert.deepEqual(answers.at(-1), { text: 'yes', questionId: 'fixup-1-implementer-1-q1' });
     temporal.add({ workflowId: 'nightly.x', type: 'nightly' });
-    assert.match(assertError(await app.inject({ method: 'POST', url: '/v1/runs/nightly.x/answers', headers: auth, payload: { text: 'yes' } }), 409, ApiErrorCode.conflict).message, /takes no answers/);
+    assert.match(
+      assertError(await app.inject({ method: 'POST', url: '/v1/runs/nightly.x/answers', headers: auth, payload: { text: 'yes' } }), 409, ApiErrorCode.conflict)
+        .message,
+      /takes no answers/,
+    );
     assert.equal(refused.details?.field, 'text');
     assert.match(refused.message, /no pending question/);
     const budget = await app.inject({ method: 'POST', url: '/v1/runs/land.asking/budget', headers: auth, payload: { action: 'extend', tokens: 1000 } });
@@ -384,7 +465,9 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
   });
 
   it('GET /v1/landings turns its filters into one visibility query and lists what it matches, newest first', async () => {
-    const created = (await app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main' } })).json();
+    const created = (
+      await app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main' } })
+    ).json();
     const canonicalRepo: string = created.repo;
     const landing = (workflowId: string, minutesAgo: number, phase: string, branches: string[]) =>
       temporal.add({
@@ -402,13 +485,24 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     landing('land.other-phase', 5, 'review', ['feature/a']);
     landing('land.other-branch', 3, 'gate', ['feature/c']);
 
-    const response = await app.inject({ method: 'GET', url: `/v1/landings?repo=${encodeURIComponent(repo.url)}&target=main&branch=feature%2Fa&phase=gate&status=Running&limit=5`, headers: auth });
+    const response = await app.inject({
+      method: 'GET',
+      url: `/v1/landings?repo=${encodeURIComponent(repo.url)}&target=main&branch=feature%2Fa&phase=gate&status=Running&limit=5`,
+      headers: auth,
+    });
     assert.equal(response.statusCode, 200, response.body);
     assert.deepEqual(temporal.visibilityQueries, [
       `TarmacKind = 'landing' AND TarmacRepo = '${canonicalRepo}' AND TarmacTarget = 'main' AND TarmacBranch = 'feature/a' AND TarmacPhase = 'gate' AND ExecutionStatus = 'Running'`,
     ]);
     assert.deepEqual(
-      response.json().landings.map((entry: { id: string; workflowStatus: string; phase: string; branches: string[] }) => [entry.id, entry.workflowStatus, entry.phase, entry.branches]),
+      response
+        .json()
+        .landings.map((entry: { id: string; workflowStatus: string; phase: string; branches: string[] }) => [
+          entry.id,
+          entry.workflowStatus,
+          entry.phase,
+          entry.branches,
+        ]),
       [['land.older', 'RUNNING', 'gate', ['feature/a', 'feature/b']]],
       'only the landing on that repo, target, branch, phase and status',
     );
@@ -423,7 +517,15 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
   it('GET /v1/runs lists runs of every kind an operator starts (or one kind), newest first, with kind and parent', async () => {
     const minutesAgo = (minutes: number) => new Date(Date.now() - minutes * 60_000);
     const run = (workflowId: string, kind: string, minutes: number, memo: Record<string, unknown> = {}) =>
-      temporal.add({ workflowId, startTime: minutesAgo(minutes), memo, searchAttributes: [{ key: searchAttributes.kind, value: kind }, { key: searchAttributes.repo, value: '/srv/repo.git' }] });
+      temporal.add({
+        workflowId,
+        startTime: minutesAgo(minutes),
+        memo,
+        searchAttributes: [
+          { key: searchAttributes.kind, value: kind },
+          { key: searchAttributes.repo, value: '/srv/repo.git' },
+        ],
+      });
     run('land.a', 'landing', 9);
     run('land.a.review-1', 'review-panel', 8, { parent: 'land.a' });
     run('fix.b', 'fix-loop', 7);
@@ -432,7 +534,10 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
 
     const all = await app.inject({ method: 'GET', url: '/v1/runs', headers: auth });
     assert.equal(all.statusCode, 200, all.body);
-    assert.deepEqual(temporal.visibilityQueries.at(-1), "TarmacKind IN ('landing', 'review-panel', 'fix-loop', 'nightly') AND ExecutionStatus != 'ContinuedAsNew'");
+    assert.deepEqual(
+      temporal.visibilityQueries.at(-1),
+      "TarmacKind IN ('landing', 'review-panel', 'fix-loop', 'nightly') AND ExecutionStatus != 'ContinuedAsNew'",
+    );
     assert.deepEqual(
       all.json().runs.map((entry: { id: string; kind: string; parent?: string }) => [entry.id, entry.kind, entry.parent]),
       [
@@ -444,7 +549,10 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
       'sessions are left out unless asked for; a child names its parent',
     );
     const sessions = (await app.inject({ method: 'GET', url: '/v1/runs?kind=agent-session&limit=5', headers: auth })).json().runs;
-    assert.deepEqual(sessions.map((entry: { id: string }) => entry.id), ['land.a.resolver-1']);
+    assert.deepEqual(
+      sessions.map((entry: { id: string }) => entry.id),
+      ['land.a.resolver-1'],
+    );
     assertError(await app.inject({ method: 'GET', url: '/v1/runs?kind=session', headers: auth }), 400, ApiErrorCode.validation);
     assertError(await app.inject({ method: 'GET', url: `/v1/runs?target=${encodeURIComponent("main' OR 1=1")}`, headers: auth }), 400, ApiErrorCode.validation);
   });
@@ -456,7 +564,11 @@ describe('API routes with a stand-in Temporal client (no Temporal, no Docker)', 
     const listed = await app.inject({ method: 'GET', url: '/v1/landings', headers: auth });
     assertError(listed, 503, ApiErrorCode.unavailable);
     assert.equal(listed.headers['retry-after'], '5', 'says when to retry');
-    const start = assertError(await app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main' } }), 503, ApiErrorCode.unavailable);
+    const start = assertError(
+      await app.inject({ method: 'POST', url: '/v1/landings', headers: auth, payload: { repo: repo.url, branches: ['feature/a'], target: 'main' } }),
+      503,
+      ApiErrorCode.unavailable,
+    );
     assert.match(start.message, /nothing was started/);
     assert.equal(temporal.startCalls.length, 1, 'the start was tried');
     assert.equal(temporal.runs.size, 0);

@@ -22,10 +22,25 @@ describe('bisectStep (speculative batches, bisection by prefix)', () => {
     { name: 'red: halve', size: 4, results: { 4: 'red' }, expected: { kind: 'gate', prefix: 2 } },
     { name: 'first half green: halve the rest', size: 4, results: { 4: 'red', 2: 'green' }, expected: { kind: 'gate', prefix: 3 } },
     { name: 'first half red: halve it', size: 4, results: { 4: 'red', 2: 'red' }, expected: { kind: 'gate', prefix: 1 } },
-    { name: 'neighbours: the culprit is the member the red prefix adds', size: 4, results: { 4: 'red', 2: 'green', 3: 'red' }, expected: { kind: 'decided', green: 2, culprit: 2 } },
-    { name: 'the first member alone is red: nothing merges', size: 4, results: { 4: 'red', 2: 'red', 1: 'red' }, expected: { kind: 'decided', green: 0, culprit: 0 } },
+    {
+      name: 'neighbours: the culprit is the member the red prefix adds',
+      size: 4,
+      results: { 4: 'red', 2: 'green', 3: 'red' },
+      expected: { kind: 'decided', green: 2, culprit: 2 },
+    },
+    {
+      name: 'the first member alone is red: nothing merges',
+      size: 4,
+      results: { 4: 'red', 2: 'red', 1: 'red' },
+      expected: { kind: 'decided', green: 0, culprit: 0 },
+    },
     { name: 'a batch of one red: it is the culprit', size: 1, results: { 1: 'red' }, expected: { kind: 'decided', green: 0, culprit: 0 } },
-    { name: 'results outside the window are ignored (a red longer than the shortest red)', size: 8, results: { 8: 'red', 4: 'red', 6: 'red' }, expected: { kind: 'gate', prefix: 2 } },
+    {
+      name: 'results outside the window are ignored (a red longer than the shortest red)',
+      size: 8,
+      results: { 8: 'red', 4: 'red', 6: 'red' },
+      expected: { kind: 'gate', prefix: 2 },
+    },
   ];
   for (const row of table) it(row.name, () => assert.deepEqual(bisectStep(row.size, row.results), row.expected));
 
@@ -77,21 +92,51 @@ describe('nextBatch (who goes into the next batch)', () => {
     { name: 'the head is not batchable: none (it merges alone)', waiting: [ticket('a', 1), ticket('b', 2, 0, {})], expected: [] },
     { name: 'up to the head’s size, in line order', waiting: [1, 2, 3, 4, 5, 6].map((n) => ticket(`l${n}`, n, 0, {})), expected: ['l1', 'l2', 'l3', 'l4'] },
     { name: 'one batchable landing waiting alone: a batch of one', waiting: [ticket('a', 1, 0, {}), ticket('b', 2)], expected: ['a'] },
-    { name: 'stops at a landing that cannot be batched (it keeps its place)', waiting: [ticket('a', 1, 0, {}), ticket('b', 2, 0, {}), ticket('c', 3), ticket('d', 4, 0, {})], expected: ['a', 'b'] },
+    {
+      name: 'stops at a landing that cannot be batched (it keeps its place)',
+      waiting: [ticket('a', 1, 0, {}), ticket('b', 2, 0, {}), ticket('c', 3), ticket('d', 4, 0, {})],
+      expected: ['a', 'b'],
+    },
     { name: 'stops at another host', waiting: [ticket('a', 1, 0, {}), ticket('b', 2, 0, { hostId: 'h2' }), ticket('c', 3, 0, {})], expected: ['a'] },
     { name: 'the head’s size rules', waiting: [ticket('a', 1, 0, { size: 2 }), ticket('b', 2, 0, {}), ticket('c', 3, 0, {})], expected: ['a', 'b'] },
   ];
-  for (const row of table) it(row.name, () => assert.deepEqual(nextBatch(row.waiting).map((entry) => entry.landingId), row.expected));
+  for (const row of table)
+    it(row.name, () =>
+      assert.deepEqual(
+        nextBatch(row.waiting).map((entry) => entry.landingId),
+        row.expected,
+      ),
+    );
 });
 
 describe('queueEta (the queue view: when a waiting landing’s turn should be over)', () => {
   const table: { name: string; input: Parameters<typeof queueEta>[0]; expected: ReturnType<typeof queueEta> }[] = [
     { name: 'no turn timed yet: no estimate', input: { position: 0, batchSize: 1, recentTurnMs: [] }, expected: undefined },
-    { name: 'first in line, nothing in flight: one turn', input: { position: 0, batchSize: 1, recentTurnMs: [10, 30, 20] }, expected: { etaMs: 20, turnsAhead: 0, medianTurnMs: 20 } },
-    { name: 'third in line one at a time: its turn after two', input: { position: 2, batchSize: 1, recentTurnMs: [20] }, expected: { etaMs: 60, turnsAhead: 2, medianTurnMs: 20 } },
-    { name: 'batches of 4: the fifth waits for one batch', input: { position: 4, batchSize: 4, recentTurnMs: [40] }, expected: { etaMs: 80, turnsAhead: 1, medianTurnMs: 40 } },
-    { name: 'a turn in flight: what is left of it first', input: { position: 0, batchSize: 4, recentTurnMs: [40], inFlightForMs: 30 }, expected: { etaMs: 50, turnsAhead: 1, medianTurnMs: 40 } },
-    { name: 'a turn in flight longer than usual: nothing left of it counted', input: { position: 0, batchSize: 1, recentTurnMs: [10, 20], inFlightForMs: 99 }, expected: { etaMs: 15, turnsAhead: 1, medianTurnMs: 15 } },
+    {
+      name: 'first in line, nothing in flight: one turn',
+      input: { position: 0, batchSize: 1, recentTurnMs: [10, 30, 20] },
+      expected: { etaMs: 20, turnsAhead: 0, medianTurnMs: 20 },
+    },
+    {
+      name: 'third in line one at a time: its turn after two',
+      input: { position: 2, batchSize: 1, recentTurnMs: [20] },
+      expected: { etaMs: 60, turnsAhead: 2, medianTurnMs: 20 },
+    },
+    {
+      name: 'batches of 4: the fifth waits for one batch',
+      input: { position: 4, batchSize: 4, recentTurnMs: [40] },
+      expected: { etaMs: 80, turnsAhead: 1, medianTurnMs: 40 },
+    },
+    {
+      name: 'a turn in flight: what is left of it first',
+      input: { position: 0, batchSize: 4, recentTurnMs: [40], inFlightForMs: 30 },
+      expected: { etaMs: 50, turnsAhead: 1, medianTurnMs: 40 },
+    },
+    {
+      name: 'a turn in flight longer than usual: nothing left of it counted',
+      input: { position: 0, batchSize: 1, recentTurnMs: [10, 20], inFlightForMs: 99 },
+      expected: { etaMs: 15, turnsAhead: 1, medianTurnMs: 15 },
+    },
   ];
   for (const row of table) it(row.name, () => assert.deepEqual(queueEta(row.input), row.expected));
 });

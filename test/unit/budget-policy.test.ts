@@ -29,8 +29,16 @@ describe('budgetExhausted', () => {
 describe('budgetLeft', () => {
   const table = [
     { name: 'all of it', input: spend(), expected: { tokens: 1000, costUsd: 1, sessions: 4, wall: '60s' } },
-    { name: 'part spent', input: spend({ inputTokens: 300, outputTokens: 100, costUsd: 0.25, sessionsSpawned: 1, wallTimeMs: 20_500 }), expected: { tokens: 600, costUsd: 0.75, sessions: 3, wall: '40s' } },
-    { name: 'never below zero (a child that overran)', input: spend({ inputTokens: 5000, costUsd: 3, sessionsSpawned: 9, wallTimeMs: 90_000 }), expected: { tokens: 0, costUsd: 0, sessions: 1, wall: '1s' } },
+    {
+      name: 'part spent',
+      input: spend({ inputTokens: 300, outputTokens: 100, costUsd: 0.25, sessionsSpawned: 1, wallTimeMs: 20_500 }),
+      expected: { tokens: 600, costUsd: 0.75, sessions: 3, wall: '40s' },
+    },
+    {
+      name: 'never below zero (a child that overran)',
+      input: spend({ inputTokens: 5000, costUsd: 3, sessionsSpawned: 9, wallTimeMs: 90_000 }),
+      expected: { tokens: 0, costUsd: 0, sessions: 1, wall: '1s' },
+    },
   ];
   for (const { name, input, expected } of table) it(name, () => assert.deepEqual(budgetLeft(input, limits), expected));
 });

@@ -21,7 +21,13 @@ describe('CappedOutput keeps the head and the tail of a flood, and counts the re
       chunks: ['a', 'b', 'c', 'd', 'e', 'f', 'g'],
       expected: { text: 'ab\n[… output truncated: 2 bytes dropped …]\nefg', dropped: 2, total: 7 },
     },
-    { name: 'no tail at all', head: 3, tail: 0, chunks: ['abcd', 'ef'], expected: { text: 'abc\n[… output truncated: 3 bytes dropped …]\n', dropped: 3, total: 6 } },
+    {
+      name: 'no tail at all',
+      head: 3,
+      tail: 0,
+      chunks: ['abcd', 'ef'],
+      expected: { text: 'abc\n[… output truncated: 3 bytes dropped …]\n', dropped: 3, total: 6 },
+    },
   ];
   for (const { name, head, tail, chunks, expected } of table) {
     it(name, () => {
@@ -70,15 +76,31 @@ describe('search: the argv and the answer', () => {
     assert.equal(searchCommand('x', '-rf').at(-1), './-rf', 'a path cannot become an option');
   });
 
-  const table: { name: string; input: { exitCode: number; stdout: string; stderr: string }; expected: { text: string | RegExp; hits: number; isError: boolean } }[] = [
-    { name: 'hits without the ./ prefix', input: { exitCode: 0, stdout: './src/a.js:3:const a = 1;\n./b.txt:1:a\n', stderr: '' }, expected: { text: 'src/a.js:3:const a = 1;\nb.txt:1:a', hits: 2, isError: false } },
+  const table: {
+    name: string;
+    input: { exitCode: number; stdout: string; stderr: string };
+    expected: { text: string | RegExp; hits: number; isError: boolean };
+  }[] = [
+    {
+      name: 'hits without the ./ prefix',
+      input: { exitCode: 0, stdout: './src/a.js:3:const a = 1;\n./b.txt:1:a\n', stderr: '' },
+      expected: { text: 'src/a.js:3:const a = 1;\nb.txt:1:a', hits: 2, isError: false },
+    },
     { name: 'no hits', input: { exitCode: 0, stdout: '', stderr: '' }, expected: { text: '', hits: 0, isError: false } },
     { name: 'killed by the timeout', input: { exitCode: 137, stdout: '', stderr: '' }, expected: { text: /stopped after 10 s/, hits: 0, isError: true } },
-    { name: 'an invalid pattern', input: { exitCode: 0, stdout: '', stderr: 'grep: Unmatched ( or \\(\n' }, expected: { text: 'search: grep: Unmatched ( or \\(', hits: 0, isError: true } },
+    {
+      name: 'an invalid pattern',
+      input: { exitCode: 0, stdout: '', stderr: 'grep: Unmatched ( or \\(\n' },
+      expected: { text: 'search: grep: Unmatched ( or \\(', hits: 0, isError: true },
+    },
     {
       name: 'more hits than the cap',
       input: { exitCode: 0, stdout: Array.from({ length: searchLimits.hits + 1 }, (_, index) => `./f:${index + 1}:x`).join('\n'), stderr: '' },
-      expected: { text: new RegExp(`f:${searchLimits.hits}:x\\n\\[search stopped at ${searchLimits.hits} matches\\]$`), hits: searchLimits.hits, isError: false },
+      expected: {
+        text: new RegExp(`f:${searchLimits.hits}:x\\n\\[search stopped at ${searchLimits.hits} matches\\]$`),
+        hits: searchLimits.hits,
+        isError: false,
+      },
     },
   ];
   for (const { name, input, expected } of table) {

@@ -16,14 +16,49 @@ describe('loadCliConfig: where the API is, and the token', () => {
   writeFileSync(join(home, 'api-token'), `${token}-from-file\n`);
 
   const cases: { name: string; env: NodeJS.ProcessEnv; apiUrl: string; apiToken: string }[] = [
-    { name: "defaults: the server's listen address, the token tarmac dev wrote", env: { TARMAC_DATA_DIR: home }, apiUrl: 'http://127.0.0.1:8080', apiToken: `${token}-from-file` },
-    { name: 'TARMAC_API_URL wins; a trailing slash is dropped', env: { TARMAC_API_URL: 'https://tarmac.example:9443/', TARMAC_API_TOKEN: token }, apiUrl: 'https://tarmac.example:9443', apiToken: token },
-    { name: "a path prefix is kept (a reverse proxy's mount point)", env: { TARMAC_API_URL: 'http://proxy/tarmac/', TARMAC_API_TOKEN: token }, apiUrl: 'http://proxy/tarmac', apiToken: token },
-    { name: 'host and port from the server settings', env: { TARMAC_API_HOST: '10.0.0.5', TARMAC_API_PORT: '9090', TARMAC_API_TOKEN: token }, apiUrl: 'http://10.0.0.5:9090', apiToken: token },
-    { name: 'a server listening everywhere is dialled on loopback', env: { TARMAC_API_HOST: '0.0.0.0', TARMAC_API_TOKEN: token }, apiUrl: 'http://127.0.0.1:8080', apiToken: token },
+    {
+      name: "defaults: the server's listen address, the token tarmac dev wrote",
+      env: { TARMAC_DATA_DIR: home },
+      apiUrl: 'http://127.0.0.1:8080',
+      apiToken: `${token}-from-file`,
+    },
+    {
+      name: 'TARMAC_API_URL wins; a trailing slash is dropped',
+      env: { TARMAC_API_URL: 'https://tarmac.example:9443/', TARMAC_API_TOKEN: token },
+      apiUrl: 'https://tarmac.example:9443',
+      apiToken: token,
+    },
+    {
+      name: "a path prefix is kept (a reverse proxy's mount point)",
+      env: { TARMAC_API_URL: 'http://proxy/tarmac/', TARMAC_API_TOKEN: token },
+      apiUrl: 'http://proxy/tarmac',
+      apiToken: token,
+    },
+    {
+      name: 'host and port from the server settings',
+      env: { TARMAC_API_HOST: '10.0.0.5', TARMAC_API_PORT: '9090', TARMAC_API_TOKEN: token },
+      apiUrl: 'http://10.0.0.5:9090',
+      apiToken: token,
+    },
+    {
+      name: 'a server listening everywhere is dialled on loopback',
+      env: { TARMAC_API_HOST: '0.0.0.0', TARMAC_API_TOKEN: token },
+      apiUrl: 'http://127.0.0.1:8080',
+      apiToken: token,
+    },
     { name: 'an IPv6 host gets brackets', env: { TARMAC_API_HOST: '::', TARMAC_API_TOKEN: token }, apiUrl: 'http://[::1]:8080', apiToken: token },
-    { name: "the first of the server's TARMAC_API_TOKENS", env: { TARMAC_API_TOKENS: ` ${token}-a , ${token}-b`, TARMAC_DATA_DIR: home }, apiUrl: 'http://127.0.0.1:8080', apiToken: `${token}-a` },
-    { name: 'TARMAC_API_TOKEN before TARMAC_API_TOKENS and the file', env: { TARMAC_API_TOKEN: token, TARMAC_API_TOKENS: `${token}-a`, TARMAC_DATA_DIR: home }, apiUrl: 'http://127.0.0.1:8080', apiToken: token },
+    {
+      name: "the first of the server's TARMAC_API_TOKENS",
+      env: { TARMAC_API_TOKENS: ` ${token}-a , ${token}-b`, TARMAC_DATA_DIR: home },
+      apiUrl: 'http://127.0.0.1:8080',
+      apiToken: `${token}-a`,
+    },
+    {
+      name: 'TARMAC_API_TOKEN before TARMAC_API_TOKENS and the file',
+      env: { TARMAC_API_TOKEN: token, TARMAC_API_TOKENS: `${token}-a`, TARMAC_DATA_DIR: home },
+      apiUrl: 'http://127.0.0.1:8080',
+      apiToken: token,
+    },
   ];
   for (const { name, env, apiUrl, apiToken } of cases) {
     it(name, () => {
@@ -42,7 +77,11 @@ describe('loadCliConfig: where the API is, and the token', () => {
   });
 
   const bad: { name: string; env: NodeJS.ProcessEnv; named: RegExp[] }[] = [
-    { name: 'no token anywhere names the variable and the file', env: { TARMAC_DATA_DIR: '/nonexistent-tarmac' }, named: [/TARMAC_API_TOKEN/, /\/nonexistent-tarmac\/api-token/] },
+    {
+      name: 'no token anywhere names the variable and the file',
+      env: { TARMAC_DATA_DIR: '/nonexistent-tarmac' },
+      named: [/TARMAC_API_TOKEN/, /\/nonexistent-tarmac\/api-token/],
+    },
     { name: 'a URL that is not one', env: { TARMAC_API_URL: 'localhost:8080', TARMAC_API_TOKEN: token }, named: [/TARMAC_API_URL: "localhost:8080"/] },
     { name: 'a URL with another scheme', env: { TARMAC_API_URL: 'ftp://x', TARMAC_API_TOKEN: token }, named: [/TARMAC_API_URL: "ftp:\/\/x" must be an http/] },
     { name: 'credentials in the URL', env: { TARMAC_API_URL: 'http://u:p@x', TARMAC_API_TOKEN: token }, named: [/TARMAC_API_URL: must not carry credentials/] },
@@ -99,7 +138,10 @@ describe('command lines: usage errors exit 2 before any request, naming what is 
     { args: ['fix', ['repo', 'main', 'make test pass', '--max-repairs', 'many']], message: /--max-repairs must be a whole number/ },
     { args: ['fix', ['repo', 'main', 'make test pass', '--logs']], message: /fix: --logs and --plain go with --wait/ },
     { args: ['list', ['extra']], message: /list: unexpected argument "extra"/ },
-    { args: ['list', ['--status', 'sleeping']], message: /list: --status must be one of running, completed, failed, canceled, terminated, timed-out, not "sleeping"/ },
+    {
+      args: ['list', ['--status', 'sleeping']],
+      message: /list: --status must be one of running, completed, failed, canceled, terminated, timed-out, not "sleeping"/,
+    },
     { args: ['list', ['--limit', '0']], message: /list: --limit must be a whole number 1-200/ },
     { args: ['logs', []], message: /logs: missing <id>/ },
     { args: ['budget', ['land.x']], message: /budget: missing <extend\|stop>/ },
@@ -144,7 +186,22 @@ describe('command lines: usage errors exit 2 before any request, naming what is 
 });
 
 describe('help: every command has its own, and the overview lists them all', () => {
-  const clientCommands = ['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines', 'environments'] as const;
+  const clientCommands = [
+    'land',
+    'list',
+    'status',
+    'watch',
+    'logs',
+    'answer',
+    'cancel',
+    'retry',
+    'budget',
+    'review',
+    'fix',
+    'schedule',
+    'quarantines',
+    'environments',
+  ] as const;
   for (const command of clientCommands) {
     it(`tarmac ${command} --help: its usage on stdout, exit 0, no request (there is no token)`, async () => {
       assert.ok(isClientCommand(command));

@@ -34,8 +34,13 @@ describe('tarmac fix: the outcome says where the repro came from and what was re
     assert.ok(lines.includes('grounding files read: Makefile, mk/run.mk'));
   });
   it('no repro: the reason, and no repro line', () => {
-    const lines = fixOutcomeLines(outcome({ outcome: 'no-repro', reproCommand: '', reproSource: null, reproReason: 'no grounded repro: …', groundingFiles: [], fixBranch: null }));
+    const lines = fixOutcomeLines(
+      outcome({ outcome: 'no-repro', reproCommand: '', reproSource: null, reproReason: 'no grounded repro: …', groundingFiles: [], fixBranch: null }),
+    );
     assert.ok(lines.includes('repro chosen: no grounded repro: …'), lines.join('\n'));
-    assert.equal(lines.some((line) => line.startsWith('repro:') || line.startsWith('grounding files')), false);
+    assert.equal(
+      lines.some((line) => line.startsWith('repro:') || line.startsWith('grounding files')),
+      false,
+    );
   });
 });

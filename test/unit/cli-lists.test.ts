@@ -31,7 +31,13 @@ describe('tarmac list: the status filter and the table', () => {
       ],
     );
     assert.deepEqual(runListLines([]), ['no runs match']);
-    assert.deepEqual(columns([['a', 'bb'], ['ccc', '']]), ['a    bb', 'ccc']);
+    assert.deepEqual(
+      columns([
+        ['a', 'bb'],
+        ['ccc', ''],
+      ]),
+      ['a    bb', 'ccc'],
+    );
   });
 });
 
@@ -70,7 +76,9 @@ describe("tarmac review: a panel's verdict", () => {
       errored: ['script#crash'],
       unavailable: [],
       findings: [],
-      blocking: [{ file: 'src/a.js', line: 3, severity: 'blocking', message: 'eval of input', fingerprint: 'f', votes: ['script#reviewer-a', 'script#reviewer-b'] }],
+      blocking: [
+        { file: 'src/a.js', line: 3, severity: 'blocking', message: 'eval of input', fingerprint: 'f', votes: ['script#reviewer-a', 'script#reviewer-b'] },
+      ],
       sessionsStarted: 2,
       meters: { sessionsSpawned: 5, respawns: 3, inputTokens: 12_000, outputTokens: 800, costUsd: 0.05 },
     };

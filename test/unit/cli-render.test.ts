@@ -1,7 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { RunEvent } from '../../core/events';
-import { batchOutcomeLines, eventLine, formatDuration, formatEta, isBatchOutcome, metersLine, outcomeLines, printable, queueLines, queueListLines, screenLines, statusLines } from '../../cli/render';
+import {
+  batchOutcomeLines,
+  eventLine,
+  formatDuration,
+  formatEta,
+  isBatchOutcome,
+  metersLine,
+  outcomeLines,
+  printable,
+  queueLines,
+  queueListLines,
+  screenLines,
+  statusLines,
+} from '../../cli/render';
 import { applyEvent, decodeEvent, initialWatchState, type WatchEvent, type WatchState } from '../../cli/watch-state';
 import type { LandingView, QueueView } from '../../cli/client';
 import type { BatchOutcome } from '../../core/batch-types';
@@ -25,7 +38,12 @@ function fold(events: WatchEvent[], logLimit = 8): { state: WatchState; lines: s
 
 describe('decodeEvent: SSE messages → watch events', () => {
   const cases: { name: string; event: string; data: string; expected: WatchEvent | undefined }[] = [
-    { name: 'a phase event', event: 'phase', data: '{"kind":"phase","phase":"gate","seq":4,"at":"x"}', expected: { kind: 'phase', phase: 'gate', seq: 4, at: 'x' } },
+    {
+      name: 'a phase event',
+      event: 'phase',
+      data: '{"kind":"phase","phase":"gate","seq":4,"at":"x"}',
+      expected: { kind: 'phase', phase: 'gate', seq: 4, at: 'x' },
+    },
     { name: 'a log line', event: 'log', data: '{"file":"gate-test-r1.log","line":"ok"}', expected: { kind: 'log', file: 'gate-test-r1.log', line: 'ok' } },
     {
       name: 'the end with an outcome',
@@ -33,7 +51,12 @@ describe('decodeEvent: SSE messages → watch events', () => {
       data: '{"workflowStatus":"COMPLETED","outcome":{"status":"landed","summary":"s"}}',
       expected: { kind: 'end', workflowStatus: 'COMPLETED', outcome: { status: 'landed', summary: 's' } },
     },
-    { name: 'the end without an outcome (terminated)', event: 'end', data: '{"workflowStatus":"TERMINATED"}', expected: { kind: 'end', workflowStatus: 'TERMINATED' } },
+    {
+      name: 'the end without an outcome (terminated)',
+      event: 'end',
+      data: '{"workflowStatus":"TERMINATED"}',
+      expected: { kind: 'end', workflowStatus: 'TERMINATED' },
+    },
     { name: 'a kind this CLI does not know is skipped', event: 'novelty', data: '{"seq":1,"at":"x"}', expected: undefined },
     { name: 'a step without its name is skipped', event: 'step', data: '{"status":"done","seq":1,"at":"x"}', expected: undefined },
     { name: 'a journal event without seq is skipped', event: 'phase', data: '{"phase":"gate","at":"x"}', expected: undefined },
@@ -51,7 +74,16 @@ describe('plain lines: one per phase change, step end, gate result, session even
       journal(1, { kind: 'step', name: 'capsule.inspectTarget', status: 'done' }),
       journal(1, { kind: 'phase', phase: 'prepare' }),
       journal(2, { kind: 'phase', phase: 'gate' }),
-      journal(5, { kind: 'gate', suiteId: 'test', status: 'passed', exitCode: 0, treeSha: 'abcdef1234567', round: 1, logRef: 'runs/x/logs/gate-test-r1.log', durationMs: 2_500 }),
+      journal(5, {
+        kind: 'gate',
+        suiteId: 'test',
+        status: 'passed',
+        exitCode: 0,
+        treeSha: 'abcdef1234567',
+        round: 1,
+        logRef: 'runs/x/logs/gate-test-r1.log',
+        durationMs: 2_500,
+      }),
       { kind: 'log', file: 'gate-test-r1.log', line: 'ok' },
       journal(6, { kind: 'meters', meters }),
       journal(8, { kind: 'phase', phase: 'merge' }),
@@ -81,8 +113,20 @@ describe('plain lines: one per phase change, step end, gate result, session even
       journal(10, { kind: 'cache', treeSha: '1234567890', cache: 'partial', restored: ['script#a'] }),
       journal(11, { kind: 'question', id: 'gate-file', question: 'approve the edit of land-gate.json?' }),
       journal(70, { kind: 'question', id: 'gate-file', question: 'approve the edit of land-gate.json?', answer: '' }),
-      journal(70, { kind: 'question', id: 'resolver-1-q1', question: 'keep which line?', from: 'resolver-1 (resolver, script#resolver)', why: 'the rebase stopped at a conflict' }),
-      journal(70, { kind: 'question', id: 'fixup-1-implementer-1-q1', question: 'yes or no?', from: 'fixup-1-implementer-1 (implementer, script#fixer)', withdrawn: true }),
+      journal(70, {
+        kind: 'question',
+        id: 'resolver-1-q1',
+        question: 'keep which line?',
+        from: 'resolver-1 (resolver, script#resolver)',
+        why: 'the rebase stopped at a conflict',
+      }),
+      journal(70, {
+        kind: 'question',
+        id: 'fixup-1-implementer-1-q1',
+        question: 'yes or no?',
+        from: 'fixup-1-implementer-1 (implementer, script#fixer)',
+        withdrawn: true,
+      }),
       journal(71, { kind: 'budget', state: 'paused', reason: 'tokens: 600 used of 500' }),
       journal(80, { kind: 'budget', state: 'extended', reason: 'extended by an operator' }),
     ]);
@@ -216,8 +260,24 @@ describe('outcome and status', () => {
           settled: 'flaky',
           excused: { by: 'retry' },
           evidence: [
-            { on: 'same-tree', commitSha: 'h'.repeat(40), treeSha: tree, status: 'passed', exitCode: 0, logRef: 'runs/x/logs/gate-test-r1-same-tree.log', durationMs: 900 },
-            { on: 'base', commitSha: 'b'.repeat(40), treeSha: 'c'.repeat(40), status: 'failed', exitCode: 3, logRef: 'runs/x/logs/gate-test-r1-base.log', durationMs: 800 },
+            {
+              on: 'same-tree',
+              commitSha: 'h'.repeat(40),
+              treeSha: tree,
+              status: 'passed',
+              exitCode: 0,
+              logRef: 'runs/x/logs/gate-test-r1-same-tree.log',
+              durationMs: 900,
+            },
+            {
+              on: 'base',
+              commitSha: 'b'.repeat(40),
+              treeSha: 'c'.repeat(40),
+              status: 'failed',
+              exitCode: 3,
+              logRef: 'runs/x/logs/gate-test-r1-base.log',
+              durationMs: 800,
+            },
           ],
         },
       ],
@@ -259,7 +319,15 @@ describe('the merge queue: tarmac queue, and the batch lineage of a landing', ()
       waiting: [
         { landingId: 'land.app.main.a', position: 0, lane: 5, seq: 3, batchable: true, etaMs: 42_000, links: { landing: '/v1/landings/land.app.main.a' } },
         { landingId: 'land.app.main.c', position: 1, lane: 0, seq: 2, batchable: true, etaMs: 42_000, links: { landing: '/v1/landings/land.app.main.c' } },
-        { landingId: 'land.app.main.long-name', position: 2, lane: -1, seq: 1, batchable: false, etaMs: 185_000, links: { landing: '/v1/landings/land.app.main.long-name' } },
+        {
+          landingId: 'land.app.main.long-name',
+          position: 2,
+          lane: -1,
+          seq: 1,
+          batchable: false,
+          etaMs: 185_000,
+          links: { landing: '/v1/landings/land.app.main.long-name' },
+        },
       ],
       recentTurnMs: [20_000, 40_000, 30_000],
     };
@@ -308,8 +376,21 @@ describe('the merge queue: tarmac queue, and the batch lineage of a landing', ()
   it('every queue that runs, one a row: the holder (a landing or a batch), the line, the next ETA', () => {
     assert.deepEqual(
       queueListLines([
-        { ...base, current: 'land.app.main.p', waiting: [{ landingId: 'land.a', position: 0, lane: 0, seq: 1, batchable: true, etaMs: 65_000, links: { landing: '/v1/landings/land.a' } }], recentTurnMs: [60_000] },
-        { ...base, target: 'release/2', queueId: 'queue.app.release_2.0', batch: { id: 'queue.app.release_2.0.batch-1', members: ['land.r'], links: { self: '/v1/runs/queue.app.release_2.0.batch-1' } }, waiting: [], admitted: 1, recentTurnMs: [] },
+        {
+          ...base,
+          current: 'land.app.main.p',
+          waiting: [{ landingId: 'land.a', position: 0, lane: 0, seq: 1, batchable: true, etaMs: 65_000, links: { landing: '/v1/landings/land.a' } }],
+          recentTurnMs: [60_000],
+        },
+        {
+          ...base,
+          target: 'release/2',
+          queueId: 'queue.app.release_2.0',
+          batch: { id: 'queue.app.release_2.0.batch-1', members: ['land.r'], links: { self: '/v1/runs/queue.app.release_2.0.batch-1' } },
+          waiting: [],
+          admitted: 1,
+          recentTurnMs: [],
+        },
       ]),
       [
         'TARGET     HOLDER                               WAITING  NEXT ETA   ADMITTED  BATCHES  REPO',
@@ -340,7 +421,15 @@ describe('the merge queue: tarmac queue, and the batch lineage of a landing', ()
   });
 
   it("status of a merge batch: each member's result, each round (prefix, tree, red suites), each fast-forward", () => {
-    const gate = (suiteId: string, status: 'passed' | 'failed') => ({ suiteId, status, exitCode: status === 'passed' ? 0 : 5, treeSha: 't', logRef: `${suiteId}.log`, durationMs: 1, reattached: false });
+    const gate = (suiteId: string, status: 'passed' | 'failed') => ({
+      suiteId,
+      status,
+      exitCode: status === 'passed' ? 0 : 5,
+      treeSha: 't',
+      logRef: `${suiteId}.log`,
+      durationMs: 1,
+      reattached: false,
+    });
     const outcome: BatchOutcome = {
       batchId: `${queueId}.batch-1`,
       target: 'main',
@@ -350,7 +439,15 @@ describe('the merge queue: tarmac queue, and the batch lineage of a landing', ()
         { round: 2, prefix: 2, headSha: 'h2', treeSha: 'b'.repeat(40), green: true, gates: [gate('check', 'passed')] },
       ],
       results: {
-        'land.a1': { kind: 'landed', batchId: `${queueId}.batch-1`, mergedSha: '2'.repeat(40), stackedSha: 's1', treeSha: 'b'.repeat(40), members: ['land.a1', 'land.a2'], round: 2 },
+        'land.a1': {
+          kind: 'landed',
+          batchId: `${queueId}.batch-1`,
+          mergedSha: '2'.repeat(40),
+          stackedSha: 's1',
+          treeSha: 'b'.repeat(40),
+          members: ['land.a1', 'land.a2'],
+          round: 2,
+        },
         'land.b': { kind: 'culprit', batchId: `${queueId}.batch-1`, failing: ['check'], summary: 's', treeSha: 'a'.repeat(40), round: 1 },
         'land.c': { kind: 'retry', batchId: `${queueId}.batch-1`, reason: 'its commits conflict with the stack' },
       },

@@ -89,7 +89,19 @@ describe('SseParser', () => {
 
   it('gives the same messages however the stream is split (every split point, every line-end style)', () => {
     const body = (eol: string) =>
-      [': keep-alive', 'id: 1', 'event: phase', 'data: {"phase":"prepare"}', '', 'id: 2;x.log=12', 'event: log', 'data: line one', 'data: line two', '', ''].join(eol);
+      [
+        ': keep-alive',
+        'id: 1',
+        'event: phase',
+        'data: {"phase":"prepare"}',
+        '',
+        'id: 2;x.log=12',
+        'event: log',
+        'data: line one',
+        'data: line two',
+        '',
+        '',
+      ].join(eol);
     for (const eol of ['\n', '\r\n', '\r']) {
       const text = body(eol);
       const whole = parse([text]).messages;
@@ -97,7 +109,11 @@ describe('SseParser', () => {
       assert.deepEqual(whole[1], { id: '2;x.log=12', event: 'log', data: 'line one\nline two' });
       for (let cut = 0; cut <= text.length; cut += 1) {
         for (let second = cut; second <= text.length; second += 7) {
-          assert.deepEqual(parse([text.slice(0, cut), text.slice(cut, second), text.slice(second)]).messages, whole, `split at ${cut}/${second} (${JSON.stringify(eol)})`);
+          assert.deepEqual(
+            parse([text.slice(0, cut), text.slice(cut, second), text.slice(second)]).messages,
+            whole,
+            `split at ${cut}/${second} (${JSON.stringify(eol)})`,
+          );
         }
       }
     }

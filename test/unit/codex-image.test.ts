@@ -17,7 +17,8 @@ describe('the Codex image: model catalog and config', () => {
   it('has a catalog entry for every model recipes/harnesses.json lists for codex', () => {
     // The ladder and the panels may name only these (recipes are validated at load).
     const slugs = catalog.models.map((entry) => entry.slug);
-    for (const model of loadRecipes().harnesses.codex!.models) assert.ok(slugs.includes(model), `models.json has no entry for "${model}" (entries: ${slugs.join(', ')})`);
+    for (const model of loadRecipes().harnesses.codex!.models)
+      assert.ok(slugs.includes(model), `models.json has no entry for "${model}" (entries: ${slugs.join(', ')})`);
   });
 
   for (const entry of catalog.models) {
@@ -29,7 +30,8 @@ describe('the Codex image: model catalog and config', () => {
       assert.equal(entry.tool_mode, undefined, 'no code mode');
       assert.deepEqual(entry.experimental_supported_tools, []);
       assert.equal(entry.model_messages, null, "Codex's own instructions template is not used (model_instructions_file is)");
-      for (const key of ['include_skills_usage_instructions', 'include_plugin_usage_instructions', 'include_apps_usage_instructions']) assert.equal(entry[key], false, key);
+      for (const key of ['include_skills_usage_instructions', 'include_plugin_usage_instructions', 'include_apps_usage_instructions'])
+        assert.equal(entry[key], false, key);
     });
   }
 

@@ -29,10 +29,14 @@ describe('loadConfig', () => {
 
   it('reads the model upstreams: the providers by default, http(s) without credentials, query or fragment', () => {
     assert.deepEqual(loadConfig({}).modelUpstreams, { anthropic: 'https://api.anthropic.com', openai: 'https://api.openai.com' });
-    assert.deepEqual(loadConfig({ TARMAC_MODEL_UPSTREAM_ANTHROPIC: 'http://127.0.0.1:8788/', TARMAC_MODEL_UPSTREAM_OPENAI: 'https://proxy.example.com/openai' }).modelUpstreams, {
-      anthropic: 'http://127.0.0.1:8788',
-      openai: 'https://proxy.example.com/openai',
-    });
+    assert.deepEqual(
+      loadConfig({ TARMAC_MODEL_UPSTREAM_ANTHROPIC: 'http://127.0.0.1:8788/', TARMAC_MODEL_UPSTREAM_OPENAI: 'https://proxy.example.com/openai' })
+        .modelUpstreams,
+      {
+        anthropic: 'http://127.0.0.1:8788',
+        openai: 'https://proxy.example.com/openai',
+      },
+    );
     for (const bad of ['ftp://example.com', 'not a url', 'https://user:sk-secret-123@proxy.example.com', 'https://proxy.example.com/?key=1']) {
       assert.throws(
         () => loadConfig({ TARMAC_MODEL_UPSTREAM_ANTHROPIC: bad }),
@@ -48,7 +52,10 @@ describe('loadConfig', () => {
   });
 
   it('reads TARMAC_REPO_ALLOW in canonical form, and refuses a bad entry without printing its credentials', () => {
-    assert.deepEqual([...loadConfig({ TARMAC_REPO_ALLOW: ' file:///srv/repos/ , HTTPS://Git.Example.com:443/acme/' }).repoAllow], ['file:///srv/repos', 'https://git.example.com/acme']);
+    assert.deepEqual(
+      [...loadConfig({ TARMAC_REPO_ALLOW: ' file:///srv/repos/ , HTTPS://Git.Example.com:443/acme/' }).repoAllow],
+      ['file:///srv/repos', 'https://git.example.com/acme'],
+    );
     assert.deepEqual([...loadConfig({}).repoAllow], [], 'unset: nothing is allowed');
     assert.throws(
       () => loadConfig({ TARMAC_REPO_ALLOW: '/srv/repos/../etc,https://user:hunter2-secret@git.example.com/acme' }),
@@ -102,8 +109,18 @@ describe('loadConfig', () => {
   });
 
   const poolSettings = [
-    { variable: 'TARMAC_GATE_POOL', field: 'gatePool', fallback: 1, problem: 'must be a whole number of gate containers kept waiting (0-16; 0 turns the pool off)' },
-    { variable: 'TARMAC_GATE_POOL_ENVIRONMENTS', field: 'gatePoolEnvironments', fallback: 2, problem: 'must be a whole number of environments the gate pool keeps a container for (0-16; 0 turns it off)' },
+    {
+      variable: 'TARMAC_GATE_POOL',
+      field: 'gatePool',
+      fallback: 1,
+      problem: 'must be a whole number of gate containers kept waiting (0-16; 0 turns the pool off)',
+    },
+    {
+      variable: 'TARMAC_GATE_POOL_ENVIRONMENTS',
+      field: 'gatePoolEnvironments',
+      fallback: 2,
+      problem: 'must be a whole number of environments the gate pool keeps a container for (0-16; 0 turns it off)',
+    },
   ] as const;
   for (const { variable, field, fallback, problem } of poolSettings) {
     it(`reads ${variable} (default ${fallback}, 0 turns it off) and refuses anything but a whole number up to 16, naming the variable`, () => {
@@ -123,7 +140,10 @@ describe('loadConfig', () => {
 
   it('reads TARMAC_EGRESS_ALLOW (default none: setups reach nothing) and refuses a bad entry, naming the variable and the entry', () => {
     assert.deepEqual([...loadConfig({}).egressAllow], []);
-    assert.deepEqual([...loadConfig({ TARMAC_EGRESS_ALLOW: ' Mirror.Example.com, *.example.org\nfiles.example.net ' }).egressAllow], ['mirror.example.com', '*.example.org', 'files.example.net']);
+    assert.deepEqual(
+      [...loadConfig({ TARMAC_EGRESS_ALLOW: ' Mirror.Example.com, *.example.org\nfiles.example.net ' }).egressAllow],
+      ['mirror.example.com', '*.example.org', 'files.example.net'],
+    );
     for (const [bad, why] of [
       ['mirror.example.com,10.0.0.1', '"10.0.0.1" is an IP address'],
       ['mirror.example.com:8443', '"mirror.example.com:8443" names a port'],
@@ -141,7 +161,11 @@ describe('loadConfig', () => {
   it('reads the environment settings (TARMAC_SETUP_ENV, TARMAC_EGRESS_CA, TARMAC_ENV_MAX_BYTES, TARMAC_ENV_CACHE_MAX), naming each bad one', () => {
     const defaults = loadConfig({}).environments;
     assert.deepEqual([defaults.setupEnv, defaults.envMaxBytes, defaults.envCacheMaxBytes], [{}, 4 * 1024 ** 3, 20 * 1024 ** 3]);
-    const set = loadConfig({ TARMAC_SETUP_ENV: 'npm_config_registry=https://mirror.example.com/npm/\nPIP_INDEX_URL=https://mirror.example.com/pypi/simple', TARMAC_ENV_MAX_BYTES: '512m', TARMAC_ENV_CACHE_MAX: '2G' }).environments;
+    const set = loadConfig({
+      TARMAC_SETUP_ENV: 'npm_config_registry=https://mirror.example.com/npm/\nPIP_INDEX_URL=https://mirror.example.com/pypi/simple',
+      TARMAC_ENV_MAX_BYTES: '512m',
+      TARMAC_ENV_CACHE_MAX: '2G',
+    }).environments;
     assert.deepEqual(set.setupEnv, { npm_config_registry: 'https://mirror.example.com/npm/', PIP_INDEX_URL: 'https://mirror.example.com/pypi/simple' });
     assert.deepEqual([set.envMaxBytes, set.envCacheMaxBytes], [512 * 1024 ** 2, 2 * 1024 ** 3]);
     const cases: Array<[Record<string, string>, string]> = [
@@ -153,7 +177,11 @@ describe('loadConfig', () => {
       [{ TARMAC_ENV_CACHE_MAX: '10k' }, 'TARMAC_ENV_CACHE_MAX: "10k" must be a size of at least 1m'],
     ];
     for (const [env, message] of cases) {
-      assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.problems.length === 1 && error.problems[0]!.startsWith(message), message);
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => error instanceof ConfigError && error.problems.length === 1 && error.problems[0]!.startsWith(message),
+        message,
+      );
     }
     // A setup variable may carry a registry's token: its value is never serialised.
     const secret = loadConfig({ TARMAC_SETUP_ENV: 'NPM_TOKEN=registry-token-value-123' });

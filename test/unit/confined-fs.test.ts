@@ -4,7 +4,15 @@ import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, sta
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ConfinedPathError, confinedComponents, listDirectoryNoFollow, lstatNoFollow, readFileNoFollow, writeFileNoFollow, type RefusalCode } from '../../activities/stores/confined-fs';
+import {
+  ConfinedPathError,
+  confinedComponents,
+  listDirectoryNoFollow,
+  lstatNoFollow,
+  readFileNoFollow,
+  writeFileNoFollow,
+  type RefusalCode,
+} from '../../activities/stores/confined-fs';
 
 const refusedWith = (code: RefusalCode) => (error: unknown) => error instanceof ConfinedPathError && error.code === code;
 
@@ -143,7 +151,9 @@ describe('confined file access on real directories', () => {
     mkdirSync(join(root, 'swap'));
     writeFileSync(join(root, 'swap', 'secret'), 'inside\n');
     // Another process flips `swap` between the real directory and a link to the host directory.
-    const flipper = spawn('sh', ['-c', `cd '${root}' && while :; do mv swap swap.real && ln -s '${outside}' swap && rm swap && mv swap.real swap; done`], { stdio: 'ignore' });
+    const flipper = spawn('sh', ['-c', `cd '${root}' && while :; do mv swap swap.real && ln -s '${outside}' swap && rm swap && mv swap.real swap; done`], {
+      stdio: 'ignore',
+    });
     try {
       const seen = new Set<string>();
       for (let round = 0; round < 3000; round += 1) {

@@ -92,8 +92,15 @@ describe('copyCappedLog (into a real file)', () => {
     assert.ok(size <= cap, `file ${size} bytes ≤ cap ${cap}`);
     const text = readFileSync(file, 'utf8');
     assert.match(text, new RegExp(`\\[tarmac\\] log truncated after ${result.bytes} bytes`));
-    assert.ok(text.endsWith("was not kept\n"));
-    assert.equal(text.split('\n').filter((entry) => entry.startsWith('y')).every((entry) => entry.length === 1023), true, 'whole lines only');
+    assert.ok(text.endsWith('was not kept\n'));
+    assert.equal(
+      text
+        .split('\n')
+        .filter((entry) => entry.startsWith('y'))
+        .every((entry) => entry.length === 1023),
+      true,
+      'whole lines only',
+    );
     assert.ok(produced < 200, `the source was not drained (${produced} frames pulled)`);
     assert.equal(source.destroyed, true, 'the stream is closed at the cap');
   });

@@ -4,7 +4,12 @@ import { checkNetwork, containerName, dockerNamePattern } from '../../core/node/
 
 describe('containerName: one deterministic Docker name per (run, step)', () => {
   const table = [
-    { name: 'a gate step', run: 'landing.repo.main.abc123', step: 'gate-test-0123456789ab-r1', readable: /^tarmac-landing\.repo\.main\.abc123-gate-test-0123456789ab-r1-[0-9a-f]{16}$/ },
+    {
+      name: 'a gate step',
+      run: 'landing.repo.main.abc123',
+      step: 'gate-test-0123456789ab-r1',
+      readable: /^tarmac-landing\.repo\.main\.abc123-gate-test-0123456789ab-r1-[0-9a-f]{16}$/,
+    },
     { name: 'a session attempt', run: 'session-test.1a2b', step: 'session-s-1a2b-a2', readable: /^tarmac-session-test\.1a2b-session-s-1a2b-a2-[0-9a-f]{16}$/ },
     { name: 'characters outside the rule become _', run: 'run/with spaces#x', step: 'step:1', readable: /^tarmac-run_with_spaces_x-step_1-[0-9a-f]{16}$/ },
     { name: 'a very long step is cut and hashed', run: 'r', step: 'x'.repeat(500), readable: /^tarmac-r-x{91}-[0-9a-f]{16}$/ },

@@ -3,7 +3,19 @@ import { describe, it } from 'node:test';
 import { cronProblem, timezoneProblem } from '../../core/cron';
 
 describe('cronProblem', () => {
-  const accepted = ['0 3 * * *', '*/15 * * * *', '0 9-17 * * MON-FRI', '30 2 1,15 * *', '0 0 * JAN,jul 0', '0 3 * * 7', '5/20 * * * *', '0 0-23/2 * * *', '@daily', '@hourly', '@weekly'];
+  const accepted = [
+    '0 3 * * *',
+    '*/15 * * * *',
+    '0 9-17 * * MON-FRI',
+    '30 2 1,15 * *',
+    '0 0 * JAN,jul 0',
+    '0 3 * * 7',
+    '5/20 * * * *',
+    '0 0-23/2 * * *',
+    '@daily',
+    '@hourly',
+    '@weekly',
+  ];
   for (const expression of accepted) it(`accepts "${expression}"`, () => assert.equal(cronProblem(expression), undefined));
 
   const refused = [

@@ -9,7 +9,19 @@ import { dashboardCsp } from '../../api/dashboard';
 import { loadConfig } from '../../core/node/config';
 import type { RunEvent } from '../../core/events';
 import type { SessionStatusView } from '../../core/session-types';
-import { batchLineage, batchMembers, gateRounds, humanDuration, metersAgainstBudget, phaseTimeline, queuePanel, sessionRows, stepGraph, type LandingView, type QueueView } from '../../dashboard/src/model';
+import {
+  batchLineage,
+  batchMembers,
+  gateRounds,
+  humanDuration,
+  metersAgainstBudget,
+  phaseTimeline,
+  queuePanel,
+  sessionRows,
+  stepGraph,
+  type LandingView,
+  type QueueView,
+} from '../../dashboard/src/model';
 import { egressHosts, environmentRows, environmentUseRows } from '../../dashboard/src/environment-model';
 import { SseParser } from '../../dashboard/src/sse';
 import { buildDashboard } from '../../scripts/build-dashboard';
@@ -21,7 +33,8 @@ import { TemporalStandIn } from '../helpers/temporal-stand-in';
  * The page in a browser against the real stack: test/e2e/dashboard.test.ts.
  */
 
-const stream = 'retry: 2000\n\n: keep-alive\n\nid: c1\nevent: phase\ndata: {"kind":"phase"}\n\nid: c2\nevent: log\ndata: line one\ndata: line two\n\nevent: end\ndata: {}\n\n';
+const stream =
+  'retry: 2000\n\n: keep-alive\n\nid: c1\nevent: phase\ndata: {"kind":"phase"}\n\nid: c2\nevent: log\ndata: line one\ndata: line two\n\nevent: end\ndata: {}\n\n';
 const sseCases: { name: string; chunks: string[]; expected: { event: string; data: string; id?: string }[]; lastEventId?: string; retryMs?: number }[] = [
   {
     name: 'whole stream in one chunk: comments skipped, multi-line data joined, end without an id',
@@ -45,7 +58,12 @@ const sseCases: { name: string; chunks: string[]; expected: { event: string; dat
     lastEventId: 'c2',
     retryMs: 2000,
   },
-  { name: 'CRLF line ends, split between \\r and \\n', chunks: ['id: 7\r', '\nevent: gate\r\ndata: x\r', '\n\r', '\n'], expected: [{ event: 'gate', data: 'x', id: '7' }], lastEventId: '7' },
+  {
+    name: 'CRLF line ends, split between \\r and \\n',
+    chunks: ['id: 7\r', '\nevent: gate\r\ndata: x\r', '\n\r', '\n'],
+    expected: [{ event: 'gate', data: 'x', id: '7' }],
+    lastEventId: '7',
+  },
   { name: 'no event name is a message; an unfinished event is held back', chunks: ['data: a\n\ndata: b\n'], expected: [{ event: 'message', data: 'a' }] },
   { name: 'a retry that is not a number is ignored', chunks: ['retry: soon\ndata: a\n\n'], expected: [{ event: 'message', data: 'a' }] },
 ];
@@ -76,11 +94,31 @@ const view: Pick<LandingView, 'steps' | 'gates' | 'reviews' | 'outcome'> = {
     { name: 'capsule.prepareRun', status: 'skipped', startedAt: at(10) },
   ],
   gates: [
-    { suiteId: 'test', treeSha: tree('a'), status: 'failed', exitCode: 4, logRef: 'runs/x/logs/gate-test-1.log', durationMs: 1000, reattached: false, round: 1 },
+    {
+      suiteId: 'test',
+      treeSha: tree('a'),
+      status: 'failed',
+      exitCode: 4,
+      logRef: 'runs/x/logs/gate-test-1.log',
+      durationMs: 1000,
+      reattached: false,
+      round: 1,
+    },
     { suiteId: 'test', treeSha: tree('b'), status: 'passed', exitCode: 0, logRef: 'runs/x/logs/gate-test-2.log', durationMs: 900, reattached: true, round: 2 },
   ],
   reviews: [
-    { treeSha: tree('b'), status: 'approved', summary: 'ok', cache: 'hit', restored: ['script#reviewer-a'], sessionsStarted: 0, missing: [], blocking: [], reviewers: [], meters: { sessionsSpawned: 0, respawns: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 } },
+    {
+      treeSha: tree('b'),
+      status: 'approved',
+      summary: 'ok',
+      cache: 'hit',
+      restored: ['script#reviewer-a'],
+      sessionsStarted: 0,
+      missing: [],
+      blocking: [],
+      reviewers: [],
+      meters: { sessionsSpawned: 0, respawns: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 },
+    },
   ],
   outcome: {
     status: 'landed',
@@ -124,7 +162,11 @@ describe('the run page derives its marks from the status, the outcome and the jo
 
   it('gate rounds: one per round with its tree; the red marked superseded, the green reattached', () => {
     assert.deepEqual(
-      gateRounds(view.gates, view.outcome).map((round) => ({ round: round.round, tree: round.treeSha, results: round.results.map((result) => `${result.suiteId}:${result.status}:${result.markers.join('+')}`) })),
+      gateRounds(view.gates, view.outcome).map((round) => ({
+        round: round.round,
+        tree: round.treeSha,
+        results: round.results.map((result) => `${result.suiteId}:${result.status}:${result.markers.join('+')}`),
+      })),
       [
         { round: 1, tree: tree('a'), results: ['test:failed:superseded'] },
         { round: 2, tree: tree('b'), results: ['test:passed:reattached'] },
@@ -139,8 +181,28 @@ describe('the run page derives its marks from the status, the outcome and the jo
         { name: 'gate.runSuite:test#1', status: 'done', startedAt: at(1), endedAt: at(3), detail: 'passed (exit 0); GATE_CACHE=miss' },
       ],
       gates: [
-        { suiteId: 'lint', treeSha: tree('c'), status: 'passed', exitCode: 0, logRef: 'runs/y/logs/gate-lint.log', durationMs: 4000, reattached: false, round: 1, cache: 'hit' },
-        { suiteId: 'test', treeSha: tree('c'), status: 'passed', exitCode: 0, logRef: 'runs/y/logs/gate-test.log', durationMs: 2000, reattached: false, round: 1, cache: 'miss' },
+        {
+          suiteId: 'lint',
+          treeSha: tree('c'),
+          status: 'passed',
+          exitCode: 0,
+          logRef: 'runs/y/logs/gate-lint.log',
+          durationMs: 4000,
+          reattached: false,
+          round: 1,
+          cache: 'hit',
+        },
+        {
+          suiteId: 'test',
+          treeSha: tree('c'),
+          status: 'passed',
+          exitCode: 0,
+          logRef: 'runs/y/logs/gate-test.log',
+          durationMs: 2000,
+          reattached: false,
+          round: 1,
+          cache: 'miss',
+        },
       ],
       reviews: [],
     };
@@ -187,14 +249,67 @@ describe('the run page derives its marks from the status, the outcome and the jo
     );
   });
 
-  it('sessions: class of the last attempt, ladder rung after escalations, tokens from the session\'s own status', () => {
-    const resolverStatus = { state: 'done', attempt: 2, harnessModel: 'script#resolver', decisions: [], meters: { sessionsSpawned: 2, respawns: 1, escalations: 0, reattachments: 0, inputTokens: 300, outputTokens: 20, costUsd: 0.1, wallTimeMs: 1, capsulesRun: 1, budgetPauses: 0 } } as SessionStatusView;
+  it("sessions: class of the last attempt, ladder rung after escalations, tokens from the session's own status", () => {
+    const resolverStatus = {
+      state: 'done',
+      attempt: 2,
+      harnessModel: 'script#resolver',
+      decisions: [],
+      meters: {
+        sessionsSpawned: 2,
+        respawns: 1,
+        escalations: 0,
+        reattachments: 0,
+        inputTokens: 300,
+        outputTokens: 20,
+        costUsd: 0.1,
+        wallTimeMs: 1,
+        capsulesRun: 1,
+        budgetPauses: 0,
+      },
+    } as SessionStatusView;
     const rows = sessionRows(journal, view.outcome, new Map([['resolver-1', resolverStatus]]));
     assert.deepEqual(
-      rows.map(({ sessionId, role, harnessModel, status, attemptClass, rung, attempts, respawns, inputTokens, outputTokens, markers }) => ({ sessionId, role, harnessModel, status, attemptClass, rung, attempts, respawns, inputTokens, outputTokens, markers })),
+      rows.map(({ sessionId, role, harnessModel, status, attemptClass, rung, attempts, respawns, inputTokens, outputTokens, markers }) => ({
+        sessionId,
+        role,
+        harnessModel,
+        status,
+        attemptClass,
+        rung,
+        attempts,
+        respawns,
+        inputTokens,
+        outputTokens,
+        markers,
+      })),
       [
-        { sessionId: 'resolver-1', role: 'resolver', harnessModel: 'script#resolver', status: 'delivered', attemptClass: 'delivered', rung: 1, attempts: 2, respawns: 1, inputTokens: 300, outputTokens: 20, markers: ['respawned'] },
-        { sessionId: 'fixup-1-implementer-1', role: 'implementer', harnessModel: 'script#bigger', status: 'running', attemptClass: undefined, rung: 2, attempts: 2, respawns: 0, inputTokens: undefined, outputTokens: undefined, markers: ['escalated'] },
+        {
+          sessionId: 'resolver-1',
+          role: 'resolver',
+          harnessModel: 'script#resolver',
+          status: 'delivered',
+          attemptClass: 'delivered',
+          rung: 1,
+          attempts: 2,
+          respawns: 1,
+          inputTokens: 300,
+          outputTokens: 20,
+          markers: ['respawned'],
+        },
+        {
+          sessionId: 'fixup-1-implementer-1',
+          role: 'implementer',
+          harnessModel: 'script#bigger',
+          status: 'running',
+          attemptClass: undefined,
+          rung: 2,
+          attempts: 2,
+          respawns: 0,
+          inputTokens: undefined,
+          outputTokens: undefined,
+          markers: ['escalated'],
+        },
       ],
     );
   });
@@ -211,20 +326,23 @@ describe('the run page derives its marks from the status, the outcome and the jo
 
   it('meters against the budget: tokens are input + output; no budget, no limits', () => {
     const budget = { tokens: 2000, costUsd: 1, sessions: 4, wallMs: 3_600_000, onExhausted: 'pause' as const };
-    assert.deepEqual(metersAgainstBudget(meters, budget).map((row) => [row.name, row.used, row.limit]), [
-      ['tokens', 1000, 2000],
-      ['cost', 0.5, 1],
-      ['agent sessions', 2, 4],
-      ['wall time', 60_000, 3_600_000],
-    ]);
+    assert.deepEqual(
+      metersAgainstBudget(meters, budget).map((row) => [row.name, row.used, row.limit]),
+      [
+        ['tokens', 1000, 2000],
+        ['cost', 0.5, 1],
+        ['agent sessions', 2, 4],
+        ['wall time', 60_000, 3_600_000],
+      ],
+    );
     assert.ok(metersAgainstBudget(meters, undefined).every((row) => row.limit === undefined));
   });
 });
 
-describe('the merge queue on the dashboard: a landing\'s batch lineage, a batch\'s page, the queue panel', () => {
+describe("the merge queue on the dashboard: a landing's batch lineage, a batch's page, the queue panel", () => {
   const batchId = 'queue.app.main.0123456789ab.batch-1';
 
-  it("a landing merged in a batch: the batch, its round and tree, every member with this landing marked; each batch that named it the culprit", () => {
+  it('a landing merged in a batch: the batch, its round and tree, every member with this landing marked; each batch that named it the culprit', () => {
     const outcome = {
       batch: { id: batchId, members: ['land.a1', 'land.b', 'land.a2'], round: 3, treeSha: tree('e'), stackedSha: tree('d') },
       culpritIn: [{ batchId: 'queue.app.main.0123456789ab.batch-0', round: 1, treeSha: tree('c'), failing: ['check'] }],
@@ -290,11 +408,21 @@ describe('the merge queue on the dashboard: a landing\'s batch lineage, a batch\
       ],
       turns: 'A turn takes 15 s (median of the last 4).',
     });
-    const batched = queuePanel({ ...queue, current: undefined, batch: { id: batchId, members: ['land.a', 'land.b'], links: { self: `/v1/runs/${batchId}` } }, waiting: [{ landingId: 'land.c', position: 0, lane: 0, seq: 3, batchable: true, links: { landing: '/v1/landings/land.c' } }], recentTurnMs: [] });
+    const batched = queuePanel({
+      ...queue,
+      current: undefined,
+      batch: { id: batchId, members: ['land.a', 'land.b'], links: { self: `/v1/runs/${batchId}` } },
+      waiting: [{ landingId: 'land.c', position: 0, lane: 0, seq: 3, batchable: true, links: { landing: '/v1/landings/land.c' } }],
+      recentTurnMs: [],
+    });
     assert.deepEqual(batched.holder, { kind: 'batch', id: batchId, members: ['land.a', 'land.b'] });
     assert.deepEqual(batched.line, [{ landingId: 'land.c', position: 0, lane: '0', batchable: true, eta: 'not known yet' }]);
     assert.equal(batched.turns, 'No turn timed yet: no ETA.');
-    assert.deepEqual(queuePanel({ ...queue, current: undefined, turnInFlightMs: undefined, waiting: [] }), { line: [], turns: 'A turn takes 15 s (median of the last 4).' }, 'a free target');
+    assert.deepEqual(
+      queuePanel({ ...queue, current: undefined, turnInFlightMs: undefined, waiting: [] }),
+      { line: [], turns: 'A turn takes 15 s (median of the last 4).' },
+      'a free target',
+    );
   });
 
   it('durations read as a person says them', () => {
@@ -333,7 +461,14 @@ describe("environments on the dashboard: the host's list and a landing's panel",
       { commitSha: tree('a'), key: `sha256:${'2'.repeat(64)}`, cache: 'miss', buildMs: 900, egress: [], failed: 'setup[0] `npm ci` exited 1' },
     ]);
     assert.deepEqual(
-      rows.map(({ tree: treeShown, shortKey, cache, detail, failed, egress: hosts }) => ({ tree: treeShown, shortKey, cache, detail, failed, hosts: hosts.length })),
+      rows.map(({ tree: treeShown, shortKey, cache, detail, failed, egress: hosts }) => ({
+        tree: treeShown,
+        shortKey,
+        cache,
+        detail,
+        failed,
+        hosts: hosts.length,
+      })),
       [
         { tree: 'dddddddddd', shortKey: '111111111111', cache: 'miss', detail: 'built in 42 s', failed: false, hosts: 3 },
         { tree: 'ffffffffff', shortKey: '111111111111', cache: 'hit', detail: 'reused (built in 42 s)', failed: false, hosts: 0 },
@@ -345,20 +480,33 @@ describe("environments on the dashboard: the host's list and a landing's panel",
 
   it("the host's environments: size and build time as a person reads them, the runs holding each", () => {
     const [row] = environmentRows([
-      { key: `sha256:${'3'.repeat(64)}`, repo: '/srv/app.git', baseImage: 'tarmac/runner:local', sizeBytes: 340 * 1024 ** 2, lastUsedAt: at(5), buildMs: 185_000, usedBy: ['land.b', 'land.a'], builtBy: { runId: 'land.a' }, egress },
+      {
+        key: `sha256:${'3'.repeat(64)}`,
+        repo: '/srv/app.git',
+        baseImage: 'tarmac/runner:local',
+        sizeBytes: 340 * 1024 ** 2,
+        lastUsedAt: at(5),
+        buildMs: 185_000,
+        usedBy: ['land.b', 'land.a'],
+        builtBy: { runId: 'land.a' },
+        egress,
+      },
     ]);
-    assert.deepEqual({ ...row, egress: row!.egress.map((host) => host.host) }, {
-      key: `sha256:${'3'.repeat(64)}`,
-      shortKey: '333333333333',
-      repo: '/srv/app.git',
-      baseImage: 'tarmac/runner:local',
-      size: '340 MiB',
-      lastUsedAt: at(5),
-      build: '3 min 05 s',
-      builtBy: 'land.a',
-      usedBy: ['land.b', 'land.a'],
-      egress: ['evil.example.test:443', 'evil.example.test:80', 'registry.example.test:443'],
-    });
+    assert.deepEqual(
+      { ...row, egress: row!.egress.map((host) => host.host) },
+      {
+        key: `sha256:${'3'.repeat(64)}`,
+        shortKey: '333333333333',
+        repo: '/srv/app.git',
+        baseImage: 'tarmac/runner:local',
+        size: '340 MiB',
+        lastUsedAt: at(5),
+        build: '3 min 05 s',
+        builtBy: 'land.a',
+        usedBy: ['land.b', 'land.a'],
+        egress: ['evil.example.test:443', 'evil.example.test:80', 'registry.example.test:443'],
+      },
+    );
   });
 });
 
@@ -398,7 +546,14 @@ describe('the API serves a build of the dashboard (no Temporal, no Docker)', () 
       assert.equal(response.headers['x-frame-options'], 'DENY', url);
       assert.equal(response.headers['referrer-policy'], 'no-referrer', url);
     }
-    for (const directive of ["default-src 'self'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "object-src 'none'"]) {
+    for (const directive of [
+      "default-src 'self'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "connect-src 'self'",
+      "frame-ancestors 'none'",
+      "object-src 'none'",
+    ]) {
       assert.ok(dashboardCsp.split('; ').includes(directive), directive);
     }
     assert.doesNotMatch(dashboardCsp, /unsafe-inline|unsafe-eval|\*|https?:/, 'no inline script or style, no eval, no other origin');
@@ -429,7 +584,11 @@ describe('the API serves a build of the dashboard (no Temporal, no Docker)', () 
     assert.equal(missing.statusCode, 404);
     assert.match(missing.json().error.message, /npm run build:dashboard/);
     const paths = Object.keys((await app.inject({ method: 'GET', url: '/docs/json' })).json().paths);
-    assert.deepEqual(paths.filter((path) => path.startsWith('/dashboard')), [], 'the static routes are not in the OpenAPI document');
+    assert.deepEqual(
+      paths.filter((path) => path.startsWith('/dashboard')),
+      [],
+      'the static routes are not in the OpenAPI document',
+    );
     assert.ok(paths.includes('/v1/runs'), 'the list the dashboard reads is documented');
     assert.ok(paths.includes('/v1/environments'), 'and the environments it lists');
   });

@@ -118,8 +118,16 @@ describe('the paragraph, demo and link rules', () => {
     { name: 'two paragraphs split by a blank line', text: 'one two\nthree\n\nfour', expected: { paragraphs: [3, 1], links: [] } },
     { name: 'a list item is a paragraph of its own', text: 'intro words\n- a b\n  c\n- d', expected: { paragraphs: [2, 3, 1], links: [] } },
     { name: 'code, headings and tables are no paragraphs', text: '# Title words\n```\nx y z\n```\n| a | b |', expected: { paragraphs: [], links: [] } },
-    { name: 'the demo is the first code block that lands', text: 'x\n```sh\nnpm run up\n```\n```sh\nbin/tarmac.sh land "$R" b\n```', expected: { paragraphs: [1], demo: 5, links: [] } },
-    { name: 'links outside code, not URLs', text: 'see [a](docs/A.md#x) and [b](https://e.org) `[c](no.md)`', expected: { paragraphs: [5], links: ['docs/A.md#x'] } },
+    {
+      name: 'the demo is the first code block that lands',
+      text: 'x\n```sh\nnpm run up\n```\n```sh\nbin/tarmac.sh land "$R" b\n```',
+      expected: { paragraphs: [1], demo: 5, links: [] },
+    },
+    {
+      name: 'links outside code, not URLs',
+      text: 'see [a](docs/A.md#x) and [b](https://e.org) `[c](no.md)`',
+      expected: { paragraphs: [5], links: ['docs/A.md#x'] },
+    },
   ];
   for (const { name, text, expected } of cases) {
     it(name, () => {

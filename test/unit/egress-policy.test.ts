@@ -1,38 +1,143 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { addressDecision, classifyAddress, egressDecision, narrowAllow, parseEgressAllow, splitAuthority, type AddressClass, type EgressDecision } from '../../policies/egress';
+import {
+  addressDecision,
+  classifyAddress,
+  egressDecision,
+  narrowAllow,
+  parseEgressAllow,
+  splitAuthority,
+  type AddressClass,
+  type EgressDecision,
+} from '../../policies/egress';
 
 // Example names only (example.com and .test are reserved for this): the real registries' hosts are never written here.
 
 const allowTable: { name: string; input: string; expected: ReturnType<typeof parseEgressAllow> }[] = [
   { name: 'empty: nothing is allowed', input: '', expected: { ok: true, hosts: [] } },
-  { name: 'commas, spaces and newlines separate; lowercased; trailing dot dropped; duplicates dropped', input: ' Mirror.Example.com, files.example.com\n\tmirror.example.com. ', expected: { ok: true, hosts: ['mirror.example.com', 'files.example.com'] } },
+  {
+    name: 'commas, spaces and newlines separate; lowercased; trailing dot dropped; duplicates dropped',
+    input: ' Mirror.Example.com, files.example.com\n\tmirror.example.com. ',
+    expected: { ok: true, hosts: ['mirror.example.com', 'files.example.com'] },
+  },
   { name: 'a leading *. allows subdomains', input: '*.Example.com', expected: { ok: true, hosts: ['*.example.com'] } },
   { name: 'a single label is a name', input: 'localhost', expected: { ok: true, hosts: ['localhost'] } },
-  { name: 'an IPv4 address is refused', input: 'mirror.example.com, 10.0.0.1', expected: { ok: false, entry: '10.0.0.1', message: '"10.0.0.1" is an IP address: write host names (the gateway checks the addresses they resolve to)' } },
-  { name: 'a decimal IPv4 is refused', input: '2130706433', expected: { ok: false, entry: '2130706433', message: '"2130706433" is an IP address: write host names (the gateway checks the addresses they resolve to)' } },
-  { name: 'an IPv6 address is refused', input: '::1', expected: { ok: false, entry: '::1', message: '"::1" is an IP address: write host names (the gateway checks the addresses they resolve to)' } },
-  { name: 'a bracketed IPv6 address is refused', input: '[fe80::1]', expected: { ok: false, entry: '[fe80::1]', message: '"[fe80::1]" is an IP address: write host names (the gateway checks the addresses they resolve to)' } },
-  { name: 'a port is refused', input: 'mirror.example.com:8443', expected: { ok: false, entry: 'mirror.example.com:8443', message: '"mirror.example.com:8443" names a port: write the host alone (the gateway allows ports 443 and 80)' } },
-  { name: 'a scheme is refused', input: 'https://mirror.example.com', expected: { ok: false, entry: 'https://mirror.example.com', message: '"https://mirror.example.com" is a URL: write the host name alone, without a scheme' } },
-  { name: 'a path is refused', input: 'mirror.example.com/simple', expected: { ok: false, entry: 'mirror.example.com/simple', message: '"mirror.example.com/simple" is not a host name (no paths or credentials): write the host name alone' } },
-  { name: 'an empty label is refused', input: 'mirror..example.com', expected: { ok: false, entry: 'mirror..example.com', message: '"mirror..example.com" has an empty label (two dots in a row, or a leading dot)' } },
-  { name: 'a leading dot is refused', input: '.example.com', expected: { ok: false, entry: '.example.com', message: '".example.com" has an empty label (two dots in a row, or a leading dot)' } },
+  {
+    name: 'an IPv4 address is refused',
+    input: 'mirror.example.com, 10.0.0.1',
+    expected: { ok: false, entry: '10.0.0.1', message: '"10.0.0.1" is an IP address: write host names (the gateway checks the addresses they resolve to)' },
+  },
+  {
+    name: 'a decimal IPv4 is refused',
+    input: '2130706433',
+    expected: { ok: false, entry: '2130706433', message: '"2130706433" is an IP address: write host names (the gateway checks the addresses they resolve to)' },
+  },
+  {
+    name: 'an IPv6 address is refused',
+    input: '::1',
+    expected: { ok: false, entry: '::1', message: '"::1" is an IP address: write host names (the gateway checks the addresses they resolve to)' },
+  },
+  {
+    name: 'a bracketed IPv6 address is refused',
+    input: '[fe80::1]',
+    expected: { ok: false, entry: '[fe80::1]', message: '"[fe80::1]" is an IP address: write host names (the gateway checks the addresses they resolve to)' },
+  },
+  {
+    name: 'a port is refused',
+    input: 'mirror.example.com:8443',
+    expected: {
+      ok: false,
+      entry: 'mirror.example.com:8443',
+      message: '"mirror.example.com:8443" names a port: write the host alone (the gateway allows ports 443 and 80)',
+    },
+  },
+  {
+    name: 'a scheme is refused',
+    input: 'https://mirror.example.com',
+    expected: { ok: false, entry: 'https://mirror.example.com', message: '"https://mirror.example.com" is a URL: write the host name alone, without a scheme' },
+  },
+  {
+    name: 'a path is refused',
+    input: 'mirror.example.com/simple',
+    expected: {
+      ok: false,
+      entry: 'mirror.example.com/simple',
+      message: '"mirror.example.com/simple" is not a host name (no paths or credentials): write the host name alone',
+    },
+  },
+  {
+    name: 'an empty label is refused',
+    input: 'mirror..example.com',
+    expected: { ok: false, entry: 'mirror..example.com', message: '"mirror..example.com" has an empty label (two dots in a row, or a leading dot)' },
+  },
+  {
+    name: 'a leading dot is refused',
+    input: '.example.com',
+    expected: { ok: false, entry: '.example.com', message: '".example.com" has an empty label (two dots in a row, or a leading dot)' },
+  },
   { name: 'a bare * is refused', input: '*', expected: { ok: false, entry: '*', message: '"*" would allow every host: list the hosts, or "*." and a domain' } },
-  { name: 'a wildcard inside is refused', input: 'mirror.*.example.com', expected: { ok: false, entry: 'mirror.*.example.com', message: '"mirror.*.example.com" has a "*" that is not a leading "*.": a wildcard allows the names below one domain' } },
-  { name: 'a bad character is refused, naming the label', input: 'mirror_1.example.com', expected: { ok: false, entry: 'mirror_1.example.com', message: '"mirror_1.example.com" has the label "mirror_1": labels are letters, digits and inner hyphens, 1-63 long' } },
+  {
+    name: 'a wildcard inside is refused',
+    input: 'mirror.*.example.com',
+    expected: {
+      ok: false,
+      entry: 'mirror.*.example.com',
+      message: '"mirror.*.example.com" has a "*" that is not a leading "*.": a wildcard allows the names below one domain',
+    },
+  },
+  {
+    name: 'a bad character is refused, naming the label',
+    input: 'mirror_1.example.com',
+    expected: {
+      ok: false,
+      entry: 'mirror_1.example.com',
+      message: '"mirror_1.example.com" has the label "mirror_1": labels are letters, digits and inner hyphens, 1-63 long',
+    },
+  },
 ];
 
 const narrowTable: { name: string; input: { operator: string[]; declared: string[] | undefined }; expected: ReturnType<typeof narrowAllow> }[] = [
-  { name: 'no declaration: the operator\'s list', input: { operator: ['a.example.com', '*.example.org'], declared: undefined }, expected: { hosts: ['a.example.com', '*.example.org'], refusedDeclared: [] } },
+  {
+    name: "no declaration: the operator's list",
+    input: { operator: ['a.example.com', '*.example.org'], declared: undefined },
+    expected: { hosts: ['a.example.com', '*.example.org'], refusedDeclared: [] },
+  },
   { name: 'an empty declaration allows nothing', input: { operator: ['a.example.com'], declared: [] }, expected: { hosts: [], refusedDeclared: [] } },
-  { name: 'narrowed to the declared hosts the operator allows', input: { operator: ['a.example.com', 'b.example.com'], declared: ['B.example.com'] }, expected: { hosts: ['b.example.com'], refusedDeclared: [] } },
-  { name: 'a declared host off the operator\'s list is refused, never added', input: { operator: ['a.example.com'], declared: ['a.example.com', 'evil.example.net'] }, expected: { hosts: ['a.example.com'], refusedDeclared: ['evil.example.net'] } },
-  { name: 'an operator wildcard covers a declared name below it', input: { operator: ['*.example.com'], declared: ['files.example.com'] }, expected: { hosts: ['files.example.com'], refusedDeclared: [] } },
-  { name: 'an operator wildcard covers a narrower declared wildcard', input: { operator: ['*.example.com'], declared: ['*.cdn.example.com', '*.example.com'] }, expected: { hosts: ['*.cdn.example.com', '*.example.com'], refusedDeclared: [] } },
-  { name: 'an operator wildcard does not cover its own domain', input: { operator: ['*.example.com'], declared: ['example.com'] }, expected: { hosts: [], refusedDeclared: ['example.com'] } },
-  { name: 'a declared wildcard is not covered by an operator name: that would widen', input: { operator: ['cdn.example.com'], declared: ['*.example.com'] }, expected: { hosts: [], refusedDeclared: ['*.example.com'] } },
-  { name: 'a declared entry that is not a host is refused', input: { operator: ['a.example.com'], declared: ['https://a.example.com'] }, expected: { hosts: [], refusedDeclared: ['https://a.example.com'] } },
+  {
+    name: 'narrowed to the declared hosts the operator allows',
+    input: { operator: ['a.example.com', 'b.example.com'], declared: ['B.example.com'] },
+    expected: { hosts: ['b.example.com'], refusedDeclared: [] },
+  },
+  {
+    name: "a declared host off the operator's list is refused, never added",
+    input: { operator: ['a.example.com'], declared: ['a.example.com', 'evil.example.net'] },
+    expected: { hosts: ['a.example.com'], refusedDeclared: ['evil.example.net'] },
+  },
+  {
+    name: 'an operator wildcard covers a declared name below it',
+    input: { operator: ['*.example.com'], declared: ['files.example.com'] },
+    expected: { hosts: ['files.example.com'], refusedDeclared: [] },
+  },
+  {
+    name: 'an operator wildcard covers a narrower declared wildcard',
+    input: { operator: ['*.example.com'], declared: ['*.cdn.example.com', '*.example.com'] },
+    expected: { hosts: ['*.cdn.example.com', '*.example.com'], refusedDeclared: [] },
+  },
+  {
+    name: 'an operator wildcard does not cover its own domain',
+    input: { operator: ['*.example.com'], declared: ['example.com'] },
+    expected: { hosts: [], refusedDeclared: ['example.com'] },
+  },
+  {
+    name: 'a declared wildcard is not covered by an operator name: that would widen',
+    input: { operator: ['cdn.example.com'], declared: ['*.example.com'] },
+    expected: { hosts: [], refusedDeclared: ['*.example.com'] },
+  },
+  {
+    name: 'a declared entry that is not a host is refused',
+    input: { operator: ['a.example.com'], declared: ['https://a.example.com'] },
+    expected: { hosts: [], refusedDeclared: ['https://a.example.com'] },
+  },
 ];
 
 const addressTable: { name: string; input: string; expected: AddressClass | undefined }[] = [
@@ -69,7 +174,7 @@ const addressTable: { name: string; input: string; expected: AddressClass | unde
   { name: 'link-local upper end of fe80::/10', input: 'febf::1', expected: 'link-local' },
   { name: 'IPv6 multicast', input: 'ff02::1', expected: 'multicast' },
   { name: 'a public IPv6', input: '2606:4700::1111', expected: 'public' },
-  { name: 'IPv6 documentation is public like IPv4\'s', input: '2001:db8::1', expected: 'public' },
+  { name: "IPv6 documentation is public like IPv4's", input: '2001:db8::1', expected: 'public' },
   { name: 'a name is not an address', input: 'localhost', expected: undefined },
   { name: 'a decimal form is not an address here (DNS never answers one)', input: '2130706433', expected: undefined },
   { name: 'leading zeros are not an address here', input: '127.000.000.001', expected: undefined },
@@ -84,12 +189,32 @@ const decisionTable: { name: string; input: { host: string; port: number | undef
   { name: 'an allowed host on 443', input: { host: 'mirror.example.com', port: 443 }, expected: { allow: true, host: 'mirror.example.com' } },
   { name: 'an allowed host on 80, normalised', input: { host: 'Mirror.Example.com.', port: 80 }, expected: { allow: true, host: 'mirror.example.com' } },
   { name: 'a subdomain under a wildcard', input: { host: 'files.cdn.example.org', port: 443 }, expected: { allow: true, host: 'files.cdn.example.org' } },
-  { name: 'the wildcard\'s own domain is not under it', input: { host: 'example.org', port: 443 }, expected: { allow: false, reason: 'example.org is not on the allow-list' } },
+  {
+    name: "the wildcard's own domain is not under it",
+    input: { host: 'example.org', port: 443 },
+    expected: { allow: false, reason: 'example.org is not on the allow-list' },
+  },
   { name: 'a host off the list', input: { host: 'example.com', port: 443 }, expected: { allow: false, reason: 'example.com is not on the allow-list' } },
-  { name: 'a suffix that is not a subdomain', input: { host: 'evilexample.org', port: 443 }, expected: { allow: false, reason: 'evilexample.org is not on the allow-list' } },
-  { name: 'an allowed name as a prefix of another domain', input: { host: 'mirror.example.com.evil.test', port: 443 }, expected: { allow: false, reason: 'mirror.example.com.evil.test is not on the allow-list' } },
-  { name: 'port 22 on an allowed host', input: { host: 'mirror.example.com', port: 22 }, expected: { allow: false, reason: 'mirror.example.com: port 22 is not allowed (only 443 and 80)' } },
-  { name: 'no port', input: { host: 'mirror.example.com', port: undefined }, expected: { allow: false, reason: 'mirror.example.com: port (none) is not allowed (only 443 and 80)' } },
+  {
+    name: 'a suffix that is not a subdomain',
+    input: { host: 'evilexample.org', port: 443 },
+    expected: { allow: false, reason: 'evilexample.org is not on the allow-list' },
+  },
+  {
+    name: 'an allowed name as a prefix of another domain',
+    input: { host: 'mirror.example.com.evil.test', port: 443 },
+    expected: { allow: false, reason: 'mirror.example.com.evil.test is not on the allow-list' },
+  },
+  {
+    name: 'port 22 on an allowed host',
+    input: { host: 'mirror.example.com', port: 22 },
+    expected: { allow: false, reason: 'mirror.example.com: port 22 is not allowed (only 443 and 80)' },
+  },
+  {
+    name: 'no port',
+    input: { host: 'mirror.example.com', port: undefined },
+    expected: { allow: false, reason: 'mirror.example.com: port (none) is not allowed (only 443 and 80)' },
+  },
   { name: 'IPv4 literal', input: { host: '127.0.0.1', port: 443 }, expected: ipReason('127.0.0.1') },
   { name: 'decimal IPv4', input: { host: '2130706433', port: 443 }, expected: ipReason('2130706433') },
   { name: 'hex IPv4', input: { host: '0x7f000001', port: 443 }, expected: ipReason('0x7f000001') },
@@ -98,18 +223,50 @@ const decisionTable: { name: string; input: { host: string; port: number | undef
   { name: 'bracketed IPv6', input: { host: '[::1]', port: 443 }, expected: ipReason('[::1]') },
   { name: 'bare IPv6', input: { host: '::ffff:127.0.0.1', port: 443 }, expected: ipReason('::ffff:127.0.0.1') },
   { name: 'empty host', input: { host: '', port: 443 }, expected: { allow: false, reason: 'the request names no host' } },
-  { name: 'malformed host', input: { host: 'mirror example.com', port: 443 }, expected: { allow: false, reason: '"mirror example.com" is not a valid host name' } },
-  { name: 'an underscore is malformed', input: { host: 'a_b.example.org', port: 443 }, expected: { allow: false, reason: '"a_b.example.org" is not a valid host name' } },
-  { name: 'localhost by name passes this check (its address is checked next)', input: { host: 'localhost', port: 443 }, expected: { allow: true, host: 'localhost' } },
+  {
+    name: 'malformed host',
+    input: { host: 'mirror example.com', port: 443 },
+    expected: { allow: false, reason: '"mirror example.com" is not a valid host name' },
+  },
+  {
+    name: 'an underscore is malformed',
+    input: { host: 'a_b.example.org', port: 443 },
+    expected: { allow: false, reason: '"a_b.example.org" is not a valid host name' },
+  },
+  {
+    name: 'localhost by name passes this check (its address is checked next)',
+    input: { host: 'localhost', port: 443 },
+    expected: { allow: true, host: 'localhost' },
+  },
 ];
 
 const resolvedTable: { name: string; input: { address: string; host?: string }; expected: EgressDecision }[] = [
   { name: 'a public address', input: { address: '203.0.113.80', host: 'mirror.example.com' }, expected: { allow: true, host: 'mirror.example.com' } },
-  { name: 'rebinding to loopback', input: { address: '127.0.0.1', host: 'mirror.example.com' }, expected: { allow: false, reason: 'mirror.example.com resolves to 127.0.0.1, a loopback address: the gateway reaches public addresses only' } },
-  { name: 'rebinding to the metadata address', input: { address: '169.254.169.254', host: 'mirror.example.com' }, expected: { allow: false, reason: 'mirror.example.com resolves to 169.254.169.254, a link-local address: the gateway reaches public addresses only' } },
-  { name: 'IPv6 unique local', input: { address: 'fd00::5', host: 'mirror.example.com' }, expected: { allow: false, reason: 'mirror.example.com resolves to fd00::5, a private address: the gateway reaches public addresses only' } },
-  { name: 'no host named', input: { address: '10.0.0.1' }, expected: { allow: false, reason: '10.0.0.1, a private address: the gateway reaches public addresses only' } },
-  { name: 'not an address', input: { address: 'nonsense', host: 'mirror.example.com' }, expected: { allow: false, reason: 'mirror.example.com resolves to nonsense, which is not an IP address' } },
+  {
+    name: 'rebinding to loopback',
+    input: { address: '127.0.0.1', host: 'mirror.example.com' },
+    expected: { allow: false, reason: 'mirror.example.com resolves to 127.0.0.1, a loopback address: the gateway reaches public addresses only' },
+  },
+  {
+    name: 'rebinding to the metadata address',
+    input: { address: '169.254.169.254', host: 'mirror.example.com' },
+    expected: { allow: false, reason: 'mirror.example.com resolves to 169.254.169.254, a link-local address: the gateway reaches public addresses only' },
+  },
+  {
+    name: 'IPv6 unique local',
+    input: { address: 'fd00::5', host: 'mirror.example.com' },
+    expected: { allow: false, reason: 'mirror.example.com resolves to fd00::5, a private address: the gateway reaches public addresses only' },
+  },
+  {
+    name: 'no host named',
+    input: { address: '10.0.0.1' },
+    expected: { allow: false, reason: '10.0.0.1, a private address: the gateway reaches public addresses only' },
+  },
+  {
+    name: 'not an address',
+    input: { address: 'nonsense', host: 'mirror.example.com' },
+    expected: { allow: false, reason: 'mirror.example.com resolves to nonsense, which is not an IP address' },
+  },
 ];
 
 const authorityTable: { name: string; input: string; expected: ReturnType<typeof splitAuthority> }[] = [

@@ -52,7 +52,7 @@ describe('.env (core/node/env-file.ts)', () => {
     assert.equal(other.TARMAC_API_PORT, '9456');
     const none: NodeJS.ProcessEnv = { TARMAC_ENV_FILE: '' };
     assert.deepEqual(applyEnvFile(none, dir), { applied: [], overridden: [] });
-    assert.equal(none.TARMAC_API_PORT, undefined, 'the directory\'s .env is not read either');
+    assert.equal(none.TARMAC_API_PORT, undefined, "the directory's .env is not read either");
   });
 
   it('a file named by TARMAC_ENV_FILE that cannot be read is an error naming the variable and the path', () => {

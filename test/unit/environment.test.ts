@@ -25,10 +25,23 @@ describe('fromGateFile', () => {
     {
       name: "no image: the runner's, and the defaults",
       gate: gate(npm),
-      expected: { source: 'gate-file', file: gateFilePath, image: defaultRunnerImage, setup: ['npm ci'], inputs: ['package.json', 'package-lock.json'], cache: [], env: {}, timeoutMs: 1_200_000 },
+      expected: {
+        source: 'gate-file',
+        file: gateFilePath,
+        image: defaultRunnerImage,
+        setup: ['npm ci'],
+        inputs: ['package.json', 'package-lock.json'],
+        cache: [],
+        env: {},
+        timeoutMs: 1_200_000,
+      },
     },
     { name: "no image: the gate file's", gate: gate(npm, { image: 'node:24-bookworm' }), expected: { ...fromGateFile(gate(npm))!, image: 'node:24-bookworm' } },
-    { name: "its own image over the gate file's", gate: gate({ ...npm, image: 'python:3.12' }, { image: 'node:24-bookworm' }), expected: { ...fromGateFile(gate(npm))!, image: 'python:3.12' } },
+    {
+      name: "its own image over the gate file's",
+      gate: gate({ ...npm, image: 'python:3.12' }, { image: 'node:24-bookworm' }),
+      expected: { ...fromGateFile(gate(npm))!, image: 'python:3.12' },
+    },
     {
       name: 'every field',
       gate: gate({ ...npm, egress: ['mirror.example.org'], cache: ['/tmp/home/.npm'], env: { CI: '1' }, timeout: '1h' }),
@@ -37,12 +50,26 @@ describe('fromGateFile', () => {
     {
       name: 'a Dockerfile at the root: the root is its context, and it keys the environment',
       gate: gate({ ...npm, dockerfile: 'Dockerfile' }),
-      expected: { ...fromGateFile(gate(npm))!, image: undefined, dockerfile: { path: 'Dockerfile', context: '.', args: {} }, inputs: ['package.json', 'package-lock.json', 'Dockerfile'] },
+      expected: {
+        ...fromGateFile(gate(npm))!,
+        image: undefined,
+        dockerfile: { path: 'Dockerfile', context: '.', args: {} },
+        inputs: ['package.json', 'package-lock.json', 'Dockerfile'],
+      },
     },
     {
       name: 'a Dockerfile in a directory input: its directory is its context, no input added',
       gate: gate({ setup: [], inputs: ['docker'], dockerfile: 'docker/ci/Dockerfile', args: { NODE: '24' } }),
-      expected: { source: 'gate-file', file: gateFilePath, dockerfile: { path: 'docker/ci/Dockerfile', context: 'docker/ci', args: { NODE: '24' } }, setup: [], inputs: ['docker'], cache: [], env: {}, timeoutMs: 1_200_000 },
+      expected: {
+        source: 'gate-file',
+        file: gateFilePath,
+        dockerfile: { path: 'docker/ci/Dockerfile', context: 'docker/ci', args: { NODE: '24' } },
+        setup: [],
+        inputs: ['docker'],
+        cache: [],
+        env: {},
+        timeoutMs: 1_200_000,
+      },
     },
   ];
   for (const { name, gate: file, expected } of table) {
@@ -109,7 +136,13 @@ describe('environmentKeyText', () => {
     { name: 'another tag of the same image ID', key: keyOf({ ...base, image: 'node:24' }) },
     { name: 'a longer timeout', key: keyOf({ ...base, timeoutMs: 3_600_000 }) },
     { name: 'an input read twice (a file inside a directory input)', key: keyOf(base, [...read, read[2]!]) },
-    { name: 'extra fields on what was read', key: keyOf(base, read.map((input) => ({ ...input, size: 12 }))) },
+    {
+      name: 'extra fields on what was read',
+      key: keyOf(
+        base,
+        read.map((input) => ({ ...input, size: 12 })),
+      ),
+    },
   ];
   for (const { name, key } of same) it(`stays with ${name}`, () => assert.equal(key, reference));
 
@@ -124,14 +157,21 @@ describe('environmentKeyText', () => {
   });
 
   const mistakes: { name: string; inputs: EnvironmentKeyInput[]; message: RegExp }[] = [
-    { name: 'a path no input declares', inputs: [...read, { path: 'src/index.js', oid: '6'.repeat(40), mode: '100644' }], message: /"src\/index\.js" is not under any declared input/ },
+    {
+      name: 'a path no input declares',
+      inputs: [...read, { path: 'src/index.js', oid: '6'.repeat(40), mode: '100644' }],
+      message: /"src\/index\.js" is not under any declared input/,
+    },
     { name: 'a declared input left out', inputs: read.slice(1), message: /declared input "package\.json" was not read/ },
     { name: 'one path read two ways', inputs: [...read, { path: 'package.json', absent: true }], message: /"package\.json" was read two ways/ },
   ];
-  for (const { name, inputs, message } of mistakes) it(`throws on ${name}: a caller's bug would key wrongly`, () => assert.throws(() => keyOf(base, inputs), message));
+  for (const { name, inputs, message } of mistakes)
+    it(`throws on ${name}: a caller's bug would key wrongly`, () => assert.throws(() => keyOf(base, inputs), message));
 
   it('is the same for the same environment declared in the gate file or the devcontainer', () => {
-    const fromGate = fromGateFile(gate({ image: 'node:24-bookworm', setup: ['npm ci', 'npm test'], inputs: ['package-lock.json'], env: { CI: '1' }, egress: ['mirror.example.org'] }))!;
+    const fromGate = fromGateFile(
+      gate({ image: 'node:24-bookworm', setup: ['npm ci', 'npm test'], inputs: ['package-lock.json'], env: { CI: '1' }, egress: ['mirror.example.org'] }),
+    )!;
     const fromDevcontainer = parseDevcontainer(
       JSON.stringify({
         image: 'node:24-bookworm',

@@ -101,10 +101,16 @@ describe('the failure table: one row per code', () => {
     const notFailures = new Set(['landed', 'cancelled', 'needs-rebase', 'green', 'repaired']);
     const runRows = rows.flatMap(([, row]) => (row.raised === 'answered' ? [] : [row]));
     for (const status of Object.values(LandingStatus).filter((value) => !notFailures.has(value))) {
-      assert.ok(runRows.some((row) => row.ends.landing === status), `landing ${status}`);
+      assert.ok(
+        runRows.some((row) => row.ends.landing === status),
+        `landing ${status}`,
+      );
     }
     for (const status of Object.values(NightlyStatus).filter((value) => !notFailures.has(value))) {
-      assert.ok(runRows.some((row) => row.ends.nightly === status), `nightly ${status}`);
+      assert.ok(
+        runRows.some((row) => row.ends.nightly === status),
+        `nightly ${status}`,
+      );
     }
   });
 });
@@ -152,12 +158,19 @@ describe('retryability', () => {
   const thrown = rows.flatMap(([, row]) => (row.raised === 'thrown' ? [row] : []));
 
   it('every thrown code is non-retryable today, and only thrown codes are listed', () => {
-    assert.deepEqual(thrown.filter((row) => row.retryable).map((row) => row.code), []);
+    assert.deepEqual(
+      thrown.filter((row) => row.retryable).map((row) => row.code),
+      [],
+    );
     assert.deepEqual([...nonRetryableCodes].sort(), thrown.map((row) => row.code).sort());
   });
 
   it('every activity preset refuses to retry them', () => {
-    for (const [name, options] of [['capsule', capsule], ['gateSuite', gateSuite(60_000)], ['sessionRun', sessionRun(60_000, 30_000)]] as const) {
+    for (const [name, options] of [
+      ['capsule', capsule],
+      ['gateSuite', gateSuite(60_000)],
+      ['sessionRun', sessionRun(60_000, 30_000)],
+    ] as const) {
       assert.deepEqual(options.retry?.nonRetryableErrorTypes, [...nonRetryableCodes], name);
     }
   });

@@ -1,13 +1,27 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { gateCachePath, sameGateKey, sealDecision, suiteDefinitionText, type GateCacheKey, type GateSuiteDefinition, type SuiteRunFacts } from '../../policies/gate-cache-key';
+import {
+  gateCachePath,
+  sameGateKey,
+  sealDecision,
+  suiteDefinitionText,
+  type GateCacheKey,
+  type GateSuiteDefinition,
+  type SuiteRunFacts,
+} from '../../policies/gate-cache-key';
 
 const tree = 'a'.repeat(40);
 const image = `sha256:${'1'.repeat(64)}`;
 const rebuilt = `sha256:${'2'.repeat(64)}`;
 const digest = `sha256:${'3'.repeat(64)}`;
 const key = (overrides: Partial<GateCacheKey> = {}): GateCacheKey => ({ treeSha: tree, suiteId: 'test', suiteDigest: digest, imageId: image, ...overrides });
-const definition = (overrides: Partial<GateSuiteDefinition> = {}): GateSuiteDefinition => ({ suite: { id: 'test', run: ['npm', 'test'], timeout: '5m' }, timeoutMs: 300_000, env: ['HOME=/tmp', 'CI=1', 'TARMAC_SUITE=test'], sandbox: 'gate-sandbox-1', ...overrides });
+const definition = (overrides: Partial<GateSuiteDefinition> = {}): GateSuiteDefinition => ({
+  suite: { id: 'test', run: ['npm', 'test'], timeout: '5m' },
+  timeoutMs: 300_000,
+  env: ['HOME=/tmp', 'CI=1', 'TARMAC_SUITE=test'],
+  sandbox: 'gate-sandbox-1',
+  ...overrides,
+});
 
 describe('gate cache key: the same tree, suite definition and runner image — anything else is another entry', () => {
   const table: { name: string; other: GateCacheKey; same: boolean }[] = [
@@ -52,11 +66,19 @@ describe('gate cache key: the same tree, suite definition and runner image — a
 describe('suite definition text: what decides what runs', () => {
   const table: { name: string; other: GateSuiteDefinition; same: boolean }[] = [
     { name: 'the same definition', other: definition(), same: true },
-    { name: 'the same suite written with its keys in another order', other: definition({ suite: { timeout: '5m', run: ['npm', 'test'], id: 'test' } }), same: true },
+    {
+      name: 'the same suite written with its keys in another order',
+      other: definition({ suite: { timeout: '5m', run: ['npm', 'test'], id: 'test' } }),
+      same: true,
+    },
     { name: 'another argv', other: definition({ suite: { id: 'test', run: ['npm', 'run', 'test'], timeout: '5m' } }), same: false },
     { name: 'the argv in another order', other: definition({ suite: { id: 'test', run: ['test', 'npm'], timeout: '5m' } }), same: false },
     { name: 'another timeout', other: definition({ suite: { id: 'test', run: ['npm', 'test'], timeout: '10m' }, timeoutMs: 600_000 }), same: false },
-    { name: 'a field the gate file adds later', other: definition({ suite: { id: 'test', run: ['npm', 'test'], timeout: '5m', env: { A: '1' } } }), same: false },
+    {
+      name: 'a field the gate file adds later',
+      other: definition({ suite: { id: 'test', run: ['npm', 'test'], timeout: '5m', env: { A: '1' } } }),
+      same: false,
+    },
     { name: 'another environment', other: definition({ env: ['HOME=/tmp', 'CI=0', 'TARMAC_SUITE=test'] }), same: false },
     { name: 'another sandbox version', other: definition({ sandbox: 'gate-sandbox-2' }), same: false },
   ];

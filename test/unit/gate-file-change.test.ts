@@ -39,10 +39,25 @@ describe('gate-file change: which heads are asked about', () => {
     { name: 'a rename onto the path', facts: facts([gateFilePath, 'other.json'], 'T', 'O'), expected: { kind: 'ask', change: 'edits', blob: 'O' } },
     { name: 'a mode change only (same object, path listed)', facts: facts([gateFilePath], 'T', 'T'), expected: { kind: 'ask', change: 'edits', blob: 'T' } },
     { name: 'the approved version', facts: facts([gateFilePath], 'T', 'H'), approval: { blob: 'H' }, expected: { kind: 'approved', blob: 'H' } },
-    { name: 'changed again after an approval', facts: facts([gateFilePath], 'T', 'H2'), approval: { blob: 'H' }, expected: { kind: 'ask', change: 'edits', blob: 'H2' } },
+    {
+      name: 'changed again after an approval',
+      facts: facts([gateFilePath], 'T', 'H2'),
+      approval: { blob: 'H' },
+      expected: { kind: 'ask', change: 'edits', blob: 'H2' },
+    },
     { name: 'an approved deletion', facts: facts([gateFilePath], 'T', null), approval: { blob: null }, expected: { kind: 'approved', blob: null } },
-    { name: 'an approved deletion does not approve an edit', facts: facts([gateFilePath], 'T', 'H'), approval: { blob: null }, expected: { kind: 'ask', change: 'edits', blob: 'H' } },
-    { name: 'an approved edit does not approve a deletion', facts: facts([gateFilePath], 'T', null), approval: { blob: 'H' }, expected: { kind: 'ask', change: 'deletes', blob: null } },
+    {
+      name: 'an approved deletion does not approve an edit',
+      facts: facts([gateFilePath], 'T', 'H'),
+      approval: { blob: null },
+      expected: { kind: 'ask', change: 'edits', blob: 'H' },
+    },
+    {
+      name: 'an approved edit does not approve a deletion',
+      facts: facts([gateFilePath], 'T', null),
+      approval: { blob: 'H' },
+      expected: { kind: 'ask', change: 'deletes', blob: null },
+    },
     { name: 'an approval with nothing changed', facts: facts([], 'T', 'T'), approval: { blob: 'H' }, expected: { kind: 'unchanged' } },
   ];
   for (const { name, facts: input, approval, expected } of table) {
@@ -64,7 +79,10 @@ const withFiles = (changedPaths: string[], gate: [string | null, string | null],
   declarationFiles: Object.entries(files).map(([path, [targetBlob, headBlob]]): DeclarationFileFacts => ({ path, targetBlob, headBlob })),
 });
 /** The usual declaration files of a target whose gate file names env/Dockerfile: no devcontainer, the Dockerfile at D. */
-const declared = (dockerfileHead: string | null, devcontainerHead: string | null = null) => ({ [devcontainer]: [null, devcontainerHead] as [string | null, string | null], [dockerfile]: ['D', dockerfileHead] as [string | null, string | null] });
+const declared = (dockerfileHead: string | null, devcontainerHead: string | null = null) => ({
+  [devcontainer]: [null, devcontainerHead] as [string | null, string | null],
+  [dockerfile]: ['D', dockerfileHead] as [string | null, string | null],
+});
 const ask = (change: ChangedFile['change'], blob: string, files: ChangedFile[]): GateFileDecision => ({ kind: 'ask', change, blob, files });
 
 describe("gate-file change: the environment's declaration files are asked about like the gate file", () => {
@@ -76,7 +94,12 @@ describe("gate-file change: the environment's declaration files are asked about 
       facts: withFiles([gateFilePath], ['T', 'H'], declared('D')),
       expected: { kind: 'ask', change: 'edits', blob: 'H' },
     },
-    { name: 'the gate file alone, approved by its object as always', facts: withFiles([gateFilePath], ['T', 'H'], declared('D')), approval: { blob: 'H' }, expected: { kind: 'approved', blob: 'H' } },
+    {
+      name: 'the gate file alone, approved by its object as always',
+      facts: withFiles([gateFilePath], ['T', 'H'], declared('D')),
+      approval: { blob: 'H' },
+      expected: { kind: 'approved', blob: 'H' },
+    },
     {
       name: 'a branch that edits only the Dockerfile the target names is asked about',
       facts: withFiles([dockerfile], ['T', 'T'], declared('D2')),
@@ -134,7 +157,12 @@ describe("gate-file change: the environment's declaration files are asked about 
         { path: dockerfile, change: 'deletes' },
       ]),
     },
-    { name: 'an approved Dockerfile edit', facts: withFiles([dockerfile], ['T', 'T'], declared('D2')), approval: { blob: `${dockerfile}=D2` }, expected: { kind: 'approved', blob: `${dockerfile}=D2` } },
+    {
+      name: 'an approved Dockerfile edit',
+      facts: withFiles([dockerfile], ['T', 'T'], declared('D2')),
+      approval: { blob: `${dockerfile}=D2` },
+      expected: { kind: 'approved', blob: `${dockerfile}=D2` },
+    },
     {
       name: 'approving one Dockerfile version, then changing it again: asked again',
       facts: withFiles([dockerfile], ['T', 'T'], declared('D3')),
@@ -151,7 +179,7 @@ describe("gate-file change: the environment's declaration files are asked about 
       ]),
     },
     {
-      name: "an approval of the gate file alone does not cover the same gate file with a Dockerfile edit",
+      name: 'an approval of the gate file alone does not cover the same gate file with a Dockerfile edit',
       facts: withFiles([gateFilePath, dockerfile], ['T', 'H'], declared('D2')),
       approval: { blob: 'H' },
       expected: ask('edits', `${gateFilePath}=H;${dockerfile}=D2`, [
@@ -252,21 +280,31 @@ describe('gate-file change: what the operator reads', () => {
       { path: dockerfile, change: 'deletes' },
     ];
     const many = gateFileQuestion('edits', 'c'.repeat(40), 'After fixup round 2', files);
-    assert.match(many, /this landing edits \.config\/tarmac\/land-gate\.json, adds \.devcontainer\/devcontainer\.json and deletes env\/Dockerfile \(head c{12}\)/);
+    assert.match(
+      many,
+      /this landing edits \.config\/tarmac\/land-gate\.json, adds \.devcontainer\/devcontainer\.json and deletes env\/Dockerfile \(head c{12}\)/,
+    );
     assert.match(many, /the files that decide the target's gate and declare its environment\. .*exactly these versions;/);
     assert.equal(changedSubject(files), "the gate file and the environment's declaration");
     assert.equal(changedSubject(files.slice(1)), "the environment's declaration");
   });
   it("verify's problem names the changed files", () => {
     assert.equal(gateFileProblem(facts([gateFilePath], 'T', 'H')), 'the head edits .config/tarmac/land-gate.json without an approval of that exact version');
-    assert.equal(gateFileProblem(withFiles([dockerfile], ['T', 'T'], declared('D2'))), 'the head edits env/Dockerfile without an approval of that exact version');
+    assert.equal(
+      gateFileProblem(withFiles([dockerfile], ['T', 'T'], declared('D2'))),
+      'the head edits env/Dockerfile without an approval of that exact version',
+    );
     assert.equal(
       gateFileProblem(withFiles([dockerfile], ['T', 'T'], declared('D2', 'C'))),
       'the head adds .devcontainer/devcontainer.json and edits env/Dockerfile without an approval of those exact versions',
     );
   });
   it('a refusal names every changed file, and the file the outcome names', () => {
-    assert.deepEqual(gateFileRefusal(''), { summary: `stopped: the change of ${gateFilePath} was not approved (empty answer); nothing was merged`, message: 'empty answer', file: gateFilePath });
+    assert.deepEqual(gateFileRefusal(''), {
+      summary: `stopped: the change of ${gateFilePath} was not approved (empty answer); nothing was merged`,
+      message: 'empty answer',
+      file: gateFilePath,
+    });
     const dockerfileOnly = gateFileRefusal('', [{ path: dockerfile, change: 'edits' }]);
     assert.equal(dockerfileOnly.summary, 'stopped: the change of env/Dockerfile was not approved (empty answer); nothing was merged');
     assert.equal(dockerfileOnly.file, dockerfile);
@@ -274,7 +312,10 @@ describe('gate-file change: what the operator reads', () => {
       { path: gateFilePath, change: 'edits' },
       { path: dockerfile, change: 'edits' },
     ]);
-    assert.match(both.summary, /the answer "sure" is not an approval \(only approve, approved, yes approve\); the change of \.config\/tarmac\/land-gate\.json and env\/Dockerfile was not approved; nothing was merged$/);
+    assert.match(
+      both.summary,
+      /the answer "sure" is not an approval \(only approve, approved, yes approve\); the change of \.config\/tarmac\/land-gate\.json and env\/Dockerfile was not approved; nothing was merged$/,
+    );
     assert.equal(both.file, gateFilePath);
   });
   it('a refusal quotes the answer and says it is not an approval; an empty one says so', () => {

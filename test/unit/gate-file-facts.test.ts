@@ -16,8 +16,10 @@ import { gateFileDecision } from '../../policies/gate-file-change';
  */
 describe("gate-file facts: the gate file and the environment's declaration files on two commits", () => {
   let dir: string;
-  const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=T', '-c', 'user.email=t@t.invalid', ...args], { encoding: 'utf8' }).trim();
-  const gateWith = (environment?: Record<string, unknown>) => `${JSON.stringify({ version: 1, suites: [{ id: 'test', run: ['true'] }], ...(environment ? { environment } : {}) })}\n`;
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', dir, '-c', 'user.name=T', '-c', 'user.email=t@t.invalid', ...args], { encoding: 'utf8' }).trim();
+  const gateWith = (environment?: Record<string, unknown>) =>
+    `${JSON.stringify({ version: 1, suites: [{ id: 'test', run: ['true'] }], ...(environment ? { environment } : {}) })}\n`;
   const envGate = gateWith({ dockerfile: 'env/Dockerfile', setup: [], inputs: ['env/Dockerfile'] });
   /** A commit on `from` (a new branch `name`; none: the first commit) writing `files` (null: removed); returns its SHA. */
   const commitOn = (from: string | undefined, name: string, files: Record<string, string | null>) => {
@@ -62,15 +64,26 @@ describe("gate-file facts: the gate file and the environment's declaration files
   it("a head that edits only the Dockerfile the target's gate file names is asked about", async () => {
     const head = commitOn(target, 'edit-dockerfile', { 'env/Dockerfile': 'FROM tarmac/runner:local\nRUN echo changed\n' });
     const facts = await gateFileFactsIn(dir, target, head);
-    assert.deepEqual(facts.declarationFiles?.[1], { path: 'env/Dockerfile', targetBlob: blob(target, 'env/Dockerfile'), headBlob: blob(head, 'env/Dockerfile') });
-    assert.deepEqual(gateFileDecision(facts), { kind: 'ask', change: 'edits', blob: `env/Dockerfile=${blob(head, 'env/Dockerfile')}`, files: [{ path: 'env/Dockerfile', change: 'edits' }] });
+    assert.deepEqual(facts.declarationFiles?.[1], {
+      path: 'env/Dockerfile',
+      targetBlob: blob(target, 'env/Dockerfile'),
+      headBlob: blob(head, 'env/Dockerfile'),
+    });
+    assert.deepEqual(gateFileDecision(facts), {
+      kind: 'ask',
+      change: 'edits',
+      blob: `env/Dockerfile=${blob(head, 'env/Dockerfile')}`,
+      files: [{ path: 'env/Dockerfile', change: 'edits' }],
+    });
   });
 
   it('a head that only adds a devcontainer (the gate file declaring none) is asked about', async () => {
     const plainTarget = commitOn(target, 'no-environment', { [gateFilePath]: gateWith(), 'env/Dockerfile': null });
     const head = commitOn(plainTarget, 'add-devcontainer', { '.devcontainer/devcontainer.json': '{ "image": "tarmac/runner:local" }\n' });
     const facts = await gateFileFactsIn(dir, plainTarget, head);
-    assert.deepEqual(facts.declarationFiles, [{ path: '.devcontainer/devcontainer.json', targetBlob: null, headBlob: blob(head, '.devcontainer/devcontainer.json') }]);
+    assert.deepEqual(facts.declarationFiles, [
+      { path: '.devcontainer/devcontainer.json', targetBlob: null, headBlob: blob(head, '.devcontainer/devcontainer.json') },
+    ]);
     assert.equal(gateFileDecision(facts).kind, 'ask');
   });
 
@@ -101,11 +114,15 @@ describe("gate-file facts: the gate file and the environment's declaration files
     });
     const head = commitOn(devTarget, 'devcontainer-head', { '.devcontainer/Dockerfile': 'FROM tarmac/runner:local\nRUN true\n' });
     const facts = await gateFileFactsIn(dir, devTarget, head);
-    assert.deepEqual(facts.declarationFiles?.[1], { path: '.devcontainer/Dockerfile', targetBlob: blob(devTarget, '.devcontainer/Dockerfile'), headBlob: blob(head, '.devcontainer/Dockerfile') });
+    assert.deepEqual(facts.declarationFiles?.[1], {
+      path: '.devcontainer/Dockerfile',
+      targetBlob: blob(devTarget, '.devcontainer/Dockerfile'),
+      headBlob: blob(head, '.devcontainer/Dockerfile'),
+    });
     assert.equal(gateFileDecision(facts).kind, 'ask');
   });
 
-  it('a submodule put at the gate file\'s path is named by its commit, as the gate file\'s facts always were (not taken for a deletion)', async () => {
+  it("a submodule put at the gate file's path is named by its commit, as the gate file's facts always were (not taken for a deletion)", async () => {
     git('checkout', '-q', '-B', 'submodule', target);
     git('rm', '-q', '--cached', gateFilePath);
     const gitlink = '1234567890123456789012345678901234567890';

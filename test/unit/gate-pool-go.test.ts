@@ -11,13 +11,19 @@ import { goScript } from '../../activities/containers/gate-pool';
  * come from the gate file (attacker input) and must reach the suite exactly, as data, never as shell.
  */
 describe('goScript: the suite environment and argv, exactly, whatever they hold', () => {
-  const values = ["plain", "it's", '$HOME `id` $(id)', 'a\nnewline', "'; touch /tmp/pwned; '", '', '\\', '"double"', '*'];
+  const values = ['plain', "it's", '$HOME `id` $(id)', 'a\nnewline', "'; touch /tmp/pwned; '", '', '\\', '"double"', '*'];
 
   for (const value of values) {
     it(`passes ${JSON.stringify(value)} through unchanged, as a value and as an argument`, () => {
       const dir = mkdtempSync(join(tmpdir(), 'tarmac-go-'));
       const go = join(dir, 'go');
-      writeFileSync(go, goScript([`TARMAC_VALUE=${value}`, 'CI=1'], ['bash', '-c', 'printf "%s\\0" "$TARMAC_VALUE" "$CI" "$@"', 'argv0', value, 'two words']).replace('cd /workspace || exit 1', `cd ${JSON.stringify(dir)} || exit 1`));
+      writeFileSync(
+        go,
+        goScript([`TARMAC_VALUE=${value}`, 'CI=1'], ['bash', '-c', 'printf "%s\\0" "$TARMAC_VALUE" "$CI" "$@"', 'argv0', value, 'two words']).replace(
+          'cd /workspace || exit 1',
+          `cd ${JSON.stringify(dir)} || exit 1`,
+        ),
+      );
       // The wait sources the go file with bash's `.`; the same here.
       const out = execFileSync('bash', ['-c', `. ${JSON.stringify(go)}`], { cwd: dir }).toString();
       assert.deepEqual(out.split('\0').slice(0, -1), [value, '1', value, 'two words']);

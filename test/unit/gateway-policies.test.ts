@@ -13,8 +13,18 @@ describe('circuit breaker', () => {
     { name: 'after one failure: allowed', events: [fail('make start-all')], next: 'make start-all', refused: false },
     { name: 'after two failures in a row: refused', events: [fail('make start-all'), fail('make start-all')], next: 'make start-all', refused: true },
     { name: 'whitespace does not make it another command', events: [fail('make  start-all'), fail('make start-all ')], next: 'make start-all', refused: true },
-    { name: 'an edit in between resets', events: [fail('make start-all'), { kind: 'edit', file: 'Makefile' }, fail('make start-all')], next: 'make start-all', refused: false },
-    { name: 'reading a new file in between resets', events: [fail('make start-all'), { kind: 'read', file: 'Makefile' }, fail('make start-all')], next: 'make start-all', refused: false },
+    {
+      name: 'an edit in between resets',
+      events: [fail('make start-all'), { kind: 'edit', file: 'Makefile' }, fail('make start-all')],
+      next: 'make start-all',
+      refused: false,
+    },
+    {
+      name: 'reading a new file in between resets',
+      events: [fail('make start-all'), { kind: 'read', file: 'Makefile' }, fail('make start-all')],
+      next: 'make start-all',
+      refused: false,
+    },
     {
       name: 're-reading a file already read does not reset',
       events: [{ kind: 'read', file: 'Makefile' }, fail('make start-all'), { kind: 'read', file: 'Makefile' }, fail('make start-all')],
@@ -37,7 +47,10 @@ describe('circuit breaker', () => {
 });
 
 describe('grounding gates', () => {
-  const rules = { groundedCommands: ['npm run dev', 'npm start', 'make start-all', 'make build'], groundingFiles: ['Makefile', 'package.json', 'scripts/start-all.sh'] };
+  const rules = {
+    groundedCommands: ['npm run dev', 'npm start', 'make start-all', 'make build'],
+    groundingFiles: ['Makefile', 'package.json', 'scripts/start-all.sh'],
+  };
   const table = [
     { name: 'boot command before reading anything: refused', read: [], command: 'npm run dev', refused: true },
     { name: 'boot command after reading package.json: allowed', read: ['package.json'], command: 'npm run dev', refused: false },

@@ -95,9 +95,23 @@ describe('harness adapters: output parsing from recorded samples', () => {
 describe('harness adapters: command construction', () => {
   const fresh = { id: '1b4e28ba-2fa1-41d2-883f-0016d3cca427', resume: false };
   const cases = [
-    { adapter: 'claude-code' as const, launcher: '/opt/tarmac/shared/tarmac-run', expects: [/^claude -p /, /--model "\$1"/, /--output-format json/, /--tools "" --strict-mcp-config --mcp-config \/opt\/tarmac\/shared\/mcp\.json --allowedTools mcp__tarmac --setting-sources user/, /< \/tarmac\/prompt\.md$/] },
+    {
+      adapter: 'claude-code' as const,
+      launcher: '/opt/tarmac/shared/tarmac-run',
+      expects: [
+        /^claude -p /,
+        /--model "\$1"/,
+        /--output-format json/,
+        /--tools "" --strict-mcp-config --mcp-config \/opt\/tarmac\/shared\/mcp\.json --allowedTools mcp__tarmac --setting-sources user/,
+        /< \/tarmac\/prompt\.md$/,
+      ],
+    },
     { adapter: 'opencode' as const, expects: [/^opencode run/, /--model "\$1"/, /--format json/, /< \/tarmac\/prompt\.md$/] },
-    { adapter: 'codex' as const, launcher: '/opt/tarmac/shared/tarmac-run', expects: [/^set -eu\n/, /\nexec codex exec --json --skip-git-repo-check --strict-config /, /--model "\$1"/, /- < \/tarmac\/prompt\.md$/] },
+    {
+      adapter: 'codex' as const,
+      launcher: '/opt/tarmac/shared/tarmac-run',
+      expects: [/^set -eu\n/, /\nexec codex exec --json --skip-git-repo-check --strict-config /, /--model "\$1"/, /- < \/tarmac\/prompt\.md$/],
+    },
     { adapter: 'aider' as const, expects: [/^aider --model "\$1"/, /--message-file \/tarmac\/prompt\.md/, /--yes-always/, /--no-stream/] },
   ];
   for (const { adapter, expects, ...rest } of cases) {
@@ -128,9 +142,15 @@ describe('harness adapters: command construction', () => {
   });
   it('each CLI harness reaches the model gateway of its protocol; the script harness none', () => {
     assert.deepEqual(
-      [['script', 'fixer'], ['claude-code', 'claude-sonnet-4-5'], ['codex', 'gpt-5'], ['opencode', 'anthropic/claude-sonnet-4-5'], ['opencode', 'openai/gpt-5'], ['aider', 'sonnet'], ['aider', 'gpt-4o']].map(([adapter, model]) =>
-        modelProviderOf(adapter as AdapterName, model!),
-      ),
+      [
+        ['script', 'fixer'],
+        ['claude-code', 'claude-sonnet-4-5'],
+        ['codex', 'gpt-5'],
+        ['opencode', 'anthropic/claude-sonnet-4-5'],
+        ['opencode', 'openai/gpt-5'],
+        ['aider', 'sonnet'],
+        ['aider', 'gpt-4o'],
+      ].map(([adapter, model]) => modelProviderOf(adapter as AdapterName, model!)),
       [undefined, 'anthropic', 'openai', 'anthropic', 'openai', 'anthropic', 'openai'],
     );
   });
@@ -150,7 +170,10 @@ describe('harness adapters: command construction', () => {
     assert.ok(!script.includes('$(cat'), 'the prompt is never one argv string');
     assert.ok(!script.includes('--dangerously-bypass'), "Codex's own sandbox stays on (read-only, from the image's config.toml)");
     assert.match(script, / -c "model_providers\.tarmac\.base_url=\\"\$TARMAC_MODEL_BASE_URL\\"" /);
-    assert.deepEqual(adapters.codex.modelEnv?.('http://127.0.0.1:8417'), ['TARMAC_MODEL_BASE_URL=http://127.0.0.1:8417/v1', 'TARMAC_MODEL_GATEWAY_KEY=tarmac-model-gateway']);
+    assert.deepEqual(adapters.codex.modelEnv?.('http://127.0.0.1:8417'), [
+      'TARMAC_MODEL_BASE_URL=http://127.0.0.1:8417/v1',
+      'TARMAC_MODEL_GATEWAY_KEY=tarmac-model-gateway',
+    ]);
   });
   it('codex sets up its home in the conversation directory at every start: only the recorded sessions carry over, the config is the image’s', () => {
     const lines = adapters.codex.command('m', fresh)[3]!.split('\n');

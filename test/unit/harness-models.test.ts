@@ -3,7 +3,11 @@ import { describe, it } from 'node:test';
 import { checkHarnessModel, editDistance, registeredHarnessModel } from '../../core/harness-models';
 import { loadRecipes, parseRecipes, RecipeError } from '../../core/node/recipes';
 
-const registry = { 'claude-code': { models: ['claude-haiku-4-5', 'claude-sonnet-4-5'] }, codex: { models: ['gpt-5-codex', 'gpt-5'] }, script: { models: ['fixer', 'slow'], adapter: 'script' } };
+const registry = {
+  'claude-code': { models: ['claude-haiku-4-5', 'claude-sonnet-4-5'] },
+  codex: { models: ['gpt-5-codex', 'gpt-5'] },
+  script: { models: ['fixer', 'slow'], adapter: 'script' },
+};
 
 describe('checkHarnessModel (dispatch validation)', () => {
   const table = [
@@ -17,7 +21,11 @@ describe('checkHarnessModel (dispatch validation)', () => {
     { input: 'script#fixer', ok: true, message: undefined },
     { input: 'script#fixer:write-fixed', ok: true, message: undefined },
     { input: 'script#fixr:write-fixed', ok: false, message: /unknown model "fixr" of harness "script".*nearest known: script#fixer/ },
-    { input: 'script#fixer:../etc/x', ok: false, message: /scenario "\.\.\/etc\/x" must be lowercase letters, digits and "-".* in "script#fixer:\.\.\/etc\/x"/ },
+    {
+      input: 'script#fixer:../etc/x',
+      ok: false,
+      message: /scenario "\.\.\/etc\/x" must be lowercase letters, digits and "-".* in "script#fixer:\.\.\/etc\/x"/,
+    },
     { input: 'script#fixer:Write', ok: false, message: /scenario "Write" must be lowercase/ },
     { input: 'script#fixer:', ok: false, message: /scenario "" must be/ },
     { input: 'claude-code#claude-sonnet-4-5:write-fixed', ok: false, message: /unknown model "claude-sonnet-4-5:write-fixed" of harness "claude-code"/ },
@@ -67,17 +75,57 @@ describe('recipes', () => {
     pricing: JSON.stringify({ version: 1, models: { 'claude-haiku-4-5': { provider: 'anthropic', input: 1, output: 5 } } }),
   };
   const broken = [
-    { name: 'ladder names an unknown model', texts: { ...valid, ladder: JSON.stringify({ version: 1, ladder: ['script#reviewr'] }) }, message: /^recipes\/ladder\.json: ladder\[0\] unknown model "reviewr".*script#reviewer/ },
-    { name: 'harness with an unknown adapter', texts: { ...valid, harnesses: valid.harnesses.replace('"adapter":"script"', '"adapter":"cursor"') }, message: /^recipes\/harnesses\.json: harnesses\.script\.adapter/ },
-    { name: 'limits with a bad timeout', texts: { ...valid, limits: valid.limits.replace('"1m"', '"a minute"') }, message: /^recipes\/limits\.json: session\.timeout/ },
+    {
+      name: 'ladder names an unknown model',
+      texts: { ...valid, ladder: JSON.stringify({ version: 1, ladder: ['script#reviewr'] }) },
+      message: /^recipes\/ladder\.json: ladder\[0\] unknown model "reviewr".*script#reviewer/,
+    },
+    {
+      name: 'harness with an unknown adapter',
+      texts: { ...valid, harnesses: valid.harnesses.replace('"adapter":"script"', '"adapter":"cursor"') },
+      message: /^recipes\/harnesses\.json: harnesses\.script\.adapter/,
+    },
+    {
+      name: 'limits with a bad timeout',
+      texts: { ...valid, limits: valid.limits.replace('"1m"', '"a minute"') },
+      message: /^recipes\/limits\.json: session\.timeout/,
+    },
     { name: 'not JSON', texts: { ...valid, ladder: '{' }, message: /^recipes\/ladder\.json: \(root\) is not valid JSON/ },
-    { name: 'a session on the host network', texts: { ...valid, limits: valid.limits.replace('"network":"none"', '"network":"host"') }, message: /^recipes\/limits\.json: session\.network expected 'none'/ },
-    { name: 'playbooks without a tool-call limit', texts: { ...valid, playbooks: valid.playbooks.replace('"maxToolIterations":40,', '') }, message: /^recipes\/playbooks\.json: limits\.maxToolIterations/ },
-    { name: 'a flaky suite with an unknown action', texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"flaky":"ignore"},"landing":') }, message: /^recipes\/limits\.json: gate\.flaky must be one of "retry", "quarantine", "fail"$/ },
-    { name: 'a pre-existing red with the flaky vocabulary', texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"preExisting":"retry"},"landing":') }, message: /^recipes\/limits\.json: gate\.preExisting must be one of "allow", "quarantine", "fail"$/ },
-    { name: 'a quarantine shorter than a second', texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"quarantineFor":"500ms"},"landing":') }, message: /^recipes\/limits\.json: gate\.quarantineFor is 500ms; a quarantine lasts at least 1s$/ },
-    { name: 'a gate limit the schema does not know', texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"flakey":"retry"},"landing":') }, message: /^recipes\/limits\.json: gate\.flakey unexpected property/ },
-    { name: 'a price that is not a number', texts: { ...valid, pricing: valid.pricing.replace('"input":1', '"input":"cheap"') }, message: /^recipes\/pricing\.json: models\.claude-haiku-4-5\.input/ },
+    {
+      name: 'a session on the host network',
+      texts: { ...valid, limits: valid.limits.replace('"network":"none"', '"network":"host"') },
+      message: /^recipes\/limits\.json: session\.network expected 'none'/,
+    },
+    {
+      name: 'playbooks without a tool-call limit',
+      texts: { ...valid, playbooks: valid.playbooks.replace('"maxToolIterations":40,', '') },
+      message: /^recipes\/playbooks\.json: limits\.maxToolIterations/,
+    },
+    {
+      name: 'a flaky suite with an unknown action',
+      texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"flaky":"ignore"},"landing":') },
+      message: /^recipes\/limits\.json: gate\.flaky must be one of "retry", "quarantine", "fail"$/,
+    },
+    {
+      name: 'a pre-existing red with the flaky vocabulary',
+      texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"preExisting":"retry"},"landing":') },
+      message: /^recipes\/limits\.json: gate\.preExisting must be one of "allow", "quarantine", "fail"$/,
+    },
+    {
+      name: 'a quarantine shorter than a second',
+      texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"quarantineFor":"500ms"},"landing":') },
+      message: /^recipes\/limits\.json: gate\.quarantineFor is 500ms; a quarantine lasts at least 1s$/,
+    },
+    {
+      name: 'a gate limit the schema does not know',
+      texts: { ...valid, limits: valid.limits.replace('"landing":', '"gate":{"flakey":"retry"},"landing":') },
+      message: /^recipes\/limits\.json: gate\.flakey unexpected property/,
+    },
+    {
+      name: 'a price that is not a number',
+      texts: { ...valid, pricing: valid.pricing.replace('"input":1', '"input":"cheap"') },
+      message: /^recipes\/pricing\.json: models\.claude-haiku-4-5\.input/,
+    },
   ];
   it('the version covers every recipe file: a change to any one is a new version', () => {
     const base = parseRecipes(valid).version;
@@ -103,12 +151,18 @@ describe('recipes', () => {
     assert.equal(snapshot.pricing['claude-haiku-4-5']!.output, 5);
   });
   it('a recipes directory without one of the files is refused, naming the file', () => {
-    assert.throws(() => loadRecipes('/nonexistent-recipes-dir'), (error: unknown) => error instanceof RecipeError && /^recipes\/harnesses\.json: \(file\) cannot be read/.test(error.message));
+    assert.throws(
+      () => loadRecipes('/nonexistent-recipes-dir'),
+      (error: unknown) => error instanceof RecipeError && /^recipes\/harnesses\.json: \(file\) cannot be read/.test(error.message),
+    );
   });
   it('a valid set parses', () => assert.deepEqual(parseRecipes(valid).ladder, ['script#reviewer']));
   for (const { name, texts, message } of broken) {
     it(`refuses: ${name}, naming file and field`, () => {
-      assert.throws(() => parseRecipes(texts), (error: unknown) => error instanceof RecipeError && message.test(error.message));
+      assert.throws(
+        () => parseRecipes(texts),
+        (error: unknown) => error instanceof RecipeError && message.test(error.message),
+      );
     });
   }
 });

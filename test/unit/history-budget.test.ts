@@ -19,7 +19,11 @@ describe('continueAsNewReason', () => {
       else assert.equal(reason, undefined);
     });
   }
-  it('a recipe may set a lower event budget', () => assert.match(continueAsNewReason({ length: 25, sizeBytes: 1, suggested: false }, { ...defaultHistoryBudget, events: 20 }) ?? '', /25 events \(continues at 20\)/));
+  it('a recipe may set a lower event budget', () =>
+    assert.match(
+      continueAsNewReason({ length: 25, sizeBytes: 1, suggested: false }, { ...defaultHistoryBudget, events: 20 }) ?? '',
+      /25 events \(continues at 20\)/,
+    ));
 });
 
 describe('RunJournal across continue-as-new', () => {
@@ -33,7 +37,10 @@ describe('RunJournal across continue-as-new', () => {
     next.record({ kind: 'session', sessionId: 's1', state: 'spawned' } as never, 'spawned:s1');
     next.record({ kind: 'phase', phase: 'gate' });
     const page = next.page(0);
-    assert.deepEqual(page.events.map((event) => event.seq), [3]);
+    assert.deepEqual(
+      page.events.map((event) => event.seq),
+      [3],
+    );
     assert.equal(page.lastSeq, 3);
     assert.deepEqual(page.earlier, { runId: 'run-1', throughSeq: 2 });
     assert.equal(first.page(0).earlier, undefined);

@@ -14,7 +14,8 @@ import { createRebaseActivities } from '../../activities/git/rebase';
  */
 describe('host git: direct spawns, one cat-file batch, one patch-id stream', () => {
   let dir: string;
-  const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=T', '-c', 'user.email=t@t.invalid', ...args], { encoding: 'utf8' }).trim();
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', dir, '-c', 'user.name=T', '-c', 'user.email=t@t.invalid', ...args], { encoding: 'utf8' }).trim();
   const commit = (file: string, content: string, message: string) => {
     writeFileSync(join(dir, file), content);
     git('add', file);
@@ -29,8 +30,18 @@ describe('host git: direct spawns, one cat-file batch, one patch-id stream', () 
 
   it('catFileBatch resolves every name in one process: blobs with their bytes, trees by oid, null for what does not resolve', async () => {
     const first = commit('a.txt', 'alpha\n', 'a');
-    const [blob, tree, commitObject, missingPath, missingSha, odd] = await catFileBatch(dir, [`${first}:a.txt`, `${first}^{tree}`, `${first}^{commit}`, `${first}:nope.txt`, `${'0'.repeat(40)}^{commit}`, 'refs/heads/does-not-exist']);
-    assert.deepEqual({ type: blob?.type, content: blob?.content.toString('utf8'), oid: blob?.oid }, { type: 'blob', content: 'alpha\n', oid: git('rev-parse', `${first}:a.txt`) });
+    const [blob, tree, commitObject, missingPath, missingSha, odd] = await catFileBatch(dir, [
+      `${first}:a.txt`,
+      `${first}^{tree}`,
+      `${first}^{commit}`,
+      `${first}:nope.txt`,
+      `${'0'.repeat(40)}^{commit}`,
+      'refs/heads/does-not-exist',
+    ]);
+    assert.deepEqual(
+      { type: blob?.type, content: blob?.content.toString('utf8'), oid: blob?.oid },
+      { type: 'blob', content: 'alpha\n', oid: git('rev-parse', `${first}:a.txt`) },
+    );
     assert.equal(tree?.oid, git('rev-parse', `${first}^{tree}`));
     assert.equal(tree?.type, 'tree');
     assert.equal(commitObject?.oid, first);
@@ -59,7 +70,8 @@ describe('host git: direct spawns, one cat-file batch, one patch-id stream', () 
     const runId = 'r1';
     const worktree = join(dataDir, 'runs', runId, 'worktree');
     execFileSync('git', ['clone', '-q', dir, worktree]);
-    const inWorktree = (...args: string[]) => execFileSync('git', ['-C', worktree, '-c', 'user.name=T', '-c', 'user.email=t@t.invalid', ...args], { encoding: 'utf8' }).trim();
+    const inWorktree = (...args: string[]) =>
+      execFileSync('git', ['-C', worktree, '-c', 'user.name=T', '-c', 'user.email=t@t.invalid', ...args], { encoding: 'utf8' }).trim();
     inWorktree('checkout', '-q', '--detach', target);
     inWorktree('cherry-pick', feature + '~1');
     inWorktree('cherry-pick', '--no-commit', feature);
@@ -67,8 +79,25 @@ describe('host git: direct spawns, one cat-file batch, one patch-id stream', () 
     inWorktree('add', 'g.txt');
     // Same author, date and subject as the original: the patch check pairs them by identity.
     const original = inWorktree('log', '-1', '--format=%an%x00%ae%x00%ad', '--date=raw', feature).split('\0');
-    execFileSync('git', ['-C', worktree, '-c', 'user.name=T', '-c', 'user.email=t@t.invalid', 'commit', '-q', '-m', 'feature two', `--author=${original[0]} <${original[1]}>`, `--date=${original[2]}`]);
-    const { provenance, dropped } = await createRebaseActivities({ dataDir }).checkPatches({ runId, targetSha: target, heads: [{ branch: 'feature', sha: feature }] });
+    execFileSync('git', [
+      '-C',
+      worktree,
+      '-c',
+      'user.name=T',
+      '-c',
+      'user.email=t@t.invalid',
+      'commit',
+      '-q',
+      '-m',
+      'feature two',
+      `--author=${original[0]} <${original[1]}>`,
+      `--date=${original[2]}`,
+    ]);
+    const { provenance, dropped } = await createRebaseActivities({ dataDir }).checkPatches({
+      runId,
+      targetSha: target,
+      heads: [{ branch: 'feature', sha: feature }],
+    });
     assert.deepEqual(
       provenance.map(({ subject, how }) => ({ subject, how })),
       [

@@ -48,7 +48,14 @@ function stubActivities(stubs: Stubs) {
 
 /** What an activity's failure looks like to the workflow: an ActivityFailure whose cause carries the type. */
 const activityFailure = (activityType: string, type: string, message: string) =>
-  new ActivityFailure('Activity task failed', activityType, '1', RetryState.NON_RETRYABLE_FAILURE, 'worker', ApplicationFailure.create({ type, message, nonRetryable: true }));
+  new ActivityFailure(
+    'Activity task failed',
+    activityType,
+    '1',
+    RetryState.NON_RETRYABLE_FAILURE,
+    'worker',
+    ApplicationFailure.create({ type, message, nonRetryable: true }),
+  );
 
 function landingAt(options: { host?: Stubs; local?: Stubs; state?: Partial<LandingState> } = {}) {
   const announced = { phases: [] as string[], outcomes: [] as string[] };
@@ -57,7 +64,17 @@ function landingAt(options: { host?: Stubs; local?: Stubs; state?: Partial<Landi
   tracker.facts.targetSha = base;
   const host = stubActivities(options.host ?? {});
   const local = stubActivities(options.local ?? {});
-  const ctx: LandingContext = { runId: 'land.test', taskQueue: 'tarmac', request, tracker, budgetControl: {}, startedAt: Date.now(), gateFiles: { asked: 0 }, local: local.activities, queue: { admitted: false } };
+  const ctx: LandingContext = {
+    runId: 'land.test',
+    taskQueue: 'tarmac',
+    request,
+    tracker,
+    budgetControl: {},
+    startedAt: Date.now(),
+    gateFiles: { asked: 0 },
+    local: local.activities,
+    queue: { admitted: false },
+  };
   const state: LandingState = { ...initialState(), hostId: 'host-a', host: host.activities, gate: gateFile, base, head, ...options.state };
   return { ctx, state, tracker, announced, hostCalls: host.calls, localCalls: local.calls };
 }
@@ -67,7 +84,13 @@ const outcomeOf = (next: Next): LandingOutcome => {
   return next.outcome;
 };
 
-const provenance = (original: string, how: 'identical' | 'dropped' = 'identical') => ({ branch: 'feature/a', original, subject: `commit ${original.slice(0, 4)}`, rebased: how === 'dropped' ? null : sha('r'), how });
+const provenance = (original: string, how: 'identical' | 'dropped' = 'identical') => ({
+  branch: 'feature/a',
+  original,
+  subject: `commit ${original.slice(0, 4)}`,
+  rebased: how === 'dropped' ? null : sha('r'),
+  how,
+});
 
 const rebased = (dropped: ReturnType<typeof provenance>[] = []): Extract<RebaseResult, { status: 'done' }> => ({
   status: 'done',
@@ -81,14 +104,30 @@ const rebased = (dropped: ReturnType<typeof provenance>[] = []): Extract<RebaseR
 describe('rebase phase: the branches onto the target', () => {
   const table: { name: string; result: RebaseResult; declared?: string[]; next?: Phase; outcome?: { status: string; type: string } }[] = [
     { name: 'every original patch present → questions', result: rebased(), next: 'questions' },
-    { name: 'a patch missing that nobody declared → dropped-commits, nothing merged', result: rebased([provenance(sha('2'), 'dropped')]), outcome: { status: 'dropped-commits', type: 'TARMAC_DROPPED_COMMITS' } },
-    { name: 'a patch a resolver declared dropped (with its reason) → questions', result: rebased([provenance(sha('2'), 'dropped')]), declared: [sha('2')], next: 'questions' },
+    {
+      name: 'a patch missing that nobody declared → dropped-commits, nothing merged',
+      result: rebased([provenance(sha('2'), 'dropped')]),
+      outcome: { status: 'dropped-commits', type: 'TARMAC_DROPPED_COMMITS' },
+    },
+    {
+      name: 'a patch a resolver declared dropped (with its reason) → questions',
+      result: rebased([provenance(sha('2'), 'dropped')]),
+      declared: [sha('2')],
+      next: 'questions',
+    },
   ];
   for (const { name, result, declared = [], next, outcome } of table) {
     it(name, async () => {
-      const landing = landingAt({ host: { 'capsule.rebaseBranches': async () => result }, state: { head: undefined, declaredDrops: new Map(declared.map((drop) => [drop, 'superseded upstream'])) } });
+      const landing = landingAt({
+        host: { 'capsule.rebaseBranches': async () => result },
+        state: { head: undefined, declaredDrops: new Map(declared.map((drop) => [drop, 'superseded upstream'])) },
+      });
       const decided = await rebase(landing.ctx, landing.state);
-      assert.deepEqual(landing.hostCalls.map((call) => [call.name, call.input.targetSha]), [['capsule.rebaseBranches', base]], 'rebased onto the target it was placed on');
+      assert.deepEqual(
+        landing.hostCalls.map((call) => [call.name, call.input.targetSha]),
+        [['capsule.rebaseBranches', base]],
+        'rebased onto the target it was placed on',
+      );
       assert.deepEqual(landing.announced.phases, ['rebase']);
       if (next) {
         assert.deepEqual(decided, { next });
@@ -152,13 +191,40 @@ describe('rebase phase after the target moved: the verified head onto the new ta
 
 describe('verify phase: the exact head and target before the queue', () => {
   const markers = { ok: false, problems: ['leftover conflict markers: a.txt:2'], repairable: true };
-  const table: { name: string; verdict: { ok: boolean; problems: string[]; repairable: boolean }; state?: Partial<LandingState>; queue: LandingContext['queue']; next?: Phase; after?: string }[] = [
+  const table: {
+    name: string;
+    verdict: { ok: boolean; problems: string[]; repairable: boolean };
+    state?: Partial<LandingState>;
+    queue: LandingContext['queue'];
+    next?: Phase;
+    after?: string;
+  }[] = [
     { name: 'verified, not queued yet → queue', verdict: { ok: true, problems: [], repairable: false }, queue: { admitted: false }, next: 'queue' },
-    { name: 'verified after a moved target, already admitted → straight back to merge', verdict: { ok: true, problems: [], repairable: false }, queue: { id: 'queue-main', admitted: true }, next: 'merge' },
-    { name: 'refused → verify-failed naming each problem; the queue is not asked', verdict: { ok: false, problems: ['gate not green on this tree', 'no commit over the target'], repairable: false }, queue: { admitted: false } },
+    {
+      name: 'verified after a moved target, already admitted → straight back to merge',
+      verdict: { ok: true, problems: [], repairable: false },
+      queue: { id: 'queue-main', admitted: true },
+      next: 'merge',
+    },
+    {
+      name: 'refused → verify-failed naming each problem; the queue is not asked',
+      verdict: { ok: false, problems: ['gate not green on this tree', 'no commit over the target'], repairable: false },
+      queue: { admitted: false },
+    },
     { name: 'refused for what a fixer can mend → one fixup round with the refusal as its input', verdict: markers, queue: { admitted: false }, next: 'fixup' },
-    { name: 'refused again after its fixup round → verify-failed', verdict: markers, state: { verifyFixups: 1 }, queue: { admitted: false }, after: ' after its fixup round' },
-    { name: 'refused where the gate file allows no fixup → verify-failed', verdict: markers, state: { gate: { ...gateFile, fixup: { maxRounds: 0 } } }, queue: { admitted: false } },
+    {
+      name: 'refused again after its fixup round → verify-failed',
+      verdict: markers,
+      state: { verifyFixups: 1 },
+      queue: { admitted: false },
+      after: ' after its fixup round',
+    },
+    {
+      name: 'refused where the gate file allows no fixup → verify-failed',
+      verdict: markers,
+      state: { gate: { ...gateFile, fixup: { maxRounds: 0 } } },
+      queue: { admitted: false },
+    },
   ];
   for (const { name, verdict, state, queue, next, after } of table) {
     it(name, async () => {
@@ -167,24 +233,40 @@ describe('verify phase: the exact head and target before the queue', () => {
       const decided = await verify(landing.ctx, landing.state);
       const [verifyCall] = landing.hostCalls;
       assert.deepEqual(
-        { targetSha: verifyCall!.input.targetSha, headSha: verifyCall!.input.headSha, suiteIds: verifyCall!.input.suiteIds, reviewed: 'reviewedTreeSha' in verifyCall!.input },
+        {
+          targetSha: verifyCall!.input.targetSha,
+          headSha: verifyCall!.input.headSha,
+          suiteIds: verifyCall!.input.suiteIds,
+          reviewed: 'reviewedTreeSha' in verifyCall!.input,
+        },
         { targetSha: base, headSha: head.headSha, suiteIds: ['test'], reviewed: false },
         'verified on the exact target and head; no review asked of a gate file without one',
       );
       assert.equal(landing.localCalls.length, 0, 'verify asks no queue');
       if (next) {
         assert.deepEqual(decided, { next });
-        if (next === 'fixup') assert.deepEqual(landing.state.repair, { kind: 'verify', problems: verdict.problems.join('; '), problem: `verification refused the merge: ${verdict.problems.join('; ')}` });
+        if (next === 'fixup')
+          assert.deepEqual(landing.state.repair, {
+            kind: 'verify',
+            problems: verdict.problems.join('; '),
+            problem: `verification refused the merge: ${verdict.problems.join('; ')}`,
+          });
         return;
       }
       const ended = outcomeOf(decided);
-      assert.deepEqual({ status: ended.status, type: ended.failure?.type, message: ended.failure?.message }, { status: 'verify-failed', type: 'TARMAC_VERIFY_FAILED', message: verdict.problems.join('; ') });
+      assert.deepEqual(
+        { status: ended.status, type: ended.failure?.type, message: ended.failure?.message },
+        { status: 'verify-failed', type: 'TARMAC_VERIFY_FAILED', message: verdict.problems.join('; ') },
+      );
       assert.equal(ended.summary, `verification refused the merge${after ?? ''}: ${verdict.problems.join('; ')}; nothing was merged`);
     });
   }
 
   it('a gate file with a review panel: the approved tree goes to verification', async () => {
-    const landing = landingAt({ host: { 'capsule.verifyLanding': async () => ({ ok: true, problems: [], repairable: false }) }, state: { gate: { ...gateFile, review: { panel: 'default', quorum: 2 } }, approvedTree: sha('t') } });
+    const landing = landingAt({
+      host: { 'capsule.verifyLanding': async () => ({ ok: true, problems: [], repairable: false }) },
+      state: { gate: { ...gateFile, review: { panel: 'default', quorum: 2 } }, approvedTree: sha('t') },
+    });
     await verify(landing.ctx, landing.state);
     assert.equal(landing.hostCalls[0]!.input.reviewedTreeSha, sha('t'));
   });
@@ -200,7 +282,10 @@ describe('merge phase: fast-forward exactly the verified head', () => {
     assert.deepEqual(landing.hostCalls[0]!.input, { runId: 'land.test', repo: request.repo, target: 'main', expectedTargetSha: base, headSha: head.headSha });
   });
 
-  const movedUnder: Stubs = { 'capsule.fastForwardTarget': async () => Promise.reject(activityFailure('capsule.fastForwardTarget', 'TARMAC_TARGET_MOVED', 'main moved from bbbb to mmmm')) };
+  const movedUnder: Stubs = {
+    'capsule.fastForwardTarget': async () =>
+      Promise.reject(activityFailure('capsule.fastForwardTarget', 'TARMAC_TARGET_MOVED', 'main moved from bbbb to mmmm')),
+  };
   it('the target moved under it → retarget (and back through rebase)', async () => {
     const landing = landingAt({ host: movedUnder });
     assert.deepEqual(await merge(landing.ctx, landing.state), { next: 'retarget' });
@@ -215,15 +300,25 @@ describe('merge phase: fast-forward exactly the verified head', () => {
   });
 
   it('any other failure is not a moved target: it ends the loop (the landing records it as failed)', async () => {
-    const landing = landingAt({ host: { 'capsule.fastForwardTarget': async () => Promise.reject(activityFailure('capsule.fastForwardTarget', 'TARMAC_PUSH_REJECTED', 'remote refused')) } });
+    const landing = landingAt({
+      host: { 'capsule.fastForwardTarget': async () => Promise.reject(activityFailure('capsule.fastForwardTarget', 'TARMAC_PUSH_REJECTED', 'remote refused')) },
+    });
     await assert.rejects(merge(landing.ctx, landing.state), ActivityFailure);
   });
 });
 
 describe('retarget phase: the new target head and the gate file it declares', () => {
   it('→ rebase onto the new head, with its gate file', async () => {
-    const newGate: GateFile = { version: 1, suites: [{ id: 'lint', run: ['make', 'lint'] }, { id: 'test', run: ['make', 'test'] }] };
-    const landing = landingAt({ host: { 'capsule.currentTarget': async () => moved, 'capsule.readGateFile': async () => ({ gate: { ok: true, gate: newGate }, blob: sha('g') }) } });
+    const newGate: GateFile = {
+      version: 1,
+      suites: [
+        { id: 'lint', run: ['make', 'lint'] },
+        { id: 'test', run: ['make', 'test'] },
+      ],
+    };
+    const landing = landingAt({
+      host: { 'capsule.currentTarget': async () => moved, 'capsule.readGateFile': async () => ({ gate: { ok: true, gate: newGate }, blob: sha('g') }) },
+    });
     assert.deepEqual(await retarget(landing.ctx, landing.state), { next: 'rebase' });
     assert.deepEqual(landing.state.moved, { to: moved });
     assert.deepEqual(landing.state.gate, newGate, 'the re-gate runs what the target declares now');
@@ -231,9 +326,17 @@ describe('retarget phase: the new target head and the gate file it declares', ()
   });
 
   it('the new target has an invalid gate file → invalid-gate-file naming the field, nothing merged', async () => {
-    const landing = landingAt({ host: { 'capsule.currentTarget': async () => moved, 'capsule.readGateFile': async () => ({ gate: { ok: false, field: 'suites[0].run', message: 'must be an array' }, blob: sha('g') }) } });
+    const landing = landingAt({
+      host: {
+        'capsule.currentTarget': async () => moved,
+        'capsule.readGateFile': async () => ({ gate: { ok: false, field: 'suites[0].run', message: 'must be an array' }, blob: sha('g') }),
+      },
+    });
     const ended = outcomeOf(await retarget(landing.ctx, landing.state));
-    assert.deepEqual({ status: ended.status, type: ended.failure?.type, field: ended.failure?.field }, { status: 'invalid-gate-file', type: 'TARMAC_INVALID_GATE_FILE', field: 'suites[0].run' });
+    assert.deepEqual(
+      { status: ended.status, type: ended.failure?.type, field: ended.failure?.field },
+      { status: 'invalid-gate-file', type: 'TARMAC_INVALID_GATE_FILE', field: 'suites[0].run' },
+    );
     assert.match(ended.summary, /read after main moved to m{12}\); nothing was merged/);
   });
 });
@@ -248,9 +351,15 @@ describe('questions phase: a head that leaves the gate file alone goes to the ga
   });
 
   it('a head the facts were not read for (after a fixup round): read, then the gate', async () => {
-    const landing = landingAt({ host: { 'capsule.gateFileFacts': async () => unchanged }, state: { round: 1, headFacts: { base, headSha: sha('o'), facts: unchanged } } });
+    const landing = landingAt({
+      host: { 'capsule.gateFileFacts': async () => unchanged },
+      state: { round: 1, headFacts: { base, headSha: sha('o'), facts: unchanged } },
+    });
     assert.deepEqual(await questions(landing.ctx, landing.state), { next: 'gate' });
-    assert.deepEqual(landing.hostCalls.map((call) => call.input), [{ runId: 'land.test', targetSha: base, headSha: head.headSha }]);
+    assert.deepEqual(
+      landing.hostCalls.map((call) => call.input),
+      [{ runId: 'land.test', targetSha: base, headSha: head.headSha }],
+    );
     assert.deepEqual(landing.announced.phases, [], 'later passes enter the phase only when they ask');
   });
 });
@@ -288,7 +397,15 @@ describe('a target that moved under the merge is a transition back to rebase, no
     assert.equal(landing.state.head?.headSha, sha('n'));
     assert.deepEqual(
       landing.hostCalls.map((call) => call.name),
-      ['capsule.fastForwardTarget', 'capsule.currentTarget', 'capsule.readGateFile', 'capsule.rebaseOnto', 'capsule.checkPatches', 'capsule.workspaceHead', 'capsule.gateFileFacts'],
+      [
+        'capsule.fastForwardTarget',
+        'capsule.currentTarget',
+        'capsule.readGateFile',
+        'capsule.rebaseOnto',
+        'capsule.checkPatches',
+        'capsule.workspaceHead',
+        'capsule.gateFileFacts',
+      ],
     );
     assert.equal(landing.hostCalls.at(-1)!.input.targetSha, moved, 'the gate-file question is asked against the new target');
   });

@@ -38,11 +38,23 @@ describe('parseMakeDatabase', () => {
 describe('findRule', () => {
   const table: { name: string; text: string; target: string; recipeLine?: number; expected: { line: number; after: number } | undefined }[] = [
     { name: 'from the recipe line make gave, the rule above it', text: runMk, target: 'start_all', recipeLine: 4, expected: { line: 2, after: 4 } },
-    { name: 'a rule with a target-specific variable above it: the rule line itself', text: makefile, target: 'build', recipeLine: 10, expected: { line: 8, after: 10 } },
+    {
+      name: 'a rule with a target-specific variable above it: the rule line itself',
+      text: makefile,
+      target: 'build',
+      recipeLine: 10,
+      expected: { line: 8, after: 10 },
+    },
     { name: 'an inline recipe (`t: ; cmd`) is its own rule line', text: makefile, target: 'gen-var', recipeLine: 20, expected: undefined },
     { name: 'without a recipe line, the first rule naming it', text: makefile, target: 'all', expected: { line: 5, after: 6 } },
     { name: 'one of two targets on a rule line', text: makefile, target: 'lint', recipeLine: 13, expected: { line: 11, after: 13 } },
-    { name: 'a recipe line whose rule names another target → undefined (make and the text disagree)', text: runMk, target: 'stop', recipeLine: 4, expected: undefined },
+    {
+      name: 'a recipe line whose rule names another target → undefined (make and the text disagree)',
+      text: runMk,
+      target: 'stop',
+      recipeLine: 4,
+      expected: undefined,
+    },
     { name: 'a rule continued with a backslash', text: 'all: a \\\n  b\n\techo\n\nx:\n', target: 'all', recipeLine: 3, expected: { line: 0, after: 3 } },
   ];
   for (const { name, text, target, recipeLine, expected } of table) {

@@ -70,7 +70,14 @@ describe('tarmac-run and tarmac-forward (on the host)', { timeout: 60_000 }, () 
   before(async () => {
     upstream = await startModelUpstream();
     upstream.usage = { input: 11, output: 7 };
-    gateway = await startModelGateway({ dir: join(mkdtempSync(join(tmpdir(), 'tarmac-forward-')), 'model-gateway'), provider: 'anthropic', upstream: upstream.url, apiKey: 'sk-real-key-for-forwarder-test', budget: { left: { tokens: 10_000, costUsd: 1 } }, pricing: loadPricing() });
+    gateway = await startModelGateway({
+      dir: join(mkdtempSync(join(tmpdir(), 'tarmac-forward-')), 'model-gateway'),
+      provider: 'anthropic',
+      upstream: upstream.url,
+      apiKey: 'sk-real-key-for-forwarder-test',
+      budget: { left: { tokens: 10_000, costUsd: 1 } },
+      pricing: loadPricing(),
+    });
   });
   after(async () => {
     await gateway?.close();
@@ -79,7 +86,10 @@ describe('tarmac-run and tarmac-forward (on the host)', { timeout: 60_000 }, () 
 
   it('starts the forwarder, waits for it, then runs the command, whose requests reach the gateway', async () => {
     const port = await freePort();
-    const result = await run(['sh', join(shared, 'tarmac-run'), process.execPath, '-e', client], { TARMAC_MODEL_PORT: String(port), TARMAC_MODEL_SOCKET: gateway.socketPath });
+    const result = await run(['sh', join(shared, 'tarmac-run'), process.execPath, '-e', client], {
+      TARMAC_MODEL_PORT: String(port),
+      TARMAC_MODEL_SOCKET: gateway.socketPath,
+    });
     assert.equal(result.code, 0, result.stderr);
     const { plain, streamed } = JSON.parse(result.stdout);
     assert.equal(plain.status, 200);
@@ -91,12 +101,18 @@ describe('tarmac-run and tarmac-forward (on the host)', { timeout: 60_000 }, () 
   });
 
   it('passes on the exit code of the command it runs', async () => {
-    const result = await run(['sh', join(shared, 'tarmac-run'), 'sh', '-c', 'exit 3'], { TARMAC_MODEL_PORT: String(await freePort()), TARMAC_MODEL_SOCKET: gateway.socketPath });
+    const result = await run(['sh', join(shared, 'tarmac-run'), 'sh', '-c', 'exit 3'], {
+      TARMAC_MODEL_PORT: String(await freePort()),
+      TARMAC_MODEL_SOCKET: gateway.socketPath,
+    });
     assert.equal(result.code, 3);
   });
 
   it('starts in well under a second', async () => {
-    const result = await run(['sh', join(shared, 'tarmac-run'), 'true'], { TARMAC_MODEL_PORT: String(await freePort()), TARMAC_MODEL_SOCKET: gateway.socketPath });
+    const result = await run(['sh', join(shared, 'tarmac-run'), 'true'], {
+      TARMAC_MODEL_PORT: String(await freePort()),
+      TARMAC_MODEL_SOCKET: gateway.socketPath,
+    });
     assert.equal(result.code, 0, result.stderr);
     assert.ok(result.ms < 1000, `took ${result.ms} ms`);
   });
@@ -106,7 +122,10 @@ describe('tarmac-run and tarmac-forward (on the host)', { timeout: 60_000 }, () 
     await new Promise<void>((done) => taken.listen(0, '127.0.0.1', done));
     try {
       const port = (taken.address() as AddressInfo).port;
-      const result = await run(['sh', join(shared, 'tarmac-run'), 'sh', '-c', 'echo ran'], { TARMAC_MODEL_PORT: String(port), TARMAC_MODEL_SOCKET: gateway.socketPath });
+      const result = await run(['sh', join(shared, 'tarmac-run'), 'sh', '-c', 'echo ran'], {
+        TARMAC_MODEL_PORT: String(port),
+        TARMAC_MODEL_SOCKET: gateway.socketPath,
+      });
       assert.equal(result.code, 70);
       assert.match(result.stderr, /cannot listen on 127\.0\.0\.1:\d+/);
       assert.doesNotMatch(result.stdout, /ran/);
@@ -118,7 +137,10 @@ describe('tarmac-run and tarmac-forward (on the host)', { timeout: 60_000 }, () 
   it('says which socket it cannot reach when the gateway is not there', async () => {
     const port = await freePort();
     const probe = `require('node:http').get({ host: '127.0.0.1', port: ${port}, path: '/v1/models' }).on('error', (e) => { console.log('client saw', e.code); });`;
-    const result = await run(['sh', join(shared, 'tarmac-run'), process.execPath, '-e', probe], { TARMAC_MODEL_PORT: String(port), TARMAC_MODEL_SOCKET: '/nonexistent/model.sock' });
+    const result = await run(['sh', join(shared, 'tarmac-run'), process.execPath, '-e', probe], {
+      TARMAC_MODEL_PORT: String(port),
+      TARMAC_MODEL_SOCKET: '/nonexistent/model.sock',
+    });
     assert.match(result.stdout, /client saw ECONNRESET/);
     assert.match(result.stderr, /cannot reach the model gateway at \/nonexistent\/model\.sock/);
   });

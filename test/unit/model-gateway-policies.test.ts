@@ -52,13 +52,38 @@ describe('SseReader', () => {
 
 describe('usage of a response', () => {
   const table = [
-    { name: 'Anthropic: cache counts are parts of the input', input: anthropicTokens({ input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 3, cache_read_input_tokens: 100 }), expected: { inputTokens: 113, outputTokens: 5, cacheCreationInputTokens: 3, cacheReadInputTokens: 100, reasoningTokens: 0 } },
-    { name: 'Anthropic: no cache fields', input: anthropicTokens({ input_tokens: 10, output_tokens: 5 }), expected: { inputTokens: 10, outputTokens: 5, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, reasoningTokens: 0 } },
+    {
+      name: 'Anthropic: cache counts are parts of the input',
+      input: anthropicTokens({ input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 3, cache_read_input_tokens: 100 }),
+      expected: { inputTokens: 113, outputTokens: 5, cacheCreationInputTokens: 3, cacheReadInputTokens: 100, reasoningTokens: 0 },
+    },
+    {
+      name: 'Anthropic: no cache fields',
+      input: anthropicTokens({ input_tokens: 10, output_tokens: 5 }),
+      expected: { inputTokens: 10, outputTokens: 5, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, reasoningTokens: 0 },
+    },
     { name: 'Anthropic: count_tokens answer is not usage', input: anthropicTokens(undefined), expected: undefined },
-    { name: 'OpenAI chat: prompt includes the cached part', input: openaiTokens({ prompt_tokens: 50, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 20 }, completion_tokens_details: { reasoning_tokens: 4 } }), expected: { inputTokens: 50, outputTokens: 7, cacheCreationInputTokens: 0, cacheReadInputTokens: 20, reasoningTokens: 4 } },
-    { name: 'OpenAI responses shape', input: openaiTokens({ input_tokens: 50, output_tokens: 7, input_tokens_details: { cached_tokens: 20 }, output_tokens_details: { reasoning_tokens: 4 } }), expected: { inputTokens: 50, outputTokens: 7, cacheCreationInputTokens: 0, cacheReadInputTokens: 20, reasoningTokens: 4 } },
+    {
+      name: 'OpenAI chat: prompt includes the cached part',
+      input: openaiTokens({
+        prompt_tokens: 50,
+        completion_tokens: 7,
+        prompt_tokens_details: { cached_tokens: 20 },
+        completion_tokens_details: { reasoning_tokens: 4 },
+      }),
+      expected: { inputTokens: 50, outputTokens: 7, cacheCreationInputTokens: 0, cacheReadInputTokens: 20, reasoningTokens: 4 },
+    },
+    {
+      name: 'OpenAI responses shape',
+      input: openaiTokens({ input_tokens: 50, output_tokens: 7, input_tokens_details: { cached_tokens: 20 }, output_tokens_details: { reasoning_tokens: 4 } }),
+      expected: { inputTokens: 50, outputTokens: 7, cacheCreationInputTokens: 0, cacheReadInputTokens: 20, reasoningTokens: 4 },
+    },
     { name: 'OpenAI: null usage (a stream chunk before the last)', input: openaiTokens(null), expected: undefined },
-    { name: 'negative or fractional counts are not trusted', input: anthropicTokens({ input_tokens: -5, output_tokens: 2.7 }), expected: { inputTokens: 0, outputTokens: 2, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, reasoningTokens: 0 } },
+    {
+      name: 'negative or fractional counts are not trusted',
+      input: anthropicTokens({ input_tokens: -5, output_tokens: 2.7 }),
+      expected: { inputTokens: 0, outputTokens: 2, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, reasoningTokens: 0 },
+    },
   ];
   for (const { name, input, expected } of table) it(name, () => assert.deepEqual(input, expected));
 
@@ -71,7 +96,12 @@ describe('usage of a response', () => {
   it('takes the final cumulative counts of an Anthropic stream', () => {
     const meter = new StreamMeter('anthropic');
     const event = (name: string, data: object) => Buffer.from(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
-    meter.push(event('message_start', { type: 'message_start', message: { model: 'claude-haiku-4-5', usage: { input_tokens: 30, output_tokens: 1, cache_read_input_tokens: 10 } } }));
+    meter.push(
+      event('message_start', {
+        type: 'message_start',
+        message: { model: 'claude-haiku-4-5', usage: { input_tokens: 30, output_tokens: 1, cache_read_input_tokens: 10 } },
+      }),
+    );
     meter.push(event('message_delta', { type: 'message_delta', delta: {}, usage: { output_tokens: 9 } }));
     meter.push(event('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 12, input_tokens: 30 } }));
     const summary = meter.end();
@@ -82,7 +112,9 @@ describe('usage of a response', () => {
 
   it('keeps the rebuilt text within its cap and counts the rest', () => {
     const meter = new StreamMeter('openai', 10);
-    meter.push(Buffer.from(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'abcdefghijklmnop' } }] })}\n\n`));
+    meter.push(
+      Buffer.from(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'abcdefghijklmnop' } }] })}\n\n`),
+    );
     const summary = meter.end();
     assert.equal((summary.assembled.choices as any)[0].content, 'abcdefghij');
     assert.equal(summary.droppedChars, 6);
@@ -114,20 +146,52 @@ describe('pricing', () => {
   for (const { name, input, expected } of lookups) it(`priceOf: ${name}`, () => assert.equal(priceOf(table, input)?.model, expected));
 
   const costs = [
-    { name: 'Anthropic with cache write and read', price: table['claude-sonnet-4-5']!, tokens: { inputTokens: 1120, outputTokens: 50, cacheCreationInputTokens: 20, cacheReadInputTokens: 1000, reasoningTokens: 0 }, expected: 0.001425 },
-    { name: 'OpenAI with cached input', price: table['gpt-5']!, tokens: { inputTokens: 1_000_000, outputTokens: 1_000_000, cacheCreationInputTokens: 0, cacheReadInputTokens: 200_000, reasoningTokens: 500 }, expected: 11.025 },
-    { name: 'no cache price: cached input at the input price', price: table['gpt-4o']!, tokens: { inputTokens: 1000, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 1000, reasoningTokens: 0 }, expected: 0.0025 },
+    {
+      name: 'Anthropic with cache write and read',
+      price: table['claude-sonnet-4-5']!,
+      tokens: { inputTokens: 1120, outputTokens: 50, cacheCreationInputTokens: 20, cacheReadInputTokens: 1000, reasoningTokens: 0 },
+      expected: 0.001425,
+    },
+    {
+      name: 'OpenAI with cached input',
+      price: table['gpt-5']!,
+      tokens: { inputTokens: 1_000_000, outputTokens: 1_000_000, cacheCreationInputTokens: 0, cacheReadInputTokens: 200_000, reasoningTokens: 500 },
+      expected: 11.025,
+    },
+    {
+      name: 'no cache price: cached input at the input price',
+      price: table['gpt-4o']!,
+      tokens: { inputTokens: 1000, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 1000, reasoningTokens: 0 },
+      expected: 0.0025,
+    },
   ];
   for (const { name, price, tokens, expected } of costs) it(`costOf: ${name}`, () => assert.equal(costOf(price, tokens), expected));
 
   const invalid = [
     { name: 'not JSON', text: '{', expected: /recipes\/pricing\.json: \(root\) is not valid JSON/ },
-    { name: 'a negative price', text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: -1, output: 1 } } }), expected: /recipes\/pricing\.json: models\.m\.input / },
-    { name: 'an unknown provider', text: JSON.stringify({ version: 1, models: { m: { provider: 'google', input: 1, output: 1 } } }), expected: /recipes\/pricing\.json: models\.m\.provider / },
-    { name: 'a misspelt field', text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: 1, output: 1, cachedRead: 1 } } }), expected: /recipes\/pricing\.json: models\.m/ },
-    { name: 'a missing output price', text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: 1 } } }), expected: /recipes\/pricing\.json: models\.m\.output / },
+    {
+      name: 'a negative price',
+      text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: -1, output: 1 } } }),
+      expected: /recipes\/pricing\.json: models\.m\.input /,
+    },
+    {
+      name: 'an unknown provider',
+      text: JSON.stringify({ version: 1, models: { m: { provider: 'google', input: 1, output: 1 } } }),
+      expected: /recipes\/pricing\.json: models\.m\.provider /,
+    },
+    {
+      name: 'a misspelt field',
+      text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: 1, output: 1, cachedRead: 1 } } }),
+      expected: /recipes\/pricing\.json: models\.m/,
+    },
+    {
+      name: 'a missing output price',
+      text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: 1 } } }),
+      expected: /recipes\/pricing\.json: models\.m\.output /,
+    },
   ];
-  for (const { name, text, expected } of invalid) it(`parsePricing refuses ${name}, naming the file and the field`, () => assert.throws(() => parsePricing(text), expected));
+  for (const { name, text, expected } of invalid)
+    it(`parsePricing refuses ${name}, naming the file and the field`, () => assert.throws(() => parsePricing(text), expected));
 
   it('the shipped recipes/pricing.json loads and prices every model of the shipped Anthropic and OpenAI harnesses', () => {
     const shipped = loadPricing();
@@ -142,9 +206,18 @@ describe('modelBudgetRefusal', () => {
   const table = [
     { name: 'nothing spent', spent: { inputTokens: 0, outputTokens: 0, costUsd: 0 }, expected: undefined },
     { name: 'room left', spent: { inputTokens: 600, outputTokens: 399, costUsd: 0.5 }, expected: undefined },
-    { name: 'tokens reached: the next request is refused', spent: { inputTokens: 600, outputTokens: 400, costUsd: 0.5 }, expected: 'tokens: 1000 used of the 1000 this session may use' },
+    {
+      name: 'tokens reached: the next request is refused',
+      spent: { inputTokens: 600, outputTokens: 400, costUsd: 0.5 },
+      expected: 'tokens: 1000 used of the 1000 this session may use',
+    },
     { name: 'cost reached', spent: { inputTokens: 1, outputTokens: 1, costUsd: 1 }, expected: 'cost: $1.0000 spent of the $1 this session may spend' },
-    { name: 'nothing left at the start: the first request is refused', spent: { inputTokens: 0, outputTokens: 0, costUsd: 0 }, left: { tokens: 0, costUsd: 1 }, expected: 'tokens: 0 used of the 0 this session may use' },
+    {
+      name: 'nothing left at the start: the first request is refused',
+      spent: { inputTokens: 0, outputTokens: 0, costUsd: 0 },
+      left: { tokens: 0, costUsd: 1 },
+      expected: 'tokens: 0 used of the 0 this session may use',
+    },
   ];
   for (const { name, spent, expected, ...rest } of table) it(name, () => assert.equal(modelBudgetRefusal(spent, rest.left ?? left), expected));
 });
@@ -165,12 +238,33 @@ describe('provider protocol', () => {
     { provider: 'openai' as const, method: 'POST', path: '/v1/fine_tuning/jobs', expected: false },
     { provider: 'openai' as const, method: 'POST', path: '/chat/completions', expected: false },
   ];
-  for (const { provider, method, path, expected } of routes) it(`${provider} ${method} ${path} → ${expected ? 'forwarded' : 'refused'}`, () => assert.equal(routeAllowed(provider, method, path), expected));
+  for (const { provider, method, path, expected } of routes)
+    it(`${provider} ${method} ${path} → ${expected ? 'forwarded' : 'refused'}`, () => assert.equal(routeAllowed(provider, method, path), expected));
 
   it('sends only the worker key upstream, whatever the client sent', () => {
-    const client = { authorization: 'Bearer fake', 'x-api-key': 'fake', 'api-key': 'fake', 'proxy-authorization': 'x', host: 'x', connection: 'keep-alive', 'anthropic-beta': 'b', 'accept-encoding': 'gzip' };
-    assert.deepEqual(upstreamHeaders('anthropic', client, 'real', 12), { 'anthropic-beta': 'b', 'accept-encoding': 'identity', 'content-length': 12, 'anthropic-version': '2023-06-01', 'x-api-key': 'real' });
-    assert.deepEqual(upstreamHeaders('openai', client, 'real', 0), { 'anthropic-beta': 'b', 'accept-encoding': 'identity', 'content-length': 0, authorization: 'Bearer real' });
+    const client = {
+      authorization: 'Bearer fake',
+      'x-api-key': 'fake',
+      'api-key': 'fake',
+      'proxy-authorization': 'x',
+      host: 'x',
+      connection: 'keep-alive',
+      'anthropic-beta': 'b',
+      'accept-encoding': 'gzip',
+    };
+    assert.deepEqual(upstreamHeaders('anthropic', client, 'real', 12), {
+      'anthropic-beta': 'b',
+      'accept-encoding': 'identity',
+      'content-length': 12,
+      'anthropic-version': '2023-06-01',
+      'x-api-key': 'real',
+    });
+    assert.deepEqual(upstreamHeaders('openai', client, 'real', 0), {
+      'anthropic-beta': 'b',
+      'accept-encoding': 'identity',
+      'content-length': 0,
+      authorization: 'Bearer real',
+    });
     assert.deepEqual(upstreamHeaders('openai', client, undefined, 0), { 'anthropic-beta': 'b', 'accept-encoding': 'identity', 'content-length': 0 });
   });
 
@@ -180,16 +274,36 @@ describe('provider protocol', () => {
     assert.deepEqual(JSON.parse(anthropic.body), { type: 'error', error: { type: 'invalid_request_error', message: 'tarmac: run budget exhausted (x)' } });
     const openai = gatewayError('openai', 'budget', 'tarmac: run budget exhausted (x)');
     assert.equal(openai.status, 400, 'a 400: the CLIs retry a 429 for minutes');
-    assert.deepEqual(JSON.parse(openai.body), { error: { message: 'tarmac: run budget exhausted (x)', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
+    assert.deepEqual(JSON.parse(openai.body), {
+      error: { message: 'tarmac: run budget exhausted (x)', type: 'insufficient_quota', param: null, code: 'insufficient_quota' },
+    });
     assert.equal(openai.headers['x-should-retry'], 'false');
     assert.equal(gatewayError('openai', 'upstream', 'x').headers['x-should-retry'], undefined, 'an unreachable upstream may be retried');
   });
 
   const rewrites = [
-    { name: 'streamed chat gets include_usage', provider: 'openai' as const, path: '/v1/chat/completions', body: { model: 'm', stream: true }, expected: { model: 'm', stream: true, stream_options: { include_usage: true } } },
-    { name: 'already asked: unchanged', provider: 'openai' as const, path: '/v1/chat/completions', body: { stream: true, stream_options: { include_usage: true } }, expected: undefined },
+    {
+      name: 'streamed chat gets include_usage',
+      provider: 'openai' as const,
+      path: '/v1/chat/completions',
+      body: { model: 'm', stream: true },
+      expected: { model: 'm', stream: true, stream_options: { include_usage: true } },
+    },
+    {
+      name: 'already asked: unchanged',
+      provider: 'openai' as const,
+      path: '/v1/chat/completions',
+      body: { stream: true, stream_options: { include_usage: true } },
+      expected: undefined,
+    },
     { name: 'not streamed: unchanged', provider: 'openai' as const, path: '/v1/chat/completions', body: { model: 'm' }, expected: undefined },
-    { name: 'responses: unchanged (usage is in response.completed)', provider: 'openai' as const, path: '/v1/responses', body: { stream: true }, expected: undefined },
+    {
+      name: 'responses: unchanged (usage is in response.completed)',
+      provider: 'openai' as const,
+      path: '/v1/responses',
+      body: { stream: true },
+      expected: undefined,
+    },
     { name: 'anthropic: unchanged', provider: 'anthropic' as const, path: '/v1/messages', body: { stream: true }, expected: undefined },
   ];
   for (const { name, provider, path, body, expected } of rewrites) {
@@ -218,7 +332,10 @@ describe('transcript', () => {
     const transcript = await ModelTranscript.open(path, ['sk-secret-value-123', undefined, 'short'], 300);
     await transcript.append({ id: 1, request: { echoed: 'the key sk-secret-value-123 came back' }, response: { text: 'short stays' } });
     await transcript.append({ id: 2, request: { body: 'x'.repeat(500) }, response: {} });
-    const lines = readFileSync(path, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const lines = readFileSync(path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     assert.equal(lines[0].request.echoed, 'the key [key removed] came back');
     assert.equal(lines[0].response.text, 'short stays', 'strings too short to be keys are left alone');
     assert.equal(lines[1].request, undefined);

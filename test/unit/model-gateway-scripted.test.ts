@@ -31,7 +31,13 @@ for (const stream of [false, true]) {
       name: `Anthropic Messages, ${how}`,
       provider: 'anthropic',
       path: '/v1/messages?beta=true',
-      body: { model: 'claude-sonnet-4-5', max_tokens: 100, stream, messages: [{ role: 'user', content: 'go' }], tools: [{ name: 'read_file', input_schema: { type: 'object' } }] },
+      body: {
+        model: 'claude-sonnet-4-5',
+        max_tokens: 100,
+        stream,
+        messages: [{ role: 'user', content: 'go' }],
+        tools: [{ name: 'read_file', input_schema: { type: 'object' } }],
+      },
       // Anthropic reports the cache counts apart; all of it is input. $3 / $3.75 / $0.30 / $15 per million.
       expected: { inputTokens: 1540, outputTokens: 80, cacheReadInputTokens: 300, cacheCreationInputTokens: 40, costUsd: 0.00504 },
     },
@@ -39,7 +45,12 @@ for (const stream of [false, true]) {
       name: `OpenAI Chat Completions, ${how}`,
       provider: 'openai',
       path: '/v1/chat/completions',
-      body: { model: 'gpt-5-mini', stream, messages: [{ role: 'user', content: 'go' }], tools: [{ type: 'function', function: { name: 'read_file', parameters: { type: 'object' } } }] },
+      body: {
+        model: 'gpt-5-mini',
+        stream,
+        messages: [{ role: 'user', content: 'go' }],
+        tools: [{ type: 'function', function: { name: 'read_file', parameters: { type: 'object' } } }],
+      },
       // OpenAI's input includes both cache counts; only reads are cheaper. $0.25 / $0.025 / $2 per million.
       expected: { inputTokens: 1540, outputTokens: 80, cacheReadInputTokens: 300, cacheCreationInputTokens: 0, costUsd: 0.0004775 },
     },
@@ -47,7 +58,12 @@ for (const stream of [false, true]) {
       name: `OpenAI Responses, ${how}`,
       provider: 'openai',
       path: '/v1/responses',
-      body: { model: 'gpt-5-mini', stream, input: [{ role: 'user', content: 'go' }], tools: [{ type: 'function', name: 'read_file', parameters: { type: 'object' } }] },
+      body: {
+        model: 'gpt-5-mini',
+        stream,
+        input: [{ role: 'user', content: 'go' }],
+        tools: [{ type: 'function', name: 'read_file', parameters: { type: 'object' } }],
+      },
       expected: { inputTokens: 1540, outputTokens: 80, cacheReadInputTokens: 300, cacheCreationInputTokens: 0, costUsd: 0.0004775 },
     },
   );
@@ -80,7 +96,10 @@ describe('model gateway in front of the scripted model endpoint', { timeout: 60_
         const recorded = model.requests[seenBefore]!;
         assert.equal(recorded.outcome, 'turn', recorded.message);
         assert.deepEqual(recorded.usage, usage);
-        assert.equal(provider === 'anthropic' ? recorded.headers['x-api-key'] : recorded.headers.authorization, provider === 'anthropic' ? realKey : `Bearer ${realKey}`);
+        assert.equal(
+          provider === 'anthropic' ? recorded.headers['x-api-key'] : recorded.headers.authorization,
+          provider === 'anthropic' ? realKey : `Bearer ${realKey}`,
+        );
         assert.ok(!JSON.stringify(recorded.headers).includes('sk-fake'));
         const counted = gateway.usage();
         const { inputTokens, outputTokens, cacheReadInputTokens, cacheCreationInputTokens, costUsd } = counted;

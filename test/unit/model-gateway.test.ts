@@ -28,7 +28,10 @@ const transcriptOf = (dir: string) =>
     .map((line) => JSON.parse(line));
 
 /** Every file the gateway wrote, as one text. */
-const everythingWritten = (dir: string) => readdirSync(dir).map((name) => readFileSync(join(dir, name), 'utf8')).join('\n');
+const everythingWritten = (dir: string) =>
+  readdirSync(dir)
+    .map((name) => readFileSync(join(dir, name), 'utf8'))
+    .join('\n');
 
 describe('model gateway over a unix socket', { timeout: 60_000 }, () => {
   let upstream: ModelUpstream;
@@ -43,7 +46,15 @@ describe('model gateway over a unix socket', { timeout: 60_000 }, () => {
 
   async function start(overrides: Partial<ModelGatewayOptions> = {}): Promise<{ gateway: ModelGatewayHandle; dir: string }> {
     const dir = overrides.dir ?? join(mkdtempSync(join(tmpdir(), 'tarmac-model-gw-')), 'model-gateway');
-    const gateway = await startModelGateway({ dir, provider: 'anthropic', upstream: upstream.url, apiKey: realKey, budget: { left: { tokens: 1_000_000, costUsd: 100 } }, pricing, ...overrides });
+    const gateway = await startModelGateway({
+      dir,
+      provider: 'anthropic',
+      upstream: upstream.url,
+      apiKey: realKey,
+      budget: { left: { tokens: 1_000_000, costUsd: 100 } },
+      pricing,
+      ...overrides,
+    });
     open.push(gateway);
     return { gateway, dir };
   }
@@ -53,7 +64,13 @@ describe('model gateway over a unix socket', { timeout: 60_000 }, () => {
     const before = upstream.seen.length;
     const reply = await sendTo(gateway, '/v1/messages?beta=true', {
       body: { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
-      headers: { 'x-api-key': clientKey, authorization: `Bearer ${clientKey}`, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'tools-2024', cookie: 'a=b' },
+      headers: {
+        'x-api-key': clientKey,
+        authorization: `Bearer ${clientKey}`,
+        'anthropic-version': '2023-06-01',
+        'anthropic-beta': 'tools-2024',
+        cookie: 'a=b',
+      },
     });
     assert.equal(reply.status, 200);
     assert.equal(reply.json.content[0].text, 'hello from upstream');
@@ -76,7 +93,10 @@ describe('model gateway over a unix socket', { timeout: 60_000 }, () => {
   it('sends the OpenAI key as a bearer token and drops the client x-api-key', async () => {
     const { gateway } = await start({ provider: 'openai' });
     const before = upstream.seen.length;
-    const reply = await sendTo(gateway, '/v1/chat/completions', { body: { model: 'gpt-5-mini', messages: [] }, headers: { authorization: `Bearer ${clientKey}`, 'x-api-key': clientKey } });
+    const reply = await sendTo(gateway, '/v1/chat/completions', {
+      body: { model: 'gpt-5-mini', messages: [] },
+      headers: { authorization: `Bearer ${clientKey}`, 'x-api-key': clientKey },
+    });
     assert.equal(reply.status, 200);
     const seen = upstream.seen.slice(before);
     assert.equal(seen[0]!.headers.authorization, `Bearer ${realKey}`);
@@ -238,8 +258,20 @@ describe('model gateway over a unix socket', { timeout: 60_000 }, () => {
   });
 
   for (const { provider, path, body, status, shape } of [
-    { provider: 'anthropic' as const, path: '/v1/messages', body: { model: 'claude-sonnet-4-5', messages: [] }, status: 400, shape: (json: any) => json.type === 'error' && json.error.type === 'invalid_request_error' },
-    { provider: 'openai' as const, path: '/v1/responses', body: { model: 'gpt-5-mini', input: 'hi' }, status: 400, shape: (json: any) => json.error.type === 'insufficient_quota' && json.error.code === 'insufficient_quota' },
+    {
+      provider: 'anthropic' as const,
+      path: '/v1/messages',
+      body: { model: 'claude-sonnet-4-5', messages: [] },
+      status: 400,
+      shape: (json: any) => json.type === 'error' && json.error.type === 'invalid_request_error',
+    },
+    {
+      provider: 'openai' as const,
+      path: '/v1/responses',
+      body: { model: 'gpt-5-mini', input: 'hi' },
+      status: 400,
+      shape: (json: any) => json.error.type === 'insufficient_quota' && json.error.code === 'insufficient_quota',
+    },
   ]) {
     it(`refuses a request once the budget is spent, before it reaches the upstream (${provider} error shape)`, async () => {
       const { gateway, dir } = await start({ provider, budget: { left: { tokens: 100, costUsd: 100 } } });
@@ -267,7 +299,9 @@ describe('model gateway over a unix socket', { timeout: 60_000 }, () => {
 
   it('asks a budget callback before every request, with the counters so far', async () => {
     const asked: number[] = [];
-    const { gateway } = await start({ budget: { check: (spent) => (asked.push(spent.requests), spent.costUsd > 0.0001 ? 'cost: the run is paused' : undefined) } });
+    const { gateway } = await start({
+      budget: { check: (spent) => (asked.push(spent.requests), spent.costUsd > 0.0001 ? 'cost: the run is paused' : undefined) },
+    });
     upstream.usage = { input: 100, output: 100 };
     assert.equal((await sendTo(gateway, '/v1/messages', { body: { model: 'claude-sonnet-4-5', messages: [] } })).status, 200);
     const refused = await sendTo(gateway, '/v1/messages', { body: { model: 'claude-sonnet-4-5', messages: [] } });
@@ -313,7 +347,10 @@ describe('model gateway over a unix socket', { timeout: 60_000 }, () => {
     const { gateway, dir } = await start();
     await gateway.close();
     writeFileSync(join(dir, 'usage.json'), '{"inputTokens": "lots"}');
-    await assert.rejects(startModelGateway({ dir, provider: 'anthropic', upstream: upstream.url, apiKey: realKey, budget: { left: { tokens: 1, costUsd: 1 } }, pricing }), /usage\.json: .*refusing to start from zero/);
+    await assert.rejects(
+      startModelGateway({ dir, provider: 'anthropic', upstream: upstream.url, apiKey: realKey, budget: { left: { tokens: 1, costUsd: 1 } }, pricing }),
+      /usage\.json: .*refusing to start from zero/,
+    );
   });
 
   it('refuses what it does not forward (a batch would spend the key unmetered)', async () => {

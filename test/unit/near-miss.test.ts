@@ -17,7 +17,8 @@ describe('nearMiss', () => {
     { name: 'a defined name is no miss', missing: 'build', defined: ['build'], expected: undefined },
   ];
   for (const { name, missing, defined, expected } of table) it(name, () => assert.equal(nearMiss(missing, defined)?.candidate, expected));
-  it('typoDistance counts a transposition once', () => assert.deepEqual([typoDistance('biuld', 'build'), typoDistance('abc', 'abc'), typoDistance('kitten', 'sitting')], [1, 0, 3]));
+  it('typoDistance counts a transposition once', () =>
+    assert.deepEqual([typoDistance('biuld', 'build'), typoDistance('abc', 'abc'), typoDistance('kitten', 'sitting')], [1, 0, 3]));
   it('pathNearness: per segment, two typos at most in all', () => {
     assert.equal(pathNearness('src/lib/formater', 'src/lib/formatter'), 1);
     assert.equal(pathNearness('src/lib/x', 'src/lib/y'), undefined, 'short segments get no typos');
@@ -29,7 +30,13 @@ describe('nearMiss', () => {
 describe('line edits', () => {
   it('applies edits bottom up and checks the lines it replaces', () => {
     const text = 'a\nb\nc\n';
-    assert.equal(applyLineEdits(text, [{ path: 'f', at: 1, remove: ['b'], insert: ['B'] }, { path: 'f', at: 3, remove: [], insert: ['d'] }]), 'a\nB\nc\nd\n');
+    assert.equal(
+      applyLineEdits(text, [
+        { path: 'f', at: 1, remove: ['b'], insert: ['B'] },
+        { path: 'f', at: 3, remove: [], insert: ['d'] },
+      ]),
+      'a\nB\nc\nd\n',
+    );
     assert.equal(applyLineEdits(text, [{ path: 'f', at: 1, remove: ['x'], insert: ['B'] }]), undefined, 'a line that is not what the edit expects');
     assert.equal(applyLineEdits('a\r\nb\r\n', [{ path: 'f', at: 1, remove: [], insert: ['x'] }]), 'a\r\nx\r\nb\r\n', 'CRLF kept');
   });
@@ -43,7 +50,11 @@ describe('line edits', () => {
       text: '{\n  "name": "x",\n  "scripts": {\n    "test": "node t.js"\n  }\n}\n',
       expected: '{\n  "name": "x",\n  "scripts": {\n    "dev": "node d.js",\n    "test": "node t.js"\n  }\n}\n',
     },
-    { name: 'one-line scripts', text: '{"name":"x","scripts":{"test":"node t.js"}}', expected: '{"name":"x","scripts":{ "dev": "node d.js", "test":"node t.js"}}' },
+    {
+      name: 'one-line scripts',
+      text: '{"name":"x","scripts":{"test":"node t.js"}}',
+      expected: '{"name":"x","scripts":{ "dev": "node d.js", "test":"node t.js"}}',
+    },
     { name: 'empty scripts', text: '{\n  "scripts": {},\n  "name": "x"\n}\n', expected: '{\n  "scripts": { "dev": "node d.js" },\n  "name": "x"\n}\n' },
     { name: 'no scripts at all', text: '{\n  "name": "x"\n}\n', expected: '{\n  "scripts": { "dev": "node d.js" },\n  "name": "x"\n}\n' },
     { name: 'the script exists already → no edit', text: '{"scripts":{"dev":"x"}}', expected: undefined },

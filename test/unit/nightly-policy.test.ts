@@ -7,13 +7,18 @@ import { afterFix, afterLanding, nightlyRunId, repairPlan, repairRequest, shellC
 
 describe('nightlyRunId', () => {
   const table = [
-    { name: 'a scheduled run (colons of the RFC 3339 time)', input: 'nightly.demo.main.0123456789ab-2025-03-01T03:00:00Z', expected: 'nightly.demo.main.0123456789ab-2025-03-01T03-00-00Z' },
+    {
+      name: 'a scheduled run (colons of the RFC 3339 time)',
+      input: 'nightly.demo.main.0123456789ab-2025-03-01T03:00:00Z',
+      expected: 'nightly.demo.main.0123456789ab-2025-03-01T03-00-00Z',
+    },
     { name: 'a plain id', input: 'nightly.manual', expected: 'nightly.manual' },
     { name: 'dot runs and a leading dot', input: '..a..b:c.', expected: 'a.b-c' },
     { name: 'nothing usable', input: '::', expected: 'nightly' },
   ];
   for (const { name, input, expected } of table) it(name, () => assert.equal(nightlyRunId(input), expected));
-  it('gives a valid repair branch name', () => assert.equal(branchNameProblem(`tarmac/fix/${nightlyRunId('nightly.x.main.abc-2025-03-01T03:00:00Z')}.fix`), undefined));
+  it('gives a valid repair branch name', () =>
+    assert.equal(branchNameProblem(`tarmac/fix/${nightlyRunId('nightly.x.main.abc-2025-03-01T03:00:00Z')}.fix`), undefined));
 });
 
 describe('shellCommand', () => {
@@ -34,7 +39,11 @@ describe('repairPlan', () => {
   const table = [
     { name: 'all green', failing: [], expected: { kind: 'green' } },
     { name: 'one red suite', failing: ['test'], expected: { kind: 'repair', failing: ['test'], reproCommand: 'make test' } },
-    { name: 'two red suites, in gate order', failing: ['test', 'lint'], expected: { kind: 'repair', failing: ['lint', 'test'], reproCommand: 'make lint && make test' } },
+    {
+      name: 'two red suites, in gate order',
+      failing: ['test', 'lint'],
+      expected: { kind: 'repair', failing: ['lint', 'test'], reproCommand: 'make lint && make test' },
+    },
   ];
   for (const { name, failing, expected } of table) it(name, () => assert.deepEqual(repairPlan(suites, failing), expected));
 });
@@ -53,11 +62,19 @@ describe('repair requests (nightly and landing)', () => {
 
 describe('afterFix', () => {
   const table = [
-    { name: 'fixed with a branch → land it', input: { outcome: 'fixed', summary: 'ok', fixBranch: 'tarmac/fix/n.fix' }, expected: { kind: 'land', branch: 'tarmac/fix/n.fix' } },
+    {
+      name: 'fixed with a branch → land it',
+      input: { outcome: 'fixed', summary: 'ok', fixBranch: 'tarmac/fix/n.fix' },
+      expected: { kind: 'land', branch: 'tarmac/fix/n.fix' },
+    },
     {
       name: 'exhausted with partial fixes → not landed',
       input: { outcome: 'exhausted', summary: '`make test` still exits 2', fixBranch: 'tarmac/fix/n.fix' },
-      expected: { kind: 'stop', status: 'repair-failed', summary: 'the gate is red and the fix loop ended exhausted: `make test` still exits 2; its partial fixes stay on tarmac/fix/n.fix, not landed' },
+      expected: {
+        kind: 'stop',
+        status: 'repair-failed',
+        summary: 'the gate is red and the fix loop ended exhausted: `make test` still exits 2; its partial fixes stay on tarmac/fix/n.fix, not landed',
+      },
     },
     {
       name: 'nothing to fix (a flaky suite) → nothing landed',
@@ -81,5 +98,6 @@ describe('nightlyScheduleId', () => {
   it('is one id per (repo, target)', () => assert.equal(nightlyScheduleId('/srv/app.git', 'main'), nightlyScheduleId('/srv/app.git', 'main')));
   it('differs for another target', () => assert.notEqual(nightlyScheduleId('/srv/app.git', 'main'), nightlyScheduleId('/srv/app.git', 'release/1')));
   it('differs for another repo', () => assert.notEqual(nightlyScheduleId('/srv/app.git', 'main'), nightlyScheduleId('/srv/other/app.git', 'main')));
-  it('is readable and safe in URLs', () => assert.match(nightlyScheduleId('git@example.com:team/My App.git', 'release/2.0'), /^nightly\.My_App\.release_2\.0\.[0-9a-f]{12}$/));
+  it('is readable and safe in URLs', () =>
+    assert.match(nightlyScheduleId('git@example.com:team/My App.git', 'release/2.0'), /^nightly\.My_App\.release_2\.0\.[0-9a-f]{12}$/));
 });

@@ -8,7 +8,11 @@ import { applyLineEdits } from '../../policies/line-edit';
 import { matchers, matchPlaybook, playbookKinds, type PlaybookTree } from '../../policies/playbooks';
 
 const { playbooks } = playbooksFrom(JSON.parse(readFileSync(join(__dirname, '../../recipes/playbooks.json'), 'utf8')));
-const tree = (files: Record<string, string>, make: MakeDatabase | null = null): PlaybookTree => ({ read: (path) => files[path], files: Object.keys(files), make });
+const tree = (files: Record<string, string>, make: MakeDatabase | null = null): PlaybookTree => ({
+  read: (path) => files[path],
+  files: Object.keys(files),
+  make,
+});
 const database = (makefiles: string[], targets: MakeDatabase['targets']): MakeDatabase => ({ source: 'make', makefiles, targets });
 
 const noRule = (target: string) => `make: *** No rule to make target '${target}'.  Stop.`;
@@ -20,7 +24,13 @@ const requireTrace = (specifier: string, importer: string) =>
  * Each row: a failure's output, a tree, and the exact files after the playbook's edits (or none:
  * the premise is false). Rows are grouped by matcher; every matcher has premise-false rows.
  */
-const table: { name: string; output: string; files: Record<string, string>; make?: MakeDatabase; expected?: { playbookId: string; after: Record<string, string> } }[] = [
+const table: {
+  name: string;
+  output: string;
+  files: Record<string, string>;
+  make?: MakeDatabase;
+  expected?: { playbookId: string; after: Record<string, string> };
+}[] = [
   // make-target-from-script
   {
     name: 'missing make target whose script exists → a rule running it, appended to the top makefile',
@@ -45,12 +55,18 @@ const table: { name: string; output: string; files: Record<string, string>; make
   {
     name: 'the typo in a rule of an included makefile, the real target in another',
     output: "make: *** No rule to make target 'compile_css', needed by 'assets'.  Stop.",
-    files: { Makefile: 'include mk/assets.mk\ncompile-css:\n\ttrue\n', 'mk/assets.mk': '# assets\nassets: compile_css bundle\n\t@echo assets\nbundle:\n\ttrue\n' },
-    make: database(['Makefile', 'mk/assets.mk'], [
-      { name: 'compile-css', recipe: { file: 'Makefile', line: 3 } },
-      { name: 'assets', recipe: { file: 'mk/assets.mk', line: 3 } },
-      { name: 'bundle', recipe: { file: 'mk/assets.mk', line: 5 } },
-    ]),
+    files: {
+      Makefile: 'include mk/assets.mk\ncompile-css:\n\ttrue\n',
+      'mk/assets.mk': '# assets\nassets: compile_css bundle\n\t@echo assets\nbundle:\n\ttrue\n',
+    },
+    make: database(
+      ['Makefile', 'mk/assets.mk'],
+      [
+        { name: 'compile-css', recipe: { file: 'Makefile', line: 3 } },
+        { name: 'assets', recipe: { file: 'mk/assets.mk', line: 3 } },
+        { name: 'bundle', recipe: { file: 'mk/assets.mk', line: 5 } },
+      ],
+    ),
     expected: { playbookId: 'make-target-typo', after: { 'mk/assets.mk': '# assets\nassets: compile-css bundle\n\t@echo assets\nbundle:\n\ttrue\n' } },
   },
   {
@@ -63,15 +79,21 @@ const table: { name: string; output: string; files: Record<string, string>; make
     name: 'the target the user ran is a near miss (-/_) of one defined in an included makefile → an alias next to it, in that file',
     output: noRule('start-all'),
     files: { Makefile: 'include mk/run.mk\n\nbuild:\n\t@echo build\n', 'mk/run.mk': '.PHONY: start_all\nstart_all: build\n\t@echo started\n\nstop:\n\ttrue\n' },
-    make: database(['Makefile', 'mk/run.mk'], [
-      { name: 'build', recipe: { file: 'Makefile', line: 4 } },
-      { name: 'start_all', recipe: { file: 'mk/run.mk', line: 3 } },
-      { name: 'stop', recipe: { file: 'mk/run.mk', line: 6 } },
-    ]),
-    expected: { playbookId: 'make-target-alias', after: { 'mk/run.mk': '.PHONY: start_all\nstart_all: build\n\t@echo started\n\n.PHONY: start-all\nstart-all: start_all\n\nstop:\n\ttrue\n' } },
+    make: database(
+      ['Makefile', 'mk/run.mk'],
+      [
+        { name: 'build', recipe: { file: 'Makefile', line: 4 } },
+        { name: 'start_all', recipe: { file: 'mk/run.mk', line: 3 } },
+        { name: 'stop', recipe: { file: 'mk/run.mk', line: 6 } },
+      ],
+    ),
+    expected: {
+      playbookId: 'make-target-alias',
+      after: { 'mk/run.mk': '.PHONY: start_all\nstart_all: build\n\t@echo started\n\n.PHONY: start-all\nstart-all: start_all\n\nstop:\n\ttrue\n' },
+    },
   },
   {
-    name: 'without make\'s database, the top makefile read as text (case differs)',
+    name: "without make's database, the top makefile read as text (case differs)",
     output: noRule('Test'),
     files: { Makefile: 'test:\n\tnode t.js\n' },
     expected: { playbookId: 'make-target-alias', after: { Makefile: 'test:\n\tnode t.js\n\n.PHONY: Test\nTest: test\n' } },
@@ -91,13 +113,25 @@ const table: { name: string; output: string; files: Record<string, string>; make
   {
     name: 'an npm script a makefile calls is missing, and its script file exists → one line in package.json',
     output: missingScript('typecheck'),
-    files: { Makefile: 'check:\n\tnpm run typecheck\n', 'package.json': '{\n  "name": "x",\n  "scripts": {\n    "test": "node test.js"\n  }\n}\n', 'scripts/typecheck.js': '' },
-    expected: { playbookId: 'npm-script-from-make', after: { 'package.json': '{\n  "name": "x",\n  "scripts": {\n    "typecheck": "node scripts/typecheck.js",\n    "test": "node test.js"\n  }\n}\n' } },
+    files: {
+      Makefile: 'check:\n\tnpm run typecheck\n',
+      'package.json': '{\n  "name": "x",\n  "scripts": {\n    "test": "node test.js"\n  }\n}\n',
+      'scripts/typecheck.js': '',
+    },
+    expected: {
+      playbookId: 'npm-script-from-make',
+      after: { 'package.json': '{\n  "name": "x",\n  "scripts": {\n    "typecheck": "node scripts/typecheck.js",\n    "test": "node test.js"\n  }\n}\n' },
+    },
   },
   {
     name: 'the caller is an included makefile',
     output: missingScript('typecheck'),
-    files: { Makefile: 'include mk/ci.mk\n', 'mk/ci.mk': 'check:\n\tnpm run typecheck && npm test\n', 'package.json': '{"scripts":{"test":"node t.js"}}', 'scripts/typecheck.sh': 'true\n' },
+    files: {
+      Makefile: 'include mk/ci.mk\n',
+      'mk/ci.mk': 'check:\n\tnpm run typecheck && npm test\n',
+      'package.json': '{"scripts":{"test":"node t.js"}}',
+      'scripts/typecheck.sh': 'true\n',
+    },
     make: database(['Makefile', 'mk/ci.mk'], [{ name: 'check', recipe: { file: 'mk/ci.mk', line: 2 } }]),
     expected: { playbookId: 'npm-script-from-make', after: { 'package.json': '{"scripts":{ "typecheck": "sh scripts/typecheck.sh", "test":"node t.js"}}' } },
   },
@@ -116,7 +150,10 @@ const table: { name: string; output: string; files: Record<string, string>; make
     name: 'a missing npm script with a near miss → an alias script',
     output: missingScript('serve_app'),
     files: { 'package.json': '{\n  "name": "x",\n  "scripts": {\n    "serve-app": "node server.js"\n  }\n}\n' },
-    expected: { playbookId: 'npm-script-alias', after: { 'package.json': '{\n  "name": "x",\n  "scripts": {\n    "serve_app": "npm run serve-app",\n    "serve-app": "node server.js"\n  }\n}\n' } },
+    expected: {
+      playbookId: 'npm-script-alias',
+      after: { 'package.json': '{\n  "name": "x",\n  "scripts": {\n    "serve_app": "npm run serve-app",\n    "serve-app": "node server.js"\n  }\n}\n' },
+    },
   },
   { name: 'premise false: no script near the missing one', output: missingScript('deploy'), files: { 'package.json': '{"scripts":{"test":"node t.js"}}' } },
   { name: 'premise false: no package.json', output: missingScript('serve_app'), files: { Makefile: 'serve-app:\n\ttrue\n' } },
@@ -124,7 +161,11 @@ const table: { name: string; output: string; files: Record<string, string>; make
   {
     name: 'require() of a path that does not resolve, one near-miss file → the specifier on its line',
     output: requireTrace('./lib/formater', '/workspace/src/index.js'),
-    files: { 'src/index.js': "const format = require('./lib/formater');\nconsole.log(format('x'));\n", 'src/lib/formatter.js': 'module.exports = (s) => s;\n', 'package.json': '{}' },
+    files: {
+      'src/index.js': "const format = require('./lib/formater');\nconsole.log(format('x'));\n",
+      'src/lib/formatter.js': 'module.exports = (s) => s;\n',
+      'package.json': '{}',
+    },
     expected: { playbookId: 'require-path-near-miss', after: { 'src/index.js': "const format = require('./lib/formatter');\nconsole.log(format('x'));\n" } },
   },
   {
@@ -151,8 +192,12 @@ const table: { name: string; output: string; files: Record<string, string>; make
   // module-path-near-miss (ES modules)
   {
     name: 'ERR_MODULE_NOT_FOUND: the import resolving to the missing file is fixed (extension kept)',
-    output: "node:internal/errors:496\nError [ERR_MODULE_NOT_FOUND]: Cannot find module '/workspace/src/lib/formater.js' imported from /workspace/src/index.js\n    at new NodeError",
-    files: { 'src/index.js': "import { format } from './lib/formater.js';\nimport fs from 'node:fs';\n", 'src/lib/formatter.js': 'export const format = (s) => s;\n' },
+    output:
+      "node:internal/errors:496\nError [ERR_MODULE_NOT_FOUND]: Cannot find module '/workspace/src/lib/formater.js' imported from /workspace/src/index.js\n    at new NodeError",
+    files: {
+      'src/index.js': "import { format } from './lib/formater.js';\nimport fs from 'node:fs';\n",
+      'src/lib/formatter.js': 'export const format = (s) => s;\n',
+    },
     expected: { playbookId: 'import-path-near-miss', after: { 'src/index.js': "import { format } from './lib/formatter.js';\nimport fs from 'node:fs';\n" } },
   },
   {
@@ -172,7 +217,14 @@ describe('playbooks (recipes/playbooks.json through core/playbooks.ts)', () => {
       assert.equal(patch.playbookId, expected.playbookId);
       const touched = [...new Set(patch.edits.map((edit) => edit.path))].sort();
       assert.deepEqual(touched, Object.keys(expected.after).sort(), 'only the files the playbook repairs are touched');
-      for (const [path, after] of Object.entries(expected.after)) assert.equal(applyLineEdits(files[path]!, patch.edits.filter((edit) => edit.path === path)), after);
+      for (const [path, after] of Object.entries(expected.after))
+        assert.equal(
+          applyLineEdits(
+            files[path]!,
+            patch.edits.filter((edit) => edit.path === path),
+          ),
+          after,
+        );
     });
   }
 

@@ -9,14 +9,24 @@ import { RunJournal } from '../../workflows/run-journal';
  * workflow's `condition`: the e2e tests (landing-doctrine, lost-host) cover it.
  */
 describe('QuestionDesk: a run shows its children’s questions, and forgets none', () => {
-  const asked = { kind: 'question' as const, id: 'fixup-1-implementer-1-q1', question: 'yes or no?', from: 'fixup-1-implementer-1 (implementer, script#fixer)', why: 'round 1', owner: 'land.x.fixup-1' };
+  const asked = {
+    kind: 'question' as const,
+    id: 'fixup-1-implementer-1-q1',
+    question: 'yes or no?',
+    from: 'fixup-1-implementer-1 (implementer, script#fixer)',
+    why: 'round 1',
+    owner: 'land.x.fixup-1',
+  };
 
   it('a child’s question is pending here with its owner; a repeated report is recorded once; its answer clears it', () => {
     const journal = new RunJournal();
     const desk = new QuestionDesk(journal);
     desk.adopt(asked, 'asked:fixup-1-implementer-1-q1');
     desk.adopt(asked, 'asked:fixup-1-implementer-1-q1');
-    assert.deepEqual(desk.pending().map(({ id, owner }) => ({ id, owner })), [{ id: asked.id, owner: 'land.x.fixup-1' }]);
+    assert.deepEqual(
+      desk.pending().map(({ id, owner }) => ({ id, owner })),
+      [{ id: asked.id, owner: 'land.x.fixup-1' }],
+    );
     desk.adopt({ ...asked, answer: 'yes' }, 'answered:fixup-1-implementer-1-q1');
     assert.deepEqual(desk.pending(), []);
     assert.deepEqual(
@@ -35,7 +45,10 @@ describe('QuestionDesk: a run shows its children’s questions, and forgets none
     desk.adopt(asked, 'a1');
     desk.adopt({ ...asked, id: 'review-q1', owner: 'land.x.review-1' }, 'a2');
     desk.withdraw('land.x.fixup-1');
-    assert.deepEqual(desk.pending().map((question) => question.id), ['review-q1']);
+    assert.deepEqual(
+      desk.pending().map((question) => question.id),
+      ['review-q1'],
+    );
     const last = journal.page().events.at(-1)!;
     assert.deepEqual(last.kind === 'question' && { id: last.id, withdrawn: last.withdrawn }, { id: asked.id, withdrawn: true });
     desk.adopt({ ...asked, answer: 'late' }, 'answered:late');
@@ -54,7 +67,8 @@ describe('QuestionDesk: a run shows its children’s questions, and forgets none
 });
 
 describe('the words around an agent’s questions', () => {
-  it('who asked: the session, its role and its harness#model', () => assert.equal(askedBy({ sessionId: 'resolver-1', role: 'resolver', harnessModel: 'claude-code#sonnet' }), 'resolver-1 (resolver, claude-code#sonnet)'));
+  it('who asked: the session, its role and its harness#model', () =>
+    assert.equal(askedBy({ sessionId: 'resolver-1', role: 'resolver', harnessModel: 'claude-code#sonnet' }), 'resolver-1 (resolver, claude-code#sonnet)'));
   it('the follow-up message: each question with its answer on a line of its own', () =>
     assert.equal(
       answersMessage([
@@ -65,8 +79,16 @@ describe('the words around an agent’s questions', () => {
     ));
   const question = { id: 'resolver-1-q1', question: 'Keep which?', from: 'resolver-1 (resolver, script#resolver)' };
   const table = [
-    { name: 'declined', answers: { declined: question }, summary: 'the answer to resolver-1 (resolver, script#resolver) question resolver-1-q1 was empty: a decision not to go on' },
-    { name: 'out of wait', answers: { unanswered: question, waitedMs: 3000 }, summary: "no answer to resolver-1 (resolver, script#resolver) question resolver-1-q1 within 3 s (the recipe's limits.questions.wait)" },
+    {
+      name: 'declined',
+      answers: { declined: question },
+      summary: 'the answer to resolver-1 (resolver, script#resolver) question resolver-1-q1 was empty: a decision not to go on',
+    },
+    {
+      name: 'out of wait',
+      answers: { unanswered: question, waitedMs: 3000 },
+      summary: "no answer to resolver-1 (resolver, script#resolver) question resolver-1-q1 within 3 s (the recipe's limits.questions.wait)",
+    },
   ];
   for (const { name, answers, summary } of table) it(`undecided: ${name}`, () => assert.equal(undecided(answers).summary, summary));
 });

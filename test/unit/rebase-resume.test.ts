@@ -20,7 +20,8 @@ describe('the rebase capsule resumes a rebase its killed worker left half-done',
   let origin: string;
   let target: string;
   let feature: string;
-  const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=T', '-c', 'user.email=t@t.invalid', ...args], { encoding: 'utf8' }).trim();
+  const git = (dir: string, ...args: string[]) =>
+    execFileSync('git', ['-C', dir, '-c', 'user.name=T', '-c', 'user.email=t@t.invalid', ...args], { encoding: 'utf8' }).trim();
   const commit = (file: string, content: string, message: string) => {
     writeFileSync(join(origin, file), content);
     git(origin, 'add', file);
@@ -61,7 +62,10 @@ describe('the rebase capsule resumes a rebase its killed worker left half-done',
     assert.equal(result.status, 'done', JSON.stringify(result));
     if (result.status !== 'done') return;
     assert.deepEqual(result.dropped, [], 'no commit was dropped');
-    assert.deepEqual(result.provenance.map((entry) => `${entry.subject}:${entry.how}`), ['x: add:identical', 'x: more:identical']);
+    assert.deepEqual(
+      result.provenance.map((entry) => `${entry.subject}:${entry.how}`),
+      ['x: add:identical', 'x: more:identical'],
+    );
     assert.equal(result.commitsSince, 2);
   }
 
@@ -73,10 +77,27 @@ describe('the rebase capsule resumes a rebase its killed worker left half-done',
   it('killed mid-rebase (git left its state, no conflict): the interrupted rebase is undone and run again', async () => {
     const { dataDir, runId, workspace } = killedRun('mid-rebase', { targetSha: target, applied: [], inProgress: 'feature/x' });
     // A rebase stopped after it checked out the target and before it applied anything (`break` first).
-    execFileSync('git', ['-C', workspace, '-c', 'user.name=T', '-c', 'user.email=t@t.invalid', 'rebase', '-i', '--onto', target, git(workspace, 'merge-base', target, feature), feature], {
-      env: { ...process.env, GIT_SEQUENCE_EDITOR: "sed -i '1i break'" },
-      stdio: 'ignore',
-    });
+    execFileSync(
+      'git',
+      [
+        '-C',
+        workspace,
+        '-c',
+        'user.name=T',
+        '-c',
+        'user.email=t@t.invalid',
+        'rebase',
+        '-i',
+        '--onto',
+        target,
+        git(workspace, 'merge-base', target, feature),
+        feature,
+      ],
+      {
+        env: { ...process.env, GIT_SEQUENCE_EDITOR: "sed -i '1i break'" },
+        stdio: 'ignore',
+      },
+    );
     assert.ok(existsSync(join(workspace, '.git', 'rebase-merge')), 'git left a rebase in progress');
     await resumed(dataDir, runId);
   });

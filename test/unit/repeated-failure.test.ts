@@ -23,9 +23,29 @@ describe('afterFailedVerify', () => {
   const table: { name: string; seen: number; toolFailures: { command: string; count: number }[]; expected: NextMove['move']; orThrash?: boolean }[] = [
     { name: 'a new failure → another agent round', seen: 1, toolFailures: [], expected: 'agent' },
     { name: 'the same command failing the same way twice → the playbooks, then thrash', seen: 2, toolFailures: [], expected: 'playbook', orThrash: true },
-    { name: 'seen three times: still the playbooks, then thrash', seen: 3, toolFailures: [{ command: 'make test', count: 1 }], expected: 'playbook', orThrash: true },
-    { name: "a command the agent's tool loop failed twice → the playbooks, then the agent again", seen: 1, toolFailures: [{ command: 'npm test', count: 2 }], expected: 'playbook', orThrash: false },
-    { name: 'tool-loop failures once each → the agent', seen: 1, toolFailures: [{ command: 'npm test', count: 1 }, { command: 'ls x', count: 1 }], expected: 'agent' },
+    {
+      name: 'seen three times: still the playbooks, then thrash',
+      seen: 3,
+      toolFailures: [{ command: 'make test', count: 1 }],
+      expected: 'playbook',
+      orThrash: true,
+    },
+    {
+      name: "a command the agent's tool loop failed twice → the playbooks, then the agent again",
+      seen: 1,
+      toolFailures: [{ command: 'npm test', count: 2 }],
+      expected: 'playbook',
+      orThrash: false,
+    },
+    {
+      name: 'tool-loop failures once each → the agent',
+      seen: 1,
+      toolFailures: [
+        { command: 'npm test', count: 1 },
+        { command: 'ls x', count: 1 },
+      ],
+      expected: 'agent',
+    },
   ];
   for (const { name, seen, toolFailures, expected, orThrash } of table) {
     it(name, () => {

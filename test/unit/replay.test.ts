@@ -39,7 +39,9 @@ async function replay(options: ReplayWorkerOptions, recorded: RecordedWorkflow[]
 
 /** "<workflowType> <workflowId>: <error>" for each history that did not replay. */
 const failuresOf = (recorded: RecordedWorkflow[], errors: (Error | undefined)[]) =>
-  recorded.flatMap((workflow, index) => (errors[index] ? [`${workflow.workflowType} ${workflow.workflowId}: ${errors[index].name}: ${errors[index].message}`] : []));
+  recorded.flatMap((workflow, index) =>
+    errors[index] ? [`${workflow.workflowType} ${workflow.workflowId}: ${errors[index].name}: ${errors[index].message}`] : [],
+  );
 
 const fixtures = readHistoryFixtures();
 
@@ -52,7 +54,15 @@ describe('replay: every recorded history against today’s workflow code', () =>
     workflowBundle = { code: prebuilt.state === 'current' ? readFileSync(prebuilt.path, 'utf8') : (await buildWorkflowBundle()).code };
     const all = fixtures.flatMap((fixture) => fixture.workflows);
     const errors = await replay({ workflowBundle }, all);
-    failures = new Map(fixtures.map((fixture) => [fixture.kind, failuresOf(fixture.workflows, fixture.workflows.map((workflow) => errors[all.indexOf(workflow)]))]));
+    failures = new Map(
+      fixtures.map((fixture) => [
+        fixture.kind,
+        failuresOf(
+          fixture.workflows,
+          fixture.workflows.map((workflow) => errors[all.indexOf(workflow)]),
+        ),
+      ]),
+    );
   });
 
   for (const fixture of fixtures) {
@@ -64,9 +74,28 @@ describe('replay: every recorded history against today’s workflow code', () =>
   it('the fixtures cover every workflow type the worker registers, and the kinds the versioning policy names', () => {
     const recordedTypes = new Set(fixtures.flatMap((fixture) => fixture.workflows.map((workflow) => workflow.workflowType)));
     const registered = Object.keys(workflows).sort();
-    assert.deepEqual(registered.filter((type) => !recordedTypes.has(type)), [], 'a workflow type without a recorded history');
+    assert.deepEqual(
+      registered.filter((type) => !recordedTypes.has(type)),
+      [],
+      'a workflow type without a recorded history',
+    );
     const kinds = fixtures.map((fixture) => fixture.kind).sort();
-    assert.deepEqual(kinds, ['agent-registry', 'fix-loop', 'landing-conflict', 'landing-finish-on-host', 'landing-fixup', 'landing-flaky', 'landing-question', 'landing-review', 'merge-batch', 'nightly', 'retention-sweep', 'review-panel', 'suite-quarantine', 'target-queue']);
+    assert.deepEqual(kinds, [
+      'agent-registry',
+      'fix-loop',
+      'landing-conflict',
+      'landing-finish-on-host',
+      'landing-fixup',
+      'landing-flaky',
+      'landing-question',
+      'landing-review',
+      'merge-batch',
+      'nightly',
+      'retention-sweep',
+      'review-panel',
+      'suite-quarantine',
+      'target-queue',
+    ]);
   });
 
   it('every fixture is a whole recording: each child a run started is recorded with it', () => {
@@ -93,7 +122,9 @@ describe('replay can fail: a deliberately non-deterministic change in the test�
     assert.deepEqual(v1.result, ['first', 'second']);
     assert.deepEqual(v3.result, ['first', 'second'], 'v3 returns in the same shape, having run second first');
     const scheduled = (history: unknown) =>
-      (history as { events: { activityTaskScheduledEventAttributes?: { activityType: { name: string } } }[] }).events.flatMap((event) => event.activityTaskScheduledEventAttributes?.activityType.name ?? []);
+      (history as { events: { activityTaskScheduledEventAttributes?: { activityType: { name: string } } }[] }).events.flatMap(
+        (event) => event.activityTaskScheduledEventAttributes?.activityType.name ?? [],
+      );
     assert.deepEqual(scheduled(v1.history), ['first', 'second']);
     assert.deepEqual(scheduled(v3.history), ['second', 'first']);
   });

@@ -19,7 +19,11 @@ const parseCases: { name: string; input: string; canonical?: string; refused?: R
   { name: 'file URL', input: 'file:///srv/repos/a.git', canonical: 'file:///srv/repos/a.git' },
   { name: 'file URL on localhost', input: 'file://LOCALHOST/srv/repos/a.git', canonical: 'file:///srv/repos/a.git' },
   { name: 'file URL: encoded space decoded, then encoded once', input: 'file:///srv/my%20repos/a.git', canonical: 'file:///srv/my%20repos/a.git' },
-  { name: 'https URL: scheme and host lower-cased, default port dropped', input: 'HTTPS://Git.Example.com:443/Acme/a.git', canonical: 'https://git.example.com/Acme/a.git' },
+  {
+    name: 'https URL: scheme and host lower-cased, default port dropped',
+    input: 'HTTPS://Git.Example.com:443/Acme/a.git',
+    canonical: 'https://git.example.com/Acme/a.git',
+  },
   { name: 'https URL with another port', input: 'https://git.example.com:8443/acme/a.git', canonical: 'https://git.example.com:8443/acme/a.git' },
   { name: 'ssh URL with a user name (no password)', input: 'ssh://git@github.com/acme/a.git', canonical: 'ssh://git@github.com/acme/a.git' },
   { name: 'git URL', input: 'git://git.example.com/a.git', canonical: 'git://git.example.com/a.git' },
@@ -123,7 +127,11 @@ describe('repoAllowProblem', () => {
     assert.match(repoAllowProblem(parsed.location, []) ?? '', /TARMAC_REPO_ALLOW is empty/);
   });
   it('the root admits every local location, and nothing remote', () => {
-    for (const [input, allowed] of [['/srv/a.git', true], ['file:///x/a.git', true], ['https://h.example/a.git', false]] as const) {
+    for (const [input, allowed] of [
+      ['/srv/a.git', true],
+      ['file:///x/a.git', true],
+      ['https://h.example/a.git', false],
+    ] as const) {
       const parsed = parseRepoLocation(input);
       assert.ok(parsed.ok);
       assert.equal(repoAllowProblem(parsed.location, ['file:///']) === undefined, allowed, input);
@@ -135,7 +143,11 @@ describe('git transport settings', () => {
   const cases: { name: string; allow: string[]; protocols: string }[] = [
     { name: 'local entries only: file', allow: ['file:///srv/repos', '/data'], protocols: 'file' },
     { name: 'remote entries only: no file', allow: ['https://h.example/acme', 'git@github.com:team'], protocols: 'https:ssh' },
-    { name: 'all kinds, in a fixed order', allow: ['git://h.example/a', 'http://h.example/a', '/srv', 'ssh://h.example/a', 'https://h.example/a'], protocols: 'file:https:http:ssh:git' },
+    {
+      name: 'all kinds, in a fixed order',
+      allow: ['git://h.example/a', 'http://h.example/a', '/srv', 'ssh://h.example/a', 'https://h.example/a'],
+      protocols: 'file:https:http:ssh:git',
+    },
     { name: 'nothing allowed: no protocol', allow: [], protocols: '' },
   ];
   for (const { name, allow: entries, protocols } of cases) {
@@ -151,7 +163,11 @@ describe('git transport settings', () => {
     assert.equal(gitTransportEnv(['ssh'], 'ssh -i /keys/deploy').GIT_SSH_COMMAND, 'ssh -i /keys/deploy -o BatchMode=yes');
   });
   it('the same rule as -c settings: every protocol off, then the allowed ones on (never ext)', () => {
-    assert.deepEqual(gitProtocolSettings(gitProtocolsAllowedBy(['https://h.example/acme', '/srv'])), ['protocol.allow=never', 'protocol.file.allow=always', 'protocol.https.allow=always']);
+    assert.deepEqual(gitProtocolSettings(gitProtocolsAllowedBy(['https://h.example/acme', '/srv'])), [
+      'protocol.allow=never',
+      'protocol.file.allow=always',
+      'protocol.https.allow=always',
+    ]);
     assert.deepEqual(gitProtocolSettings([]), ['protocol.allow=never']);
   });
   it('redirects are never followed', () => {
@@ -160,14 +176,30 @@ describe('git transport settings', () => {
 });
 
 const redactCases: { name: string; input: string; expected: string }[] = [
-  { name: 'git error quoting a URL with user and password', input: "fatal: unable to access 'https://user:s3cret@h.example/a.git/': 403", expected: "fatal: unable to access 'https://[redacted]@h.example/a.git/': 403" },
+  {
+    name: 'git error quoting a URL with user and password',
+    input: "fatal: unable to access 'https://user:s3cret@h.example/a.git/': 403",
+    expected: "fatal: unable to access 'https://[redacted]@h.example/a.git/': 403",
+  },
   { name: 'token as user name', input: 'https://ghp_s3cret@h.example/a.git', expected: 'https://[redacted]@h.example/a.git' },
   { name: 'password containing @', input: 'see https://u:p@ss@h.example/a.git', expected: 'see https://[redacted]@h.example/a.git' },
-  { name: 'percent-encoded in a logged query string', input: '"url":"/v1/landings?repo=https%3A%2F%2Fuser%3As3cret%40h.example%2Fa.git"', expected: '"url":"/v1/landings?repo=https%3A%2F%2F[redacted]%40h.example%2Fa.git"' },
-  { name: 'scp form with a password', input: "fatal: 'git:s3cret@h.example:acme/a.git' unreadable", expected: "fatal: '[redacted]@h.example:acme/a.git' unreadable" },
+  {
+    name: 'percent-encoded in a logged query string',
+    input: '"url":"/v1/landings?repo=https%3A%2F%2Fuser%3As3cret%40h.example%2Fa.git"',
+    expected: '"url":"/v1/landings?repo=https%3A%2F%2F[redacted]%40h.example%2Fa.git"',
+  },
+  {
+    name: 'scp form with a password',
+    input: "fatal: 'git:s3cret@h.example:acme/a.git' unreadable",
+    expected: "fatal: '[redacted]@h.example:acme/a.git' unreadable",
+  },
   { name: 'ssh user name without password is kept', input: 'ssh://git@github.com/acme/a.git', expected: 'ssh://git@github.com/acme/a.git' },
   { name: 'scp user name is kept', input: 'git@github.com:acme/a.git', expected: 'git@github.com:acme/a.git' },
-  { name: 'nothing to redact', input: "fatal: '/srv/a.git' does not appear to be a git repository", expected: "fatal: '/srv/a.git' does not appear to be a git repository" },
+  {
+    name: 'nothing to redact',
+    input: "fatal: '/srv/a.git' does not appear to be a git repository",
+    expected: "fatal: '/srv/a.git' does not appear to be a git repository",
+  },
 ];
 
 describe('redactCredentials', () => {
@@ -177,7 +209,7 @@ describe('redactCredentials', () => {
 });
 
 describe('CLI repo argument', () => {
-  it('makes a relative path absolute against the working directory (.. resolved there, on the user\'s machine)', () => {
+  it("makes a relative path absolute against the working directory (.. resolved there, on the user's machine)", () => {
     assert.equal(repoArgument('../b/repo.git', '/home/me/a'), '/home/me/b/repo.git');
   });
   it('canonicalises URLs before sending them', () => {

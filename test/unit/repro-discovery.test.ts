@@ -4,14 +4,26 @@ import type { Intent, RepoFacts } from '../../core/fix-types';
 import { discoverRepro, treeFileOf, type ReproChoice } from '../../policies/repro-discovery';
 
 /** Facts of a repository: its files, make's targets (by file), package.json's scripts. */
-function facts({ files = [], make, scripts, main }: { files?: string[]; make?: Record<string, string[]>; scripts?: Record<string, string>; main?: string }): RepoFacts {
+function facts({
+  files = [],
+  make,
+  scripts,
+  main,
+}: {
+  files?: string[];
+  make?: Record<string, string[]>;
+  scripts?: Record<string, string>;
+  main?: string;
+}): RepoFacts {
   const makefiles = make ? Object.keys(make) : [];
   return {
     headSha: 'a'.repeat(40),
     files: [...files, ...makefiles, ...(scripts ? ['package.json'] : [])],
     filesTruncated: false,
     makefile: makefiles[0] ?? null,
-    make: make ? { source: 'make', makefiles, targets: Object.entries(make).flatMap(([file, names]) => names.map((name) => ({ name, recipe: { file, line: 2 } }))) } : null,
+    make: make
+      ? { source: 'make', makefiles, targets: Object.entries(make).flatMap(([file, names]) => names.map((name) => ({ name, recipe: { file, line: 2 } }))) }
+      : null,
     packageJson: scripts ? { scripts, ...(main ? { main } : {}) } : null,
     read: [...makefiles, ...(scripts ? ['package.json'] : [])],
     notes: [],
@@ -21,9 +33,23 @@ function facts({ files = [], make, scripts, main }: { files?: string[]; make?: R
 const included = { Makefile: ['build'], 'mk/run.mk': ['start_all', 'stop'] };
 const app = { files: ['src/index.js', 'src/lib/formatter.js'], scripts: { start: 'node src/index.js', lint: 'eslint .' } };
 
-const table: { name: string; request: string; intent: Intent; facts: RepoFacts; reproCommand?: string; expected: { command: string | null; source: ReproChoice['source']; reason: RegExp } }[] = [
+const table: {
+  name: string;
+  request: string;
+  intent: Intent;
+  facts: RepoFacts;
+  reproCommand?: string;
+  expected: { command: string | null; source: ReproChoice['source']; reason: RegExp };
+}[] = [
   // 1. explicit
-  { name: 'an explicit reproCommand wins over everything', request: 'make start-all fails', intent: 'boot-fix', reproCommand: 'sh check.sh', facts: facts({ make: included }), expected: { command: 'sh check.sh', source: 'explicit', reason: /reproCommand/ } },
+  {
+    name: 'an explicit reproCommand wins over everything',
+    request: 'make start-all fails',
+    intent: 'boot-fix',
+    reproCommand: 'sh check.sh',
+    facts: facts({ make: included }),
+    expected: { command: 'sh check.sh', source: 'explicit', reason: /reproCommand/ },
+  },
   // 2. the request's words: pasted errors
   {
     name: "make's error names a target the repository lacks: the user's command is the repro",
@@ -46,11 +72,35 @@ const table: { name: string; request: string; intent: Intent; facts: RepoFacts; 
     facts: facts({ scripts: { 'serve-app': 'node server.js' } }),
     expected: { command: 'npm run serve_app', source: 'request', reason: /Missing script: serve_app/ },
   },
-  { name: "make's error, but the repository has no makefile → not taken", request: "No rule to make target 'up'", intent: 'boot-fix', facts: facts({}), expected: { command: null, source: null, reason: /no grounded repro/ } },
+  {
+    name: "make's error, but the repository has no makefile → not taken",
+    request: "No rule to make target 'up'",
+    intent: 'boot-fix',
+    facts: facts({}),
+    expected: { command: null, source: null, reason: /no grounded repro/ },
+  },
   // 2. the request's words: written commands
-  { name: 'a written make target the repository defines (in an included makefile)', request: 'please fix make stop, it hangs', intent: 'other-fix', facts: facts({ make: included }), expected: { command: 'make stop', source: 'request', reason: /mk\/run\.mk, line 2 defines as a make target/ } },
-  { name: 'a written make target the user plainly ran ("with make up")', request: 'the app does not start with make up', intent: 'boot-fix', facts: facts({ make: { Makefile: ['test'] } }), expected: { command: 'make up', source: 'request', reason: /as the command it ran/ } },
-  { name: 'a written command in backticks', request: '`make serve` is broken since yesterday', intent: 'boot-fix', facts: facts({ make: { Makefile: ['test'] } }), expected: { command: 'make serve', source: 'request', reason: /as the command it ran/ } },
+  {
+    name: 'a written make target the repository defines (in an included makefile)',
+    request: 'please fix make stop, it hangs',
+    intent: 'other-fix',
+    facts: facts({ make: included }),
+    expected: { command: 'make stop', source: 'request', reason: /mk\/run\.mk, line 2 defines as a make target/ },
+  },
+  {
+    name: 'a written make target the user plainly ran ("with make up")',
+    request: 'the app does not start with make up',
+    intent: 'boot-fix',
+    facts: facts({ make: { Makefile: ['test'] } }),
+    expected: { command: 'make up', source: 'request', reason: /as the command it ran/ },
+  },
+  {
+    name: 'a written command in backticks',
+    request: '`make serve` is broken since yesterday',
+    intent: 'boot-fix',
+    facts: facts({ make: { Makefile: ['test'] } }),
+    expected: { command: 'make serve', source: 'request', reason: /as the command it ran/ },
+  },
   {
     name: '"make sure …" is no command: the repository decides',
     request: 'please make sure the tests pass',
@@ -58,10 +108,34 @@ const table: { name: string; request: string; intent: Intent; facts: RepoFacts; 
     facts: facts({ make: { Makefile: ['test'] } }),
     expected: { command: 'make test', source: 'repository', reason: /not taken from the request: `make sure`/ },
   },
-  { name: 'npm start written, package.json defines it', request: 'npm start crashes', intent: 'boot-fix', facts: facts(app), expected: { command: 'npm start', source: 'request', reason: /package\.json defines \(scripts\.start\)/ } },
-  { name: 'npm run written, the script exists', request: 'npm run lint reports errors', intent: 'other-fix', facts: facts(app), expected: { command: 'npm run lint', source: 'request', reason: /scripts\.lint/ } },
-  { name: 'npm test written but there is no package.json → not taken; nothing grounded', request: 'npm test fails', intent: 'test-fix', facts: facts({ files: ['README.md'] }), expected: { command: null, source: null, reason: /`npm test` \(the repository has no readable package\.json\)/ } },
-  { name: 'node <file> written, the file exists', request: 'node src/index.js dies at once', intent: 'boot-fix', facts: facts(app), expected: { command: 'node src/index.js', source: 'request', reason: /src\/index\.js is in the repository/ } },
+  {
+    name: 'npm start written, package.json defines it',
+    request: 'npm start crashes',
+    intent: 'boot-fix',
+    facts: facts(app),
+    expected: { command: 'npm start', source: 'request', reason: /package\.json defines \(scripts\.start\)/ },
+  },
+  {
+    name: 'npm run written, the script exists',
+    request: 'npm run lint reports errors',
+    intent: 'other-fix',
+    facts: facts(app),
+    expected: { command: 'npm run lint', source: 'request', reason: /scripts\.lint/ },
+  },
+  {
+    name: 'npm test written but there is no package.json → not taken; nothing grounded',
+    request: 'npm test fails',
+    intent: 'test-fix',
+    facts: facts({ files: ['README.md'] }),
+    expected: { command: null, source: null, reason: /`npm test` \(the repository has no readable package\.json\)/ },
+  },
+  {
+    name: 'node <file> written, the file exists',
+    request: 'node src/index.js dies at once',
+    intent: 'boot-fix',
+    facts: facts(app),
+    expected: { command: 'node src/index.js', source: 'request', reason: /src\/index\.js is in the repository/ },
+  },
   // 2. the request's words: a trace's entry point
   {
     name: "a Cannot find module trace: the require stack's entry point",
@@ -85,8 +159,20 @@ const table: { name: string; request: string; intent: Intent; facts: RepoFacts; 
     expected: { command: 'make dev', source: 'request', reason: /pastes make's error/ },
   },
   // 3. the repository
-  { name: 'a Node project, no makefile: package.json\'s start for a boot fix', request: 'the app will not start', intent: 'boot-fix', facts: facts(app), expected: { command: 'npm start', source: 'repository', reason: /package\.json defines scripts\.start \(`node src\/index\.js`\)/ } },
-  { name: 'a make target a boot fix looks for (defined in an included makefile)', request: 'nothing comes up', intent: 'boot-fix', facts: facts({ make: { Makefile: ['build'], 'mk/run.mk': ['up'] } }), expected: { command: 'make up', source: 'repository', reason: /defines target "up" \(recipe in mk\/run\.mk, line 2\)/ } },
+  {
+    name: "a Node project, no makefile: package.json's start for a boot fix",
+    request: 'the app will not start',
+    intent: 'boot-fix',
+    facts: facts(app),
+    expected: { command: 'npm start', source: 'repository', reason: /package\.json defines scripts\.start \(`node src\/index\.js`\)/ },
+  },
+  {
+    name: 'a make target a boot fix looks for (defined in an included makefile)',
+    request: 'nothing comes up',
+    intent: 'boot-fix',
+    facts: facts({ make: { Makefile: ['build'], 'mk/run.mk': ['up'] } }),
+    expected: { command: 'make up', source: 'repository', reason: /defines target "up" \(recipe in mk\/run\.mk, line 2\)/ },
+  },
   {
     name: 'the name the request speaks of is preferred among those defined',
     request: 'the dev server will not come up',
@@ -94,24 +180,56 @@ const table: { name: string; request: string; intent: Intent; facts: RepoFacts; 
     facts: facts({ scripts: { start: 'node server.js', dev: 'node dev.js' } }),
     expected: { command: 'npm run dev', source: 'repository', reason: /speaks of "dev"/ },
   },
-  { name: 'a build fix: make build', request: 'the build is broken', intent: 'build-fix', facts: facts({ make: { Makefile: ['build', 'test'] }, scripts: { build: 'tsc' } }), expected: { command: 'make build', source: 'repository', reason: /target "build"/ } },
-  { name: 'a test fix: npm test', request: 'the tests fail', intent: 'test-fix', facts: facts({ scripts: { test: 'node --test' } }), expected: { command: 'npm test', source: 'repository', reason: /scripts\.test/ } },
-  { name: "a boot fix, no start script: npm's server.js default", request: 'it will not start', intent: 'boot-fix', facts: facts({ files: ['server.js'], scripts: { lint: 'eslint .' } }), expected: { command: 'npm start', source: 'repository', reason: /runs `node server\.js`/ } },
-  { name: "a boot fix, no start script: package.json's main", request: 'it will not start', intent: 'boot-fix', facts: facts({ files: ['lib/app.js'], scripts: {}, main: './lib/app.js' }), expected: { command: 'node lib/app.js', source: 'repository', reason: /entry point is lib\/app\.js/ } },
+  {
+    name: 'a build fix: make build',
+    request: 'the build is broken',
+    intent: 'build-fix',
+    facts: facts({ make: { Makefile: ['build', 'test'] }, scripts: { build: 'tsc' } }),
+    expected: { command: 'make build', source: 'repository', reason: /target "build"/ },
+  },
+  {
+    name: 'a test fix: npm test',
+    request: 'the tests fail',
+    intent: 'test-fix',
+    facts: facts({ scripts: { test: 'node --test' } }),
+    expected: { command: 'npm test', source: 'repository', reason: /scripts\.test/ },
+  },
+  {
+    name: "a boot fix, no start script: npm's server.js default",
+    request: 'it will not start',
+    intent: 'boot-fix',
+    facts: facts({ files: ['server.js'], scripts: { lint: 'eslint .' } }),
+    expected: { command: 'npm start', source: 'repository', reason: /runs `node server\.js`/ },
+  },
+  {
+    name: "a boot fix, no start script: package.json's main",
+    request: 'it will not start',
+    intent: 'boot-fix',
+    facts: facts({ files: ['lib/app.js'], scripts: {}, main: './lib/app.js' }),
+    expected: { command: 'node lib/app.js', source: 'repository', reason: /entry point is lib\/app\.js/ },
+  },
   // nothing grounded
   {
     name: 'nothing grounded: no command, no error, nothing the repository defines for the intent',
     request: 'the app will not start',
     intent: 'boot-fix',
     facts: facts({ files: ['README.md', 'src/lib.js'], make: { Makefile: ['lint'] } }),
-    expected: { command: null, source: null, reason: /no grounded repro: .*for a boot-fix \(looked for start, dev, serve, up, run, start-all\); read Makefile — targets: lint; no package\.json/ },
+    expected: {
+      command: null,
+      source: null,
+      reason: /no grounded repro: .*for a boot-fix \(looked for start, dev, serve, up, run, start-all\); read Makefile — targets: lint; no package\.json/,
+    },
   },
   {
     name: 'nothing grounded, and a written command the user did not run is named as not taken',
     request: 'make sure the server starts',
     intent: 'boot-fix',
     facts: facts({ make: { Makefile: ['lint'] } }),
-    expected: { command: null, source: null, reason: /not taken from the request: `make sure` \(no makefile defines "sure", and the request does not say it ran it\)/ },
+    expected: {
+      command: null,
+      source: null,
+      reason: /not taken from the request: `make sure` \(no makefile defines "sure", and the request does not say it ran it\)/,
+    },
   },
 ];
 

@@ -6,10 +6,16 @@ import { readResultBlock } from '../../core/session-result';
 const fence = (body: string) => ['```tarmac-result', body, '```'].join('\n');
 
 describe('readResultBlock (a CLI agent’s structured results)', () => {
-  it('no block: no fields, the message is the summary', () => assert.deepEqual(readResultBlock('All good.'), { ok: true, found: false, fields: {}, summary: 'All good.' }));
+  it('no block: no fields, the message is the summary', () =>
+    assert.deepEqual(readResultBlock('All good.'), { ok: true, found: false, fields: {}, summary: 'All good.' }));
   it('findings are read and the block leaves the summary', () => {
     const message = `One problem.\n${fence('{"findings": [{"file": "a.js", "line": 2, "severity": "blocking", "message": "off by one"}]}')}`;
-    assert.deepEqual(readResultBlock(message), { ok: true, found: true, fields: { findings: [{ file: 'a.js', line: 2, severity: 'blocking', message: 'off by one' }] }, summary: 'One problem.' });
+    assert.deepEqual(readResultBlock(message), {
+      ok: true,
+      found: true,
+      fields: { findings: [{ file: 'a.js', line: 2, severity: 'blocking', message: 'off by one' }] },
+      summary: 'One problem.',
+    });
   });
   it('the last block wins (an earlier one may be quoted text)', () => {
     const message = `${fence('{"findings": []}')}\nthen\n${fence('{"questions": ["which API?"]}')}`;

@@ -6,20 +6,56 @@ import { cacheEntryRetention, mirrorRetention, runRetention, type RunFacts } fro
 const hour = 3_600_000;
 const now = Date.UTC(2026, 0, 10);
 const limits = { now, retentionMs: 24 * hour, hostId: 'h1' };
-const run = (facts: Partial<RunFacts>): RunFacts => ({ dirName: 'land.r.main.1', manifest: { runId: 'land.r.main.1', hostId: 'h1' }, workflow: { state: 'closed', status: 'COMPLETED', closedAt: now - 48 * hour }, lastWriteMs: now - 48 * hour, ...facts });
+const run = (facts: Partial<RunFacts>): RunFacts => ({
+  dirName: 'land.r.main.1',
+  manifest: { runId: 'land.r.main.1', hostId: 'h1' },
+  workflow: { state: 'closed', status: 'COMPLETED', closedAt: now - 48 * hour },
+  lastWriteMs: now - 48 * hour,
+  ...facts,
+});
 
 describe('runRetention', () => {
   const table: { name: string; facts: RunFacts; remove: boolean; reason: RegExp }[] = [
     { name: 'finished two days ago, retention one day', facts: run({}), remove: true, reason: /completed 2 d ago: older than the retention \(24 h\)/ },
-    { name: 'finished an hour ago', facts: run({ workflow: { state: 'closed', status: 'FAILED', closedAt: now - hour } }), remove: false, reason: /failed 1 h ago: younger/ },
-    { name: 'running, however old its files', facts: run({ workflow: { state: 'running' }, lastWriteMs: now - 400 * hour }), remove: false, reason: /^running$/ },
+    {
+      name: 'finished an hour ago',
+      facts: run({ workflow: { state: 'closed', status: 'FAILED', closedAt: now - hour } }),
+      remove: false,
+      reason: /failed 1 h ago: younger/,
+    },
+    {
+      name: 'running, however old its files',
+      facts: run({ workflow: { state: 'running' }, lastWriteMs: now - 400 * hour }),
+      remove: false,
+      reason: /^running$/,
+    },
     { name: 'no manifest', facts: run({ manifest: undefined }), remove: false, reason: /no manifest/ },
     { name: 'a manifest naming another run', facts: run({ manifest: { runId: 'land.other', hostId: 'h1' } }), remove: false, reason: /names run land\.other/ },
     { name: 'another host’s run', facts: run({ manifest: { runId: 'land.r.main.1', hostId: 'h2' } }), remove: false, reason: /host h2/ },
-    { name: 'Temporal did not answer', facts: run({ workflow: { state: 'unknown', problem: 'connection refused' } }), remove: false, reason: /unknown \(connection refused\)/ },
-    { name: 'unknown to Temporal, files old', facts: run({ workflow: { state: 'not-found' } }), remove: true, reason: /unknown to Temporal, last written 2 d ago/ },
-    { name: 'unknown to Temporal, files young', facts: run({ workflow: { state: 'not-found' }, lastWriteMs: now - 2 * hour }), remove: false, reason: /younger/ },
-    { name: 'closed exactly at the retention', facts: run({ workflow: { state: 'closed', status: 'COMPLETED', closedAt: now - 24 * hour } }), remove: true, reason: /older/ },
+    {
+      name: 'Temporal did not answer',
+      facts: run({ workflow: { state: 'unknown', problem: 'connection refused' } }),
+      remove: false,
+      reason: /unknown \(connection refused\)/,
+    },
+    {
+      name: 'unknown to Temporal, files old',
+      facts: run({ workflow: { state: 'not-found' } }),
+      remove: true,
+      reason: /unknown to Temporal, last written 2 d ago/,
+    },
+    {
+      name: 'unknown to Temporal, files young',
+      facts: run({ workflow: { state: 'not-found' }, lastWriteMs: now - 2 * hour }),
+      remove: false,
+      reason: /younger/,
+    },
+    {
+      name: 'closed exactly at the retention',
+      facts: run({ workflow: { state: 'closed', status: 'COMPLETED', closedAt: now - 24 * hour } }),
+      remove: true,
+      reason: /older/,
+    },
   ];
   for (const { name, facts, remove, reason } of table) {
     it(name, () => {

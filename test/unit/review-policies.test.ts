@@ -10,11 +10,26 @@ const tree = 'a'.repeat(40);
 const finding = (file: string, line: number, severity: Finding['severity'], rule = 'todo'): Finding => ({ file, line, severity, rule, message: rule });
 const delivered = (harnessModel: string, findings: Finding[] = []): ReviewerReport => ({ harnessModel, status: 'delivered', findings });
 const errored = (harnessModel: string): ReviewerReport => ({ harnessModel, status: 'errored', findings: [], reason: 'failed: gave up after 2 attempt(s)' });
-const unavailable = (harnessModel: string): ReviewerReport => ({ harnessModel, status: 'unavailable', findings: [], reason: 'agent-unavailable: key K is not set' });
+const unavailable = (harnessModel: string): ReviewerReport => ({
+  harnessModel,
+  status: 'unavailable',
+  findings: [],
+  reason: 'agent-unavailable: key K is not set',
+});
 
 describe('decidePanel (quorum)', () => {
-  const table: { name: string; reports: ReviewerReport[]; quorum: number; expected: { status: string; delivered: number; missing: string[]; findings: number; blocking: number; errored?: string[]; unavailable?: string[] } }[] = [
-    { name: 'all clean → approved', reports: [delivered('a#1'), delivered('b#1'), delivered('c#1')], quorum: 2, expected: { status: 'approved', delivered: 3, missing: [], findings: 0, blocking: 0 } },
+  const table: {
+    name: string;
+    reports: ReviewerReport[];
+    quorum: number;
+    expected: { status: string; delivered: number; missing: string[]; findings: number; blocking: number; errored?: string[]; unavailable?: string[] };
+  }[] = [
+    {
+      name: 'all clean → approved',
+      reports: [delivered('a#1'), delivered('b#1'), delivered('c#1')],
+      quorum: 2,
+      expected: { status: 'approved', delivered: 3, missing: [], findings: 0, blocking: 0 },
+    },
     {
       name: 'an errored reviewer → review-incomplete whatever the quorum (2 of 3 delivered, quorum 2)',
       reports: [delivered('a#1'), delivered('b#1'), errored('c#1')],
@@ -59,7 +74,11 @@ describe('decidePanel (quorum)', () => {
     },
     {
       name: 'duplicates across reviewers merge',
-      reports: [delivered('a#1', [finding('x.js', 3, 'minor')]), delivered('b#1', [finding('x.js', 3, 'minor')]), delivered('c#1', [finding('y.js', 1, 'minor')])],
+      reports: [
+        delivered('a#1', [finding('x.js', 3, 'minor')]),
+        delivered('b#1', [finding('x.js', 3, 'minor')]),
+        delivered('c#1', [finding('y.js', 1, 'minor')]),
+      ],
       quorum: 3,
       expected: { status: 'approved', delivered: 3, missing: [], findings: 2, blocking: 0 },
     },
@@ -90,21 +109,61 @@ describe('decidePanel (quorum)', () => {
 
 describe("reviewerReportOf (a reviewer session's end → its report)", () => {
   const usage = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
-  const ended = (status: SessionOutcome['status'], summary: string, result?: SessionOutcome['result']): Pick<SessionOutcome, 'status' | 'summary' | 'result'> => ({ status, summary, ...(result ? { result } : {}) });
-  const table: { name: string; outcome: Pick<SessionOutcome, 'status' | 'summary' | 'result'>; expected: { status: string; findings: number; reason?: RegExp } }[] = [
-    { name: 'delivered ok with findings → its findings', outcome: ended('delivered', 'd', { status: 'ok', summary: '1 finding', findings: [finding('x.js', 1, 'minor')], usage }), expected: { status: 'delivered', findings: 1 } },
-    { name: 'delivered ok without findings → a clean review', outcome: ended('delivered', 'd', { status: 'ok', summary: 'clean', usage }), expected: { status: 'delivered', findings: 0 } },
+  const ended = (
+    status: SessionOutcome['status'],
+    summary: string,
+    result?: SessionOutcome['result'],
+  ): Pick<SessionOutcome, 'status' | 'summary' | 'result'> => ({ status, summary, ...(result ? { result } : {}) });
+  const table: {
+    name: string;
+    outcome: Pick<SessionOutcome, 'status' | 'summary' | 'result'>;
+    expected: { status: string; findings: number; reason?: RegExp };
+  }[] = [
+    {
+      name: 'delivered ok with findings → its findings',
+      outcome: ended('delivered', 'd', { status: 'ok', summary: '1 finding', findings: [finding('x.js', 1, 'minor')], usage }),
+      expected: { status: 'delivered', findings: 1 },
+    },
+    {
+      name: 'delivered ok without findings → a clean review',
+      outcome: ended('delivered', 'd', { status: 'ok', summary: 'clean', usage }),
+      expected: { status: 'delivered', findings: 0 },
+    },
     {
       name: 'a result that says error is no review, whatever its findings',
       outcome: ended('delivered', 'd', { status: 'error', summary: 'API error 529', findings: [finding('x.js', 1, 'minor')], usage }),
       expected: { status: 'errored', findings: 0, reason: /says error: API error 529/ },
     },
-    { name: 'gave up after its respawns → errored, the policy named', outcome: ended('failed', 'gave up after 2 attempt(s): crashed repeated 2 times on script#crash'), expected: { status: 'errored', findings: 0, reason: /^failed: gave up after 2 attempt\(s\): crashed/ } },
-    { name: 'asked instead of reviewing → errored, the questions quoted', outcome: ended('asked', 'asked 1', { status: 'ok', summary: 's', questions: ['which base?'], usage }), expected: { status: 'errored', findings: 0, reason: /asked instead of reviewing: which base\?/ } },
-    { name: 'budget-exhausted → errored', outcome: ended('budget-exhausted', 'stopped: tokens: 600 used of 500'), expected: { status: 'errored', findings: 0, reason: /^budget-exhausted: stopped/ } },
-    { name: 'cancelled → errored', outcome: ended('cancelled', 'cancelled after 1 attempt(s)'), expected: { status: 'errored', findings: 0, reason: /^cancelled/ } },
-    { name: 'could not start here → unavailable, the missing key named', outcome: ended('agent-unavailable', 'agent-unavailable: key OPENAI_API_KEY is not set; no container was started'), expected: { status: 'unavailable', findings: 0, reason: /OPENAI_API_KEY/ } },
-    { name: 'a long reason is cut short', outcome: ended('failed', 'x'.repeat(5000)), expected: { status: 'errored', findings: 0, reason: /^failed: x{200,238}…$/ } },
+    {
+      name: 'gave up after its respawns → errored, the policy named',
+      outcome: ended('failed', 'gave up after 2 attempt(s): crashed repeated 2 times on script#crash'),
+      expected: { status: 'errored', findings: 0, reason: /^failed: gave up after 2 attempt\(s\): crashed/ },
+    },
+    {
+      name: 'asked instead of reviewing → errored, the questions quoted',
+      outcome: ended('asked', 'asked 1', { status: 'ok', summary: 's', questions: ['which base?'], usage }),
+      expected: { status: 'errored', findings: 0, reason: /asked instead of reviewing: which base\?/ },
+    },
+    {
+      name: 'budget-exhausted → errored',
+      outcome: ended('budget-exhausted', 'stopped: tokens: 600 used of 500'),
+      expected: { status: 'errored', findings: 0, reason: /^budget-exhausted: stopped/ },
+    },
+    {
+      name: 'cancelled → errored',
+      outcome: ended('cancelled', 'cancelled after 1 attempt(s)'),
+      expected: { status: 'errored', findings: 0, reason: /^cancelled/ },
+    },
+    {
+      name: 'could not start here → unavailable, the missing key named',
+      outcome: ended('agent-unavailable', 'agent-unavailable: key OPENAI_API_KEY is not set; no container was started'),
+      expected: { status: 'unavailable', findings: 0, reason: /OPENAI_API_KEY/ },
+    },
+    {
+      name: 'a long reason is cut short',
+      outcome: ended('failed', 'x'.repeat(5000)),
+      expected: { status: 'errored', findings: 0, reason: /^failed: x{200,238}…$/ },
+    },
   ];
   for (const { name, outcome, expected } of table) {
     it(name, () => {
@@ -125,7 +184,9 @@ describe('findingsCachePath', () => {
   for (const { input, expected } of table) it(input.harnessModel, () => assert.equal(findingsCachePath(input), expected));
   it('different trees, models or versions never share a path', () => {
     const base = { treeSha: tree, harnessModel: 'script#reviewer-a', promptVersion: 'v1' };
-    const paths = new Set([base, { ...base, treeSha: 'b'.repeat(40) }, { ...base, harnessModel: 'script#reviewer-b' }, { ...base, promptVersion: 'v2' }].map(findingsCachePath));
+    const paths = new Set(
+      [base, { ...base, treeSha: 'b'.repeat(40) }, { ...base, harnessModel: 'script#reviewer-b' }, { ...base, promptVersion: 'v2' }].map(findingsCachePath),
+    );
     assert.equal(paths.size, 4);
   });
   it('refuses something that is not a tree SHA', () => assert.throws(() => findingsCachePath({ treeSha: '../etc', harnessModel: 'x#y', promptVersion: 'v1' })));

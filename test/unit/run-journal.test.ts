@@ -22,7 +22,10 @@ describe('RunJournal: bounded, numbers that only rise', () => {
   it('under the cap nothing is trimmed: 1..n, no gap', () => {
     const journal = new RunJournal({ maxEvents: 50 });
     for (let index = 0; index < 50; index += 1) journal.record(step(`s${index}`));
-    assert.deepEqual(readAll(journal).map((event) => event.seq), Array.from({ length: 50 }, (_unused, index) => index + 1));
+    assert.deepEqual(
+      readAll(journal).map((event) => event.seq),
+      Array.from({ length: 50 }, (_unused, index) => index + 1),
+    );
   });
 
   it('past the cap: old detail goes, one trimmed event says how much, phases and the newest stay', () => {
@@ -36,9 +39,16 @@ describe('RunJournal: bounded, numbers that only rise', () => {
     assert.ok(journal.size <= 20, `kept ${journal.size}`);
     const events = readAll(journal);
     const seqs = events.map((event) => event.seq);
-    assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'in order');
+    assert.deepEqual(
+      seqs,
+      [...seqs].sort((a, b) => a - b),
+      'in order',
+    );
     assert.equal(new Set(seqs).size, seqs.length, 'no repeat');
-    assert.deepEqual(events.filter((event) => event.kind === 'phase').map((event) => event.kind === 'phase' && event.phase), ['validate', 'gate']);
+    assert.deepEqual(
+      events.filter((event) => event.kind === 'phase').map((event) => event.kind === 'phase' && event.phase),
+      ['validate', 'gate'],
+    );
     assert.equal(events.at(-1)!.kind, 'outcome');
     const trimmed = events.filter((event) => event.kind === 'trimmed');
     assert.equal(trimmed.length, 1, 'one summary');
@@ -47,7 +57,11 @@ describe('RunJournal: bounded, numbers that only rise', () => {
     assert.equal(summary.dropped, 28 - events.length + 1, 'it counts every event no longer kept');
     assert.match(summary.reason, /at most 20 events/);
     const newest = events.slice(-10).map((event) => event.seq);
-    assert.deepEqual(newest, Array.from({ length: 10 }, (_unused, index) => 19 + index), 'the newest are all there');
+    assert.deepEqual(
+      newest,
+      Array.from({ length: 10 }, (_unused, index) => 19 + index),
+      'the newest are all there',
+    );
   });
 
   it('many trims: one summary, whose count adds up, and the journal stays bounded', () => {
@@ -74,7 +88,11 @@ describe('RunJournal: bounded, numbers that only rise', () => {
       }
     }
     for (const event of readAll(journal, cursor)) seen.push(event.seq);
-    assert.deepEqual(seen, [...new Set(seen)].sort((a, b) => a - b), 'strictly rising');
+    assert.deepEqual(
+      seen,
+      [...new Set(seen)].sort((a, b) => a - b),
+      'strictly rising',
+    );
     assert.equal(seen.at(-1), 200, 'it reached the end');
   });
 
@@ -85,7 +103,10 @@ describe('RunJournal: bounded, numbers that only rise', () => {
     const events = readAll(journal);
     assert.ok(journal.size <= 10, `kept ${journal.size}`);
     assert.equal(events[0]!.kind, 'phase');
-    assert.deepEqual(events.slice(-3).map((event) => event.kind === 'question' && event.id), ['q27', 'q28', 'q29']);
+    assert.deepEqual(
+      events.slice(-3).map((event) => event.kind === 'question' && event.id),
+      ['q27', 'q28', 'q29'],
+    );
   });
 
   it('a retried report (same key) is recorded once; the remembered keys are bounded', () => {

@@ -9,7 +9,9 @@ import { causeOf, outcomeOf, typedCauseOf } from '../../workflows/run-record';
 const workflowsDir = join(__dirname, '../../workflows');
 
 function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? sourceFiles(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? sourceFiles(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [],
+  );
 }
 
 describe('outcomeOf: the failure table, per kind', () => {
@@ -26,11 +28,28 @@ describe('outcomeOf: the failure table, per kind', () => {
 });
 
 describe('causeOf: the failure type and message of an error', () => {
-  const wrapped = Object.assign(new Error('Activity task failed'), { cause: ApplicationFailure.create({ type: FailureCode.targetMoved, message: 'the target moved' }) });
+  const wrapped = Object.assign(new Error('Activity task failed'), {
+    cause: ApplicationFailure.create({ type: FailureCode.targetMoved, message: 'the target moved' }),
+  });
   const table = [
-    { name: "an activity's failure: its cause's type and message", error: wrapped, expected: { type: FailureCode.targetMoved, message: 'the target moved' }, typed: { type: FailureCode.targetMoved, message: 'the target moved' } },
-    { name: "a local activity's failure: its own type", error: ApplicationFailure.create({ type: FailureCode.wrongHost, message: 'not this host' }), expected: { type: FailureCode.wrongHost, message: 'not this host' }, typed: { type: FailureCode.wrongHost, message: 'not this host' } },
-    { name: 'a plain error: its message, no type (TARMAC_INTERNAL when one is needed)', error: new Error('boom'), expected: { message: 'boom' }, typed: { type: FailureCode.internal, message: 'boom' } },
+    {
+      name: "an activity's failure: its cause's type and message",
+      error: wrapped,
+      expected: { type: FailureCode.targetMoved, message: 'the target moved' },
+      typed: { type: FailureCode.targetMoved, message: 'the target moved' },
+    },
+    {
+      name: "a local activity's failure: its own type",
+      error: ApplicationFailure.create({ type: FailureCode.wrongHost, message: 'not this host' }),
+      expected: { type: FailureCode.wrongHost, message: 'not this host' },
+      typed: { type: FailureCode.wrongHost, message: 'not this host' },
+    },
+    {
+      name: 'a plain error: its message, no type (TARMAC_INTERNAL when one is needed)',
+      error: new Error('boom'),
+      expected: { message: 'boom' },
+      typed: { type: FailureCode.internal, message: 'boom' },
+    },
     { name: 'not an error at all: its text', error: 'odd', expected: { message: 'odd' }, typed: { type: FailureCode.internal, message: 'odd' } },
   ];
   for (const { name, error, expected, typed } of table) {

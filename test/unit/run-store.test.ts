@@ -23,6 +23,9 @@ describe('run store: parallel writers of one run (parallel reviewer sessions)', 
     const contents = Array.from({ length: 20 }, (_, index) => `${JSON.stringify({ index, pad: 'x'.repeat(index * 50) })}\n`);
     await Promise.all(contents.map((content) => writeFileAtomic(path, content, { durable: false })));
     assert.ok(contents.includes(readFileSync(path, 'utf8')));
-    assert.deepEqual(readdirSync(dir).filter((name) => name.startsWith('same.json.')), []);
+    assert.deepEqual(
+      readdirSync(dir).filter((name) => name.startsWith('same.json.')),
+      [],
+    );
   });
 });

@@ -24,10 +24,22 @@ describe('script models: behaviour and scenario', () => {
 
 describe('scenario files', () => {
   const table = [
-    { name: 'every field', text: '{"edits":[{"file":"a","find":"x","replace":"y"}],"slowMs":10,"reportUsage":{"inputTokens":1,"outputTokens":2,"costUsd":0},"command":"make test","pauseMs":5,"crashAttempts":1}', problem: undefined },
+    {
+      name: 'every field',
+      text: '{"edits":[{"file":"a","find":"x","replace":"y"}],"slowMs":10,"reportUsage":{"inputTokens":1,"outputTokens":2,"costUsd":0},"command":"make test","pauseMs":5,"crashAttempts":1}',
+      problem: undefined,
+    },
     { name: 'empty', text: '{}', problem: undefined },
-    { name: 'a misspelt field, with the valid ones', text: '{"slowMS":10}', problem: /^slowMS is not a known field \(valid fields: edits, slowMs, reportUsage, command, ask, pauseMs, crashAttempts\)$/ },
-    { name: 'crashing on no attempt is not a crash scenario', text: '{"crashAttempts":0}', problem: /^crashAttempts expected integer to be greater or equal to 1/ },
+    {
+      name: 'a misspelt field, with the valid ones',
+      text: '{"slowMS":10}',
+      problem: /^slowMS is not a known field \(valid fields: edits, slowMs, reportUsage, command, ask, pauseMs, crashAttempts\)$/,
+    },
+    {
+      name: 'crashing on no attempt is not a crash scenario',
+      text: '{"crashAttempts":0}',
+      problem: /^crashAttempts expected integer to be greater or equal to 1/,
+    },
     { name: 'an edit without replace', text: '{"edits":[{"file":"a"}]}', problem: /^edits\[0\]\.replace is required$/ },
     { name: 'a negative wait', text: '{"slowMs":-1}', problem: /^slowMs expected integer to be greater or equal to 0/ },
     { name: 'not JSON', text: '{', problem: /^is not valid JSON/ },
@@ -51,8 +63,18 @@ describe('loadScriptScenario (the worker reads the file the model names)', () =>
     { name: 'no scenario named: the empty one, with or without a directory', dir: undefined, model: 'fixer', expected: { ok: true, scenario: {} } },
     { name: 'the named file', dir, model: 'fixer:write-fixed', expected: { ok: true, scenario: { edits: [{ file: 'FIXED', replace: 'yes\n' }] } } },
     { name: 'a missing file is named', dir, model: 'fixer:nowhere', expected: { ok: false, reason: `scenario file ${join(dir, 'nowhere.json')} is missing` } },
-    { name: 'no directory configured: the setting is named', dir: undefined, model: 'fixer:write-fixed', expected: /^scenario "write-fixed" needs a scenarios directory.*TARMAC_SCRIPT_SCENARIOS is not set/ },
-    { name: 'an invalid file names file and field', dir, model: 'fixer:typo', expected: new RegExp(`^scenario file ${join(dir, 'typo.json')}: edit is not a known field`) },
+    {
+      name: 'no directory configured: the setting is named',
+      dir: undefined,
+      model: 'fixer:write-fixed',
+      expected: /^scenario "write-fixed" needs a scenarios directory.*TARMAC_SCRIPT_SCENARIOS is not set/,
+    },
+    {
+      name: 'an invalid file names file and field',
+      dir,
+      model: 'fixer:typo',
+      expected: new RegExp(`^scenario file ${join(dir, 'typo.json')}: edit is not a known field`),
+    },
     { name: 'a name is never a path', dir, model: 'fixer:../typo', expected: /^scenario "\.\.\/typo" must be lowercase/ },
   ];
   for (const { name, dir: scenariosDir, model, expected } of table) {

@@ -10,7 +10,10 @@ import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel } from '../../infra/scripted-model/server';
 import { postJson } from '../helpers/model-client';
 
-const script: Script = { version: 1, conversations: [{ turns: [{ toolCalls: [{ name: 'Bash', input: { command: 'ls' } }], usage: { inputTokens: 5, outputTokens: 1 } }] }] };
+const script: Script = {
+  version: 1,
+  conversations: [{ turns: [{ toolCalls: [{ name: 'Bash', input: { command: 'ls' } }], usage: { inputTokens: 5, outputTokens: 1 } }] }],
+};
 const body = { model: 'claude-sonnet-4-5', max_tokens: 10, tools: [{ name: 'Bash', input_schema: {} }], messages: [{ role: 'user', content: 'hi' }] };
 
 /** POST over a unix socket (fetch cannot). */
@@ -63,7 +66,11 @@ describe('scripted model: the server', () => {
   it('reads gzip-compressed request bodies', async () => {
     const model = await startScriptedModel({ script });
     try {
-      const response = await fetch(`${model.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(JSON.stringify(body)) });
+      const response = await fetch(`${model.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        body: gzipSync(JSON.stringify(body)),
+      });
       assert.equal(response.status, 200);
       assert.equal(((await response.json()) as any).content[0].name, 'Bash');
     } finally {
@@ -72,9 +79,15 @@ describe('scripted model: the server', () => {
   });
 
   it('refuses a free-form tool input on Chat Completions, which cannot carry it', async () => {
-    const model = await startScriptedModel({ script: { version: 1, conversations: [{ turns: [{ toolCalls: [{ name: 'apply_patch', text: 'patch' }], usage: { inputTokens: 1, outputTokens: 1 } }] }] } });
+    const model = await startScriptedModel({
+      script: { version: 1, conversations: [{ turns: [{ toolCalls: [{ name: 'apply_patch', text: 'patch' }], usage: { inputTokens: 1, outputTokens: 1 } }] }] },
+    });
     try {
-      const reply = await postJson(`${model.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'apply_patch' } }] });
+      const reply = await postJson(`${model.url}/v1/chat/completions`, {
+        model: 'm',
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [{ type: 'function', function: { name: 'apply_patch' } }],
+      });
       assert.equal(reply.status, 400);
       assert.match(reply.json.error.message, /tool call "apply_patch" has free-form text input, which Chat Completions cannot carry/);
     } finally {
@@ -87,7 +100,10 @@ describe('scripted model: the server', () => {
     const file = join(dir, 'script.json');
     writeFileSync(file, JSON.stringify(script));
     const root = resolve(__dirname, '..', '..');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/scripted-model/main.ts', '--script', file, '--port', '0'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/scripted-model/main.ts', '--script', file, '--port', '0'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
@@ -109,11 +125,17 @@ describe('scripted model: the server', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tarmac-sm-cli-'));
     const file = join(dir, 'script.json');
     writeFileSync(file, JSON.stringify({ version: 1, conversations: [{ turns: [{ text: 'x', usage: { inputTokens: 1, outputTokens: 1, cached: 3 } }] }] }));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/scripted-model/main.ts', '--script', file], { cwd: resolve(__dirname, '..', '..'), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/scripted-model/main.ts', '--script', file], {
+      cwd: resolve(__dirname, '..', '..'),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let errors = '';
     child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
     const code = await new Promise<number | null>((done) => child.on('exit', (c) => done(c)));
     assert.equal(code, 1);
-    assert.equal(errors, `${file}: conversations[0].turns[0].usage.cached is not a known field (valid fields: inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens)\n`);
+    assert.equal(
+      errors,
+      `${file}: conversations[0].turns[0].usage.cached is not a known field (valid fields: inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens)\n`,
+    );
   });
 });

@@ -41,7 +41,11 @@ describe("Tarmac's own gate file", () => {
     assert.equal(parsed.gate.image, undefined, 'no gate image: the suites run in the environment');
     assert.equal(declaration.image, defaultRunnerImage);
     const [fetch, install, ...rest] = declaration.setup;
-    assert.match(fetch!, /^TARMAC_CACHE_DIR=(\S+) bash scripts\/fetch-node\.sh && mv \1\/node-v\* \.tarmac-node$/, 'the Node of scripts/fetch-node.sh, moved to .tarmac-node/');
+    assert.match(
+      fetch!,
+      /^TARMAC_CACHE_DIR=(\S+) bash scripts\/fetch-node\.sh && mv \1\/node-v\* \.tarmac-node$/,
+      'the Node of scripts/fetch-node.sh, moved to .tarmac-node/',
+    );
     assert.equal(install, 'npm ci');
     assert.deepEqual(rest, []);
     // With the registry given by the worker (TARMAC_SETUP_ENV), or npm's default: never named here.

@@ -27,8 +27,16 @@ const table: { name: string; input: Partial<SessionEndFacts>; expected: SessionC
   { name: 'killed at its deadline', input: { exitCode: null, timedOut: true, result: 'missing' }, expected: 'timeout' },
   { name: 'host lost', input: { exitCode: null, hostLost: true, result: 'missing' }, expected: 'lost-host' },
   { name: 'delivered but crossed the budget', input: { budgetExceeded: true }, expected: 'budget-exhausted' },
-  { name: 'nothing started: image or key missing', input: { unavailable: true, result: 'missing', exitCode: null, sawFirstTurn: false }, expected: 'agent-unavailable' },
-  { name: 'a CLI that failed after its gateway refused a request for the budget', input: { budgetExceeded: true, result: 'invalid', exitCode: 1 }, expected: 'budget-exhausted' },
+  {
+    name: 'nothing started: image or key missing',
+    input: { unavailable: true, result: 'missing', exitCode: null, sawFirstTurn: false },
+    expected: 'agent-unavailable',
+  },
+  {
+    name: 'a CLI that failed after its gateway refused a request for the budget',
+    input: { budgetExceeded: true, result: 'invalid', exitCode: 1 },
+    expected: 'budget-exhausted',
+  },
   { name: 'a budget refusal, then the container timed out', input: { budgetExceeded: true, timedOut: true }, expected: 'timeout' },
 ];
 

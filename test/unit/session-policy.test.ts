@@ -9,9 +9,18 @@ const attempt = (harnessModel: string, kind: AttemptRecord['class']): AttemptRec
 const table: { name: string; attempts: AttemptRecord[]; maxRespawns?: number; maxAttempts?: number; expected: Partial<SessionDecision> }[] = [
   { name: 'delivered → done', attempts: [attempt('a#1', 'delivered')], expected: { action: 'done' } },
   { name: 'asked → ask: the run answers, no successor, no escalation', attempts: [attempt('a#1', 'asked')], expected: { action: 'ask' } },
-  { name: 'asked even at the attempt limit → ask (not give-up)', attempts: [attempt('a#1', 'crashed'), attempt('a#1', 'asked')], maxAttempts: 2, expected: { action: 'ask' } },
+  {
+    name: 'asked even at the attempt limit → ask (not give-up)',
+    attempts: [attempt('a#1', 'crashed'), attempt('a#1', 'asked')],
+    maxAttempts: 2,
+    expected: { action: 'ask' },
+  },
   { name: 'done-undelivered → collect', attempts: [attempt('a#1', 'done-undelivered')], expected: { action: 'collect' } },
-  { name: 'first failure → respawn the same model', attempts: [attempt('a#1', 'died-before-first-turn')], expected: { action: 'respawn', harnessModel: 'a#1' } },
+  {
+    name: 'first failure → respawn the same model',
+    attempts: [attempt('a#1', 'died-before-first-turn')],
+    expected: { action: 'respawn', harnessModel: 'a#1' },
+  },
   {
     name: 'same class again beyond maxRespawns → escalate one index',
     attempts: [attempt('a#1', 'crashed'), attempt('a#1', 'crashed')],
@@ -41,24 +50,42 @@ const table: { name: string; attempts: AttemptRecord[]; maxRespawns?: number; ma
     attempts: [attempt('a#1', 'lost-host'), attempt('a#1', 'lost-host'), attempt('a#1', 'lost-host')],
     expected: { action: 'respawn', harnessModel: 'a#1' },
   },
-  { name: 'no evidence counts as a failure class', attempts: [attempt('a#1', 'no-evidence'), attempt('a#1', 'no-evidence')], expected: { action: 'escalate', harnessModel: 'b#2' } },
+  {
+    name: 'no evidence counts as a failure class',
+    attempts: [attempt('a#1', 'no-evidence'), attempt('a#1', 'no-evidence')],
+    expected: { action: 'escalate', harnessModel: 'b#2' },
+  },
   { name: 'budget exhausted → give up (the run pauses or stops)', attempts: [attempt('a#1', 'budget-exhausted')], expected: { action: 'give-up' } },
-  { name: 'agent unavailable → the next rung at once, never the same one again', attempts: [attempt('a#1', 'agent-unavailable')], expected: { action: 'escalate', harnessModel: 'b#2', fromIndex: 0, toIndex: 1 } },
-  { name: 'agent unavailable off the ladder → the first rung', attempts: [attempt('x#9', 'agent-unavailable')], expected: { action: 'escalate', harnessModel: 'a#1', toIndex: 0 } },
+  {
+    name: 'agent unavailable → the next rung at once, never the same one again',
+    attempts: [attempt('a#1', 'agent-unavailable')],
+    expected: { action: 'escalate', harnessModel: 'b#2', fromIndex: 0, toIndex: 1 },
+  },
+  {
+    name: 'agent unavailable off the ladder → the first rung',
+    attempts: [attempt('x#9', 'agent-unavailable')],
+    expected: { action: 'escalate', harnessModel: 'a#1', toIndex: 0 },
+  },
   {
     name: 'agent unavailable: rungs already found unavailable are skipped',
     attempts: [attempt('b#2', 'agent-unavailable'), attempt('a#1', 'agent-unavailable')],
     expected: { action: 'escalate', harnessModel: 'c#3', toIndex: 2 },
   },
   { name: 'agent unavailable at the top → give up', attempts: [attempt('c#3', 'agent-unavailable')], expected: { action: 'give-up' } },
-  { name: 'agent unavailable does not wait for the attempt limit', attempts: [attempt('a#1', 'agent-unavailable')], maxAttempts: 1, expected: { action: 'escalate', harnessModel: 'b#2' } },
+  {
+    name: 'agent unavailable does not wait for the attempt limit',
+    attempts: [attempt('a#1', 'agent-unavailable')],
+    maxAttempts: 1,
+    expected: { action: 'escalate', harnessModel: 'b#2' },
+  },
 ];
 
 describe('decideNext', () => {
   for (const { name, attempts, maxRespawns, maxAttempts, expected } of table) {
     it(name, () => {
       const decision = decideNext({ attempts, ladder, maxRespawns: maxRespawns ?? 1, maxAttempts: maxAttempts ?? 6 });
-      for (const [key, value] of Object.entries(expected)) assert.equal((decision as Record<string, unknown>)[key], value, `${key} in ${JSON.stringify(decision)}`);
+      for (const [key, value] of Object.entries(expected))
+        assert.equal((decision as Record<string, unknown>)[key], value, `${key} in ${JSON.stringify(decision)}`);
     });
   }
 });

@@ -14,8 +14,20 @@ const result = (suiteId: string, treeSha: string, round: number, status: GateRec
 });
 
 const table: { name: string; records: GateRecord[]; suites: string[]; tree: string; expected: { green: boolean; failing: string[]; lineage: number } }[] = [
-  { name: 'all green on the tree', records: [result('test', 'T1', 1, 'passed')], suites: ['test'], tree: 'T1', expected: { green: true, failing: [], lineage: 0 } },
-  { name: 'red on the tree', records: [result('test', 'T1', 1, 'failed')], suites: ['test'], tree: 'T1', expected: { green: false, failing: ['test'], lineage: 0 } },
+  {
+    name: 'all green on the tree',
+    records: [result('test', 'T1', 1, 'passed')],
+    suites: ['test'],
+    tree: 'T1',
+    expected: { green: true, failing: [], lineage: 0 },
+  },
+  {
+    name: 'red on the tree',
+    records: [result('test', 'T1', 1, 'failed')],
+    suites: ['test'],
+    tree: 'T1',
+    expected: { green: false, failing: ['test'], lineage: 0 },
+  },
   {
     name: 'a later green on the fixed tree supersedes the red',
     records: [result('test', 'T1', 1, 'failed'), result('test', 'T2', 2, 'passed')],
@@ -63,10 +75,30 @@ describe('gateVerdict (supersedes)', () => {
     });
   }
   const excused = (record: GateRecord, by: NonNullable<GateRecord['excused']>['by']): GateRecord => ({ ...record, excused: { by } });
-  const excusedTable: { name: string; records: GateRecord[]; tree: string; expected: { green: boolean; failing: string[]; excused: string[]; lineage: number } }[] = [
-    { name: 'a red excused as flaky counts toward green and is named', records: [excused(result('test', 'T1', 1, 'failed'), 'retry')], tree: 'T1', expected: { green: true, failing: [], excused: ['test:retry'], lineage: 0 } },
-    { name: 'a timed-out red excused by a quarantine counts too', records: [excused(result('test', 'T1', 1, 'timed-out'), 'quarantine')], tree: 'T1', expected: { green: true, failing: [], excused: ['test:quarantine'], lineage: 0 } },
-    { name: 'an excused red on another tree does not count', records: [excused(result('test', 'T1', 1, 'failed'), 'pre-existing')], tree: 'T2', expected: { green: false, failing: ['test'], excused: [], lineage: 0 } },
+  const excusedTable: {
+    name: string;
+    records: GateRecord[];
+    tree: string;
+    expected: { green: boolean; failing: string[]; excused: string[]; lineage: number };
+  }[] = [
+    {
+      name: 'a red excused as flaky counts toward green and is named',
+      records: [excused(result('test', 'T1', 1, 'failed'), 'retry')],
+      tree: 'T1',
+      expected: { green: true, failing: [], excused: ['test:retry'], lineage: 0 },
+    },
+    {
+      name: 'a timed-out red excused by a quarantine counts too',
+      records: [excused(result('test', 'T1', 1, 'timed-out'), 'quarantine')],
+      tree: 'T1',
+      expected: { green: true, failing: [], excused: ['test:quarantine'], lineage: 0 },
+    },
+    {
+      name: 'an excused red on another tree does not count',
+      records: [excused(result('test', 'T1', 1, 'failed'), 'pre-existing')],
+      tree: 'T2',
+      expected: { green: false, failing: ['test'], excused: [], lineage: 0 },
+    },
     {
       name: 'a later red the evidence did not excuse fails, whatever was excused before',
       records: [excused(result('test', 'T1', 1, 'failed'), 'retry'), result('test', 'T1', 2, 'failed')],
@@ -84,7 +116,12 @@ describe('gateVerdict (supersedes)', () => {
     it(name, () => {
       const verdict = gateVerdict(records, ['test'], tree);
       assert.deepEqual(
-        { green: verdict.green, failing: verdict.failing, excused: verdict.excused.map((entry) => `${entry.suiteId}:${entry.by}`), lineage: verdict.lineage.length },
+        {
+          green: verdict.green,
+          failing: verdict.failing,
+          excused: verdict.excused.map((entry) => `${entry.suiteId}:${entry.by}`),
+          lineage: verdict.lineage.length,
+        },
         expected,
       );
     });

@@ -22,7 +22,8 @@ function makeRoot(files: Record<string, string>): string {
 
 const tinyWorkflows = {
   'package.json': '{ "name": "tiny", "private": true }\n',
-  'workflows/index.ts': "import { greeting } from '../core/greeting';\nimport { shout } from '../policies/shout';\nexport async function hello(): Promise<string> {\n  return shout(greeting);\n}\n",
+  'workflows/index.ts':
+    "import { greeting } from '../core/greeting';\nimport { shout } from '../policies/shout';\nexport async function hello(): Promise<string> {\n  return shout(greeting);\n}\n",
   'core/greeting.ts': "export const greeting = 'hello';\n",
   'core/node/io.ts': "export const node = 'not in the sandbox';\n",
   'policies/shout.ts': 'export const shout = (text: string) => text.toUpperCase();\n',
@@ -47,11 +48,23 @@ describe('the workflow bundle key', () => {
   after(() => rmSync(root, { recursive: true, force: true }));
 
   const cases: { name: string; change: (root: string) => void; changesKey: boolean }[] = [
-    { name: 'a workflow edited', change: (at) => writeFileSync(join(at, 'workflows/index.ts'), `${tinyWorkflows['workflows/index.ts']}// edited\n`), changesKey: true },
+    {
+      name: 'a workflow edited',
+      change: (at) => writeFileSync(join(at, 'workflows/index.ts'), `${tinyWorkflows['workflows/index.ts']}// edited\n`),
+      changesKey: true,
+    },
     { name: 'a file added to core/', change: (at) => writeFileSync(join(at, 'core/new.ts'), 'export {};\n'), changesKey: true },
-    { name: 'a policy edited', change: (at) => writeFileSync(join(at, 'policies/shout.ts'), 'export const shout = (text: string) => text;\n'), changesKey: true },
+    {
+      name: 'a policy edited',
+      change: (at) => writeFileSync(join(at, 'policies/shout.ts'), 'export const shout = (text: string) => text;\n'),
+      changesKey: true,
+    },
     { name: 'the root package.json edited', change: (at) => writeFileSync(join(at, 'package.json'), '{ "name": "tiny2" }\n'), changesKey: true },
-    { name: 'core/node/ edited (Node-only, never in the sandbox)', change: (at) => writeFileSync(join(at, 'core/node/io.ts'), "export const node = 'changed';\n"), changesKey: false },
+    {
+      name: 'core/node/ edited (Node-only, never in the sandbox)',
+      change: (at) => writeFileSync(join(at, 'core/node/io.ts'), "export const node = 'changed';\n"),
+      changesKey: false,
+    },
     { name: 'a file outside the keyed folders', change: (at) => writeFileSync(join(at, 'README.md'), '# tiny\n'), changesKey: false },
   ];
   for (const { name, change, changesKey } of cases) {
@@ -74,7 +87,10 @@ describe('the prebuilt bundle: built, current, stale, and what the worker loads'
     assert.equal(prebuiltBundleState(root).state, 'missing');
     const { lines, log } = logged();
     assert.deepEqual(workflowCodeOption(undefined, log, root), { workflowsPath: join(root, 'workflows', 'index.ts') });
-    assert.deepEqual(lines.map((line) => [line.level, line.message]), [['info', 'no prebuilt workflow bundle; bundling the workflows from source (npm run build:workflows makes one)']]);
+    assert.deepEqual(
+      lines.map((line) => [line.level, line.message]),
+      [['info', 'no prebuilt workflow bundle; bundling the workflows from source (npm run build:workflows makes one)']],
+    );
   });
 
   it('built → current, and the worker loads it; the inputs it read are the keyed sources', async () => {
@@ -85,7 +101,10 @@ describe('the prebuilt bundle: built, current, stale, and what the worker loads'
     assert.equal(state.state, 'current');
     const { lines, log } = logged();
     assert.deepEqual(workflowCodeOption(undefined, log, root), { workflowBundle: { codePath: prebuiltBundlePath(root) } });
-    assert.deepEqual(lines.map((line) => [line.level, line.message]), [['info', 'loading the prebuilt workflow bundle']]);
+    assert.deepEqual(
+      lines.map((line) => [line.level, line.message]),
+      [['info', 'loading the prebuilt workflow bundle']],
+    );
   });
 
   it('a source edited after the build → stale: never loaded; the worker bundles from source and warns why', () => {
@@ -112,19 +131,29 @@ describe('the prebuilt bundle: built, current, stale, and what the worker loads'
   it('TARMAC_WORKFLOW_BUNDLE is loaded as given, and logged', () => {
     const { lines, log } = logged();
     assert.deepEqual(workflowCodeOption('/srv/tarmac/release-bundle.js', log, root), { workflowBundle: { codePath: '/srv/tarmac/release-bundle.js' } });
-    assert.deepEqual(lines.map((line) => [line.level, line.message, line.fields]), [['info', 'loading the workflow bundle TARMAC_WORKFLOW_BUNDLE names', { workflowBundle: '/srv/tarmac/release-bundle.js' }]]);
+    assert.deepEqual(
+      lines.map((line) => [line.level, line.message, line.fields]),
+      [['info', 'loading the workflow bundle TARMAC_WORKFLOW_BUNDLE names', { workflowBundle: '/srv/tarmac/release-bundle.js' }]],
+    );
   });
 });
 
 describe('a bundle that reads a project file outside the keyed folders is refused', () => {
   let root: string;
   before(() => {
-    root = makeRoot({ ...tinyWorkflows, 'workflows/index.ts': "import { helper } from '../lib/helper';\nexport async function hello(): Promise<string> {\n  return helper;\n}\n", 'lib/helper.ts': "export const helper = 'h';\n" });
+    root = makeRoot({
+      ...tinyWorkflows,
+      'workflows/index.ts': "import { helper } from '../lib/helper';\nexport async function hello(): Promise<string> {\n  return helper;\n}\n",
+      'lib/helper.ts': "export const helper = 'h';\n",
+    });
   });
   after(() => rmSync(root, { recursive: true, force: true }));
 
   it('names the file and where the key is declared; writes nothing', async () => {
-    await assert.rejects(buildWorkflowBundle({ root, outFile: prebuiltBundlePath(root) }), /the workflow bundle read lib\/helper\.ts, outside the folders its key covers \(workflows, core, policies\): add the folder to bundleSourceFolders in worker\/workflow-bundle\.ts/);
+    await assert.rejects(
+      buildWorkflowBundle({ root, outFile: prebuiltBundlePath(root) }),
+      /the workflow bundle read lib\/helper\.ts, outside the folders its key covers \(workflows, core, policies\): add the folder to bundleSourceFolders in worker\/workflow-bundle\.ts/,
+    );
     assert.equal(prebuiltBundleState(root).state, 'missing');
   });
 });

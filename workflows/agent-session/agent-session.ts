@@ -48,7 +48,12 @@ async function dispatch(record: SessionRecord, request: SessionRequest, shared: 
   record.harnessModel = plan.harnessModel;
   if (plan.unavailable !== undefined) {
     return {
-      outcome: record.fail(FailureCode.agentUnavailable, `agent-unavailable: ${plan.unavailable}; no container was started`, { message: plan.unavailable }, { recipeVersion: plan.recipeVersion }),
+      outcome: record.fail(
+        FailureCode.agentUnavailable,
+        `agent-unavailable: ${plan.unavailable}; no container was started`,
+        { message: plan.unavailable },
+        { recipeVersion: plan.recipeVersion },
+      ),
     };
   }
   const { tokens, costUsd, sessions, wall, onExhausted } = plan.budget;
@@ -56,7 +61,13 @@ async function dispatch(record: SessionRecord, request: SessionRequest, shared: 
   return { plan };
 }
 
-async function runAttempts(record: SessionRecord, plan: DispatchPlan, request: SessionRequest, shared: Activities, placed: { place?: Placement }): Promise<SessionOutcome> {
+async function runAttempts(
+  record: SessionRecord,
+  plan: DispatchPlan,
+  request: SessionRequest,
+  shared: Activities,
+  placed: { place?: Placement },
+): Promise<SessionOutcome> {
   try {
     record.state = 'preparing';
     placed.place = await placeOnHost(record, plan, request);
@@ -69,7 +80,9 @@ async function runAttempts(record: SessionRecord, plan: DispatchPlan, request: S
       if (record.attempts.at(-1)?.class === 'lost-host') {
         if (request.workspace.kind !== 'fresh') {
           const hostId = placed.place.hostId;
-          return record.fail(FailureCode.lostHost, `the host ${hostId} of this run's workspace was lost; the session cannot move without it`, { message: `no worker of host ${hostId} picked up the attempt` });
+          return record.fail(FailureCode.lostHost, `the host ${hostId} of this run's workspace was lost; the session cannot move without it`, {
+            message: `no worker of host ${hostId} picked up the attempt`,
+          });
         }
         record.state = 'preparing';
         placed.place = await placeOnHost(record, plan, request);
@@ -101,22 +114,38 @@ async function runAttempts(record: SessionRecord, plan: DispatchPlan, request: S
 }
 
 /** Carries out the policy's decision: the outcome when the session ends, nothing when another attempt follows. */
-async function follow(record: SessionRecord, plan: DispatchPlan, decision: SessionDecision, seen: SessionAttemptReport, attemptClass: AttemptClass): Promise<SessionOutcome | undefined> {
+async function follow(
+  record: SessionRecord,
+  plan: DispatchPlan,
+  decision: SessionDecision,
+  seen: SessionAttemptReport,
+  attemptClass: AttemptClass,
+): Promise<SessionOutcome | undefined> {
   const { attempts, meters } = record;
   switch (decision.action) {
     case 'done':
-      return record.finish('delivered', `${record.harnessModel} delivered after ${attempts.length} attempt(s)${seen.commitsAdded ? ` with ${seen.commitsAdded} commit(s)` : ''}: ${seen.result?.summary ?? ''}`, undefined, {
-        ...(seen.result ? { result: seen.result } : {}),
-        headSha: seen.headSha,
-        recipeVersion: plan.recipeVersion,
-      });
+      return record.finish(
+        'delivered',
+        `${record.harnessModel} delivered after ${attempts.length} attempt(s)${seen.commitsAdded ? ` with ${seen.commitsAdded} commit(s)` : ''}: ${seen.result?.summary ?? ''}`,
+        undefined,
+        {
+          ...(seen.result ? { result: seen.result } : {}),
+          headSha: seen.headSha,
+          recipeVersion: plan.recipeVersion,
+        },
+      );
     case 'ask': {
       const asked = seen.result?.questions ?? [];
-      return record.finish('asked', `${record.harnessModel} asked ${asked.length} question(s) after ${attempts.length} attempt(s): ${asked.join(' / ')}`, undefined, {
-        ...(seen.result ? { result: seen.result } : {}),
-        headSha: seen.headSha,
-        recipeVersion: plan.recipeVersion,
-      });
+      return record.finish(
+        'asked',
+        `${record.harnessModel} asked ${asked.length} question(s) after ${attempts.length} attempt(s): ${asked.join(' / ')}`,
+        undefined,
+        {
+          ...(seen.result ? { result: seen.result } : {}),
+          headSha: seen.headSha,
+          recipeVersion: plan.recipeVersion,
+        },
+      );
     }
     case 'respawn':
     case 'escalate':
@@ -128,11 +157,18 @@ async function follow(record: SessionRecord, plan: DispatchPlan, decision: Sessi
     case 'give-up': {
       if (attemptClass === 'budget-exhausted') {
         const why = seen.modelUsage?.lastBudgetRefusal ?? 'the run budget is exhausted';
-        return record.finish('budget-exhausted', `stopped: ${why} (the model gateway refused the next request)`, undefined, { recipeVersion: plan.recipeVersion });
+        return record.finish('budget-exhausted', `stopped: ${why} (the model gateway refused the next request)`, undefined, {
+          recipeVersion: plan.recipeVersion,
+        });
       }
       if (attemptClass === 'agent-unavailable') {
         const reasons = attempts.flatMap((entry) => (entry.unavailable ? [entry.unavailable] : []));
-        return record.fail(FailureCode.agentUnavailable, `agent-unavailable: ${reasons.join('; ')} (no rung of the ladder left; ${reasons.length} of ${attempts.length} attempt(s) started nothing)`, { message: reasons.join('; ') }, { recipeVersion: plan.recipeVersion });
+        return record.fail(
+          FailureCode.agentUnavailable,
+          `agent-unavailable: ${reasons.join('; ')} (no rung of the ladder left; ${reasons.length} of ${attempts.length} attempt(s) started nothing)`,
+          { message: reasons.join('; ') },
+          { recipeVersion: plan.recipeVersion },
+        );
       }
       return record.finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, undefined, { recipeVersion: plan.recipeVersion });
     }
@@ -150,7 +186,12 @@ async function follow(record: SessionRecord, plan: DispatchPlan, decision: Sessi
 async function finale(record: SessionRecord, request: SessionRequest, place: Placement | undefined): Promise<void> {
   const outcome = record.outcome;
   if (!outcome) return;
-  await record.report({ type: outcome.status === 'delivered' ? 'delivered' : 'ended', harnessModel: outcome.harnessModel, attempt: outcome.attempts.length, detail: outcome.summary });
+  await record.report({
+    type: outcome.status === 'delivered' ? 'delivered' : 'ended',
+    harnessModel: outcome.harnessModel,
+    attempt: outcome.attempts.length,
+    detail: outcome.summary,
+  });
   if (!place || request.workspace.kind !== 'fresh') return;
   record.meters.capsulesRun += 1;
   await place.host['capsule.cleanupRun']({ runId: request.runId }).catch(() => undefined);

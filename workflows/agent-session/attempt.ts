@@ -51,14 +51,34 @@ function scheduleToStartTimedOut(error: unknown): boolean {
 
 /** What is known of an attempt whose host never ran it: nothing but that. */
 function lostHostReport(attempt: number, harnessModel: string, hostId: string, durationMs: number): SessionAttemptReport {
-  return { attempt, harnessModel, hostId, containerId: '', exitCode: null, oomKilled: false, timedOut: false, reattached: false, foundFinished: false, durationMs, sawFirstTurn: false, commitsAdded: 0, headSha: '', logRef: '' };
+  return {
+    attempt,
+    harnessModel,
+    hostId,
+    containerId: '',
+    exitCode: null,
+    oomKilled: false,
+    timedOut: false,
+    reattached: false,
+    foundFinished: false,
+    durationMs,
+    sawFirstTurn: false,
+    commitsAdded: 0,
+    headSha: '',
+    logRef: '',
+  };
 }
 
 /**
  * One attempt: a container on the placement's host (or the one found from an earlier try), what it
  * reported, its usage in the meters, its class. Recorded in the session's record and reported.
  */
-export async function runAttempt(record: SessionRecord, plan: DispatchPlan, request: SessionRequest, place: Placement): Promise<{ seen: SessionAttemptReport; attemptClass: AttemptClass }> {
+export async function runAttempt(
+  record: SessionRecord,
+  plan: DispatchPlan,
+  request: SessionRequest,
+  place: Placement,
+): Promise<{ seen: SessionAttemptReport; attemptClass: AttemptClass }> {
   const { meters } = record;
   const harnessModel = record.harnessModel;
   const attemptStarted = Date.now();

@@ -7,7 +7,18 @@ import { RunRecord, type RunFailure } from '../run-record';
 import { budgetCommandProblem, budgetExhausted, extendBudget, type BudgetLimits } from '../../policies/budget';
 
 export function emptySessionMeters(): SessionMeters {
-  return { sessionsSpawned: 0, respawns: 0, escalations: 0, reattachments: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, wallTimeMs: 0, capsulesRun: 0, budgetPauses: 0 };
+  return {
+    sessionsSpawned: 0,
+    respawns: 0,
+    escalations: 0,
+    reattachments: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    costUsd: 0,
+    wallTimeMs: 0,
+    capsulesRun: 0,
+    budgetPauses: 0,
+  };
 }
 
 /**

@@ -33,13 +33,20 @@ export async function fixLoop(request: FixRequest): Promise<FixOutcome> {
       // meters). Inside a landing the workspace is the landing's: the landing re-places itself.
       if (!request.workspace && record.hostId && hostLost(error) && record.lostHosts.length < maxLostHosts) {
         record.lostHosts.push(record.hostId);
-        record.journal.record({ kind: 'host', state: 'lost', hostId: record.hostId, reason: `no worker of host ${record.hostId} picked up a step within ${Math.round(record.hostLostAfterMs / 1000)} s; the fix loop places itself on a live host` });
+        record.journal.record({
+          kind: 'host',
+          state: 'lost',
+          hostId: record.hostId,
+          reason: `no worker of host ${record.hostId} picked up a step within ${Math.round(record.hostLostAfterMs / 1000)} s; the fix loop places itself on a live host`,
+        });
         record.hostId = '';
         record.host = undefined;
         continue;
       }
       const { message } = causeOf(error);
-      partial = isCancellation(error) ? record.fail(FixFailure.cancelled, `cancelled in phase ${record.state.phase}`) : record.fail(FixFailure.error, `failed in phase ${record.state.phase}: ${message}`);
+      partial = isCancellation(error)
+        ? record.fail(FixFailure.cancelled, `cancelled in phase ${record.state.phase}`)
+        : record.fail(FixFailure.error, `failed in phase ${record.state.phase}: ${message}`);
     }
     break;
   }
@@ -58,11 +65,19 @@ async function loop(record: FixRecord): Promise<PartialFixOutcome> {
   record.sessionTimeout = limits.sessionTimeout;
   // A workspace of its own is placed through the placement queue: the worker that prepares it is a host.
   const placing = proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(workflowInfo().taskQueue) });
-  ({ hostId: record.hostId, baseSha: record.baseSha } = request.workspace ?? (await placing['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: request.repo, ref: request.branch })));
+  ({ hostId: record.hostId, baseSha: record.baseSha } =
+    request.workspace ?? (await placing['capsule.prepareSessionWorkspace']({ runId: request.runId, repo: request.repo, ref: request.branch })));
   const host = proxyActivities<Activities>({ ...capsule, ...record.hostOptions() });
   record.host = host;
   if (record.routedTo === 'architect') return await answer(record);
-  const run: FixRun = { host, maxRepairs: request.maxRepairs ?? limits.maxRepairs, reproCommand: '', failure: { exitCode: null, logRef: '', tail: '' }, attempt: 0, idleRounds: 0 };
+  const run: FixRun = {
+    host,
+    maxRepairs: request.maxRepairs ?? limits.maxRepairs,
+    reproCommand: '',
+    failure: { exitCode: null, logRef: '', tail: '' },
+    attempt: 0,
+    idleRounds: 0,
+  };
   let step: FixNext = { next: 'ground' };
   while ('next' in step) step = await fixPhases[step.next](record, run);
   return step.outcome;

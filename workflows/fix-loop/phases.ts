@@ -48,7 +48,12 @@ async function ground(record: FixRecord, run: FixRun): Promise<FixNext> {
   const { request } = record;
   record.enter('ground');
   const facts = await readFacts(record);
-  const choice = discoverRepro({ request: request.request, ...(request.reproCommand ? { reproCommand: request.reproCommand } : {}), intent: record.intent, facts });
+  const choice = discoverRepro({
+    request: request.request,
+    ...(request.reproCommand ? { reproCommand: request.reproCommand } : {}),
+    intent: record.intent,
+    facts,
+  });
   record.ground(facts, choice);
   if (choice.command === null) return end(record.fail(FixFailure.noRepro, choice.reason));
   run.reproCommand = choice.command;
@@ -79,17 +84,25 @@ async function edit(record: FixRecord, run: FixRun): Promise<FixNext> {
   // A spent budget ends the loop before another agent starts (what it fixed so far stays).
   const whole = record.loopBudget();
   const spent = whole ? budgetExhausted(record.spend(), whole.limits) : undefined;
-  if (spent) return end(record.fail(FixFailure.budgetExhausted, `the budget is spent (${spent}) after ${attempt} agent round(s); \`${reproCommand}\` still exits ${failure.exitCode}`));
+  if (spent)
+    return end(
+      record.fail(
+        FixFailure.budgetExhausted,
+        `the budget is spent (${spent}) after ${attempt} agent round(s); \`${reproCommand}\` still exits ${failure.exitCode}`,
+      ),
+    );
   const before = await run.host['capsule.workspaceHead']({ runId: request.runId, since: record.baseSha });
   const asked = await agentRound(record, run);
   if (asked) return end(asked);
   // No agent could start: that is the answer, not a round that "changed nothing" (never thrashing).
-  if (run.previous!.status === 'agent-unavailable') return end(record.fail(FixFailure.agentUnavailable, `${run.previous!.summary}; \`${reproCommand}\` still exits ${failure.exitCode}`));
+  if (run.previous!.status === 'agent-unavailable')
+    return end(record.fail(FixFailure.agentUnavailable, `${run.previous!.summary}; \`${reproCommand}\` still exits ${failure.exitCode}`));
   const after = await run.host['capsule.workspaceHead']({ runId: request.runId, since: before.headSha });
   if (after.commitsSince !== 0) return go('verify');
   // A round that changed nothing on disk is thrashing; two of them end the loop.
   run.idleRounds += 1;
-  if (run.idleRounds >= 2) return end(record.fail(FixFailure.thrashing, `${run.idleRounds} rounds changed nothing on disk; \`${reproCommand}\` still exits ${failure.exitCode}`));
+  if (run.idleRounds >= 2)
+    return end(record.fail(FixFailure.thrashing, `${run.idleRounds} rounds changed nothing on disk; \`${reproCommand}\` still exits ${failure.exitCode}`));
   return nextRound(record, run);
 }
 
@@ -104,14 +117,26 @@ async function agentRound(record: FixRecord, run: FixRun): Promise<PartialFixOut
   const { attempt, reproCommand, failure, previous } = run;
   const earlier = previous?.status === 'delivered' ? previous.attempts.at(-1) : undefined;
   const continues = earlier ? { sessionId: previous!.sessionId, attempt: earlier.attempt, harnessModel: earlier.harnessModel } : undefined;
-  const ask = continues ? `Your change did not fix it: \`${reproCommand}\` still fails (exit ${failure.exitCode}).` : `Request: ${request.request}\nThe command \`${reproCommand}\` fails (exit ${failure.exitCode}).`;
+  const ask = continues
+    ? `Your change did not fix it: \`${reproCommand}\` still fails (exit ${failure.exitCode}).`
+    : `Request: ${request.request}\nThe command \`${reproCommand}\` fails (exit ${failure.exitCode}).`;
   const prompt = [`${ask} Its output ends with:`, '```', failure.tail, '```', 'Fix the cause in the source (not the tests) and commit.'].join('\n');
   run.previous = await agent(record, prompt, `${record.routedTo}-${attempt + 1}`, continues);
   while (run.previous.status === 'asked') {
-    const answers = await askAgent(record.desk, run.previous, `the fix loop's agent round ${attempt + 1} on \`${reproCommand}\` (exit ${failure.exitCode})`, questionWaitMs(request));
+    const answers = await askAgent(
+      record.desk,
+      run.previous,
+      `the fix loop's agent round ${attempt + 1} on \`${reproCommand}\` (exit ${failure.exitCode})`,
+      questionWaitMs(request),
+    );
     if (!('followUp' in answers)) return record.fail(FixFailure.needsDecision, undecided(answers).summary);
     record.followUps += 1;
-    run.previous = await agent(record, `${answers.followUp.message}\n\n${prompt}`, `${record.routedTo}-${attempt + 1}-answered-${record.followUps}`, answers.followUp.continues);
+    run.previous = await agent(
+      record,
+      `${answers.followUp.message}\n\n${prompt}`,
+      `${record.routedTo}-${attempt + 1}-answered-${record.followUps}`,
+      answers.followUp.continues,
+    );
   }
   return undefined;
 }
@@ -132,8 +157,10 @@ async function verify(record: FixRecord, run: FixRun): Promise<FixNext> {
     record.enter('playbook');
     record.ground(await readFacts(record));
     const playbooks = await playbookChain(record, run.failure);
-    if (playbooks.fixed) return end(record.finish('fixed', `${playbooks.applied.join('; ')} after ${attempt + 1} agent round(s) (${next.why}); \`${reproCommand}\` now exits 0`));
-    if (playbooks.applied.length === 0 && next.orThrash) return end(record.fail(FixFailure.commandThrashing, `${next.why}, and no playbook applies to that failure; another agent round would repeat the last`));
+    if (playbooks.fixed)
+      return end(record.finish('fixed', `${playbooks.applied.join('; ')} after ${attempt + 1} agent round(s) (${next.why}); \`${reproCommand}\` now exits 0`));
+    if (playbooks.applied.length === 0 && next.orThrash)
+      return end(record.fail(FixFailure.commandThrashing, `${next.why}, and no playbook applies to that failure; another agent round would repeat the last`));
     run.failure = playbooks.failure;
   }
   return nextRound(record, run);

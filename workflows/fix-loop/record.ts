@@ -134,7 +134,10 @@ export class FixRecord extends RunRecord<'fix', string, PartialFixOutcome> {
   loopBudget(): { limits: BudgetLimits; onExhausted: 'pause' | 'stop' } | undefined {
     const budget = this.request.budget;
     if (!budget || budget.tokens === undefined || budget.costUsd === undefined || budget.sessions === undefined || budget.wall === undefined) return undefined;
-    return { limits: { tokens: budget.tokens, costUsd: budget.costUsd, sessions: budget.sessions, wallMs: parseDuration(budget.wall) ?? 8 * 3_600_000 }, onExhausted: budget.onExhausted ?? 'stop' };
+    return {
+      limits: { tokens: budget.tokens, costUsd: budget.costUsd, sessions: budget.sessions, wallMs: parseDuration(budget.wall) ?? 8 * 3_600_000 },
+      onExhausted: budget.onExhausted ?? 'stop',
+    };
   }
 
   spend() {

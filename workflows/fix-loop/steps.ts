@@ -38,7 +38,9 @@ export async function readFacts(record: FixRecord): Promise<RepoFacts> {
   });
   state.meters.capsulesRun += 1;
   if (facts.makefile) state.meters.containersRun += 1;
-  const make = facts.make ? `make ${facts.make.source === 'make' ? 'database' : 'rules read as text'}: ${facts.make.targets.length} target(s) in ${facts.make.makefiles.join(', ')}` : 'no makefile';
+  const make = facts.make
+    ? `make ${facts.make.source === 'make' ? 'database' : 'rules read as text'}: ${facts.make.targets.length} target(s) in ${facts.make.makefiles.join(', ')}`
+    : 'no makefile';
   journal.record({ kind: 'step', name: step, status: 'done', detail: `read ${facts.read.join(', ') || 'no manifest'}; ${make}` });
   return facts;
 }
@@ -84,7 +86,12 @@ export async function repro(record: FixRecord): Promise<ReproRun> {
     ...(request.environment ? { environment: request.environment } : {}),
   });
   state.reproExitCode = result.exitCode;
-  journal.record({ kind: 'step', name: step, status: result.exitCode === 0 ? 'done' : 'failed', detail: `\`${reproCommand}\` exited ${result.exitCode ?? 'none (timed out)'}; log ${result.logRef}` });
+  journal.record({
+    kind: 'step',
+    name: step,
+    status: result.exitCode === 0 ? 'done' : 'failed',
+    detail: `\`${reproCommand}\` exited ${result.exitCode ?? 'none (timed out)'}; log ${result.logRef}`,
+  });
   if (result.exitCode === 0) return { exitCode: 0, logRef: result.logRef, tail: '' };
   // A failure is a sighting: the same command failing the same way again is a limit of the loop.
   const tail = await record.host!['fix.logTail']({ logRef: result.logRef });
@@ -97,7 +104,8 @@ export async function repro(record: FixRecord): Promise<ReproRun> {
 /** Commands the gateway saw fail in one agent round, with the most failures any attempt saw. */
 export function roundToolFailures(round: SessionOutcome): { command: string; count: number }[] {
   const counts: Record<string, number> = {};
-  for (const attempt of round.attempts) for (const { command, count } of attempt.gateway?.commandFailures ?? []) counts[command] = Math.max(counts[command] ?? 0, count);
+  for (const attempt of round.attempts)
+    for (const { command, count } of attempt.gateway?.commandFailures ?? []) counts[command] = Math.max(counts[command] ?? 0, count);
   return Object.entries(counts).map(([command, count]) => ({ command, count }));
 }
 
@@ -110,7 +118,11 @@ export async function agent(record: FixRecord, prompt: string, name: string, con
     workflowId: `${request.runId}.${sessionId}`,
     taskQueue: workflowInfo().taskQueue,
     workflowTaskTimeout,
-    ...childRecord('agent-session', { repo: request.repo, parent: workflowInfo().workflowId, summary: { role: routedTo, harnessModel: harnessModel || '(ladder)' } }),
+    ...childRecord('agent-session', {
+      repo: request.repo,
+      parent: workflowInfo().workflowId,
+      summary: { role: routedTo, harnessModel: harnessModel || '(ladder)' },
+    }),
     args: [
       {
         runId: request.runId,
@@ -132,7 +144,8 @@ export async function agent(record: FixRecord, prompt: string, name: string, con
   state.sessions.push({ sessionId, status: result.status, harnessModel: result.harnessModel, attempts: result.attempts.length });
   // The gateway's record of the agent's tool loop: failures per command, breaker trips.
   for (const attempt of result.attempts) {
-    for (const { command, count } of attempt.gateway?.commandFailures ?? []) state.commandFailures[command] = Math.max(state.commandFailures[command] ?? 0, count);
+    for (const { command, count } of attempt.gateway?.commandFailures ?? [])
+      state.commandFailures[command] = Math.max(state.commandFailures[command] ?? 0, count);
     if (attempt.gateway?.circuitBreakerTriggered) state.circuitBreakerTriggered = true;
   }
   state.meters.agentSessions += result.meters.sessionsSpawned;

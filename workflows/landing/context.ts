@@ -95,7 +95,19 @@ export function finalAfterMove(state: LandingState): boolean {
 }
 
 export function initialState(): LandingState {
-  return { hostId: '', base: '', declaredDrops: new Map(), dropped: [], when: 'After the rebase', round: 0, fixups: 0, verifyFixups: 0, approvedTree: null, mergeTries: 0, lostHosts: [] };
+  return {
+    hostId: '',
+    base: '',
+    declaredDrops: new Map(),
+    dropped: [],
+    when: 'After the rebase',
+    round: 0,
+    fixups: 0,
+    verifyFixups: 0,
+    approvedTree: null,
+    mergeTries: 0,
+    lostHosts: [],
+  };
 }
 
 /** The parts of the state a phase needs once validate and rebase have run (a bug otherwise, not an outcome). */

@@ -45,7 +45,12 @@ export function continueAsNewDue({ request, tracker }: Pick<LandingContext, 'req
 export async function continueLanding(ctx: LandingContext, state: LandingState, next: Phase, reason: string, continued: number): Promise<never> {
   const { tracker } = ctx;
   const { host: _host, declaredDrops, ...rest } = state;
-  tracker.journal.record({ kind: 'step', name: 'workflow.continueAsNew', status: 'done', detail: `${reason}: run ${continued + 1} of this landing goes on with phase ${next}` });
+  tracker.journal.record({
+    kind: 'step',
+    name: 'workflow.continueAsNew',
+    status: 'done',
+    detail: `${reason}: run ${continued + 1} of this landing goes on with phase ${next}`,
+  });
   const resume: LandingResume = {
     next,
     state: { ...rest, declaredDrops: [...declaredDrops] },

@@ -16,10 +16,22 @@ export type ReadyEnvironment = { environment?: EnvironmentRef } | { failed: Envi
  * environment, and the gate runs on its image as before. Recorded in the landing's outcome with
  * every host the setup reached; a failed build is data, for the phase to decide on.
  */
-export async function readyEnvironment(ctx: LandingStepContext, pinned: string, declaration: EnvironmentDeclaration | undefined, gate: GateFile, commitSha: string, treeSha: string | undefined, baseSha: string): Promise<ReadyEnvironment> {
+export async function readyEnvironment(
+  ctx: LandingStepContext,
+  pinned: string,
+  declaration: EnvironmentDeclaration | undefined,
+  gate: GateFile,
+  commitSha: string,
+  treeSha: string | undefined,
+  baseSha: string,
+): Promise<ReadyEnvironment> {
   if (!declaration) return {};
   const { runId, request, tracker } = ctx;
-  const builder = proxyActivities<Activities>({ ...environmentBuild(declaration.timeoutMs), taskQueue: hostQueue(pinned), ...(ctx.hostLostAfterMs ? { scheduleToStartTimeout: ctx.hostLostAfterMs } : {}) });
+  const builder = proxyActivities<Activities>({
+    ...environmentBuild(declaration.timeoutMs),
+    taskQueue: hostQueue(pinned),
+    ...(ctx.hostLostAfterMs ? { scheduleToStartTimeout: ctx.hostLostAfterMs } : {}),
+  });
   const result = await tracker.step(
     `environment.prepare:${(treeSha ?? commitSha).slice(0, 12)}`,
     'container',
@@ -44,7 +56,12 @@ export async function readyEnvironment(ctx: LandingStepContext, pinned: string, 
  * rebase): taken for the first gate round of that very head instead of a trip of its own. The
  * placement's step list already shows it.
  */
-export function placedEnvironment(ctx: LandingStepContext, placed: { commitSha: string; environment: EnvironmentRef } | undefined, commitSha: string, treeSha: string): EnvironmentRef | undefined {
+export function placedEnvironment(
+  ctx: LandingStepContext,
+  placed: { commitSha: string; environment: EnvironmentRef } | undefined,
+  commitSha: string,
+  treeSha: string,
+): EnvironmentRef | undefined {
   if (!placed || placed.commitSha !== commitSha) return undefined;
   const { key, cache, buildMs, egress } = placed.environment;
   ctx.tracker.environments.push({ commitSha, treeSha, key, cache, buildMs, egress });

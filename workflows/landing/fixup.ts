@@ -22,11 +22,31 @@ export async function fixup(ctx: LandingContext, state: LandingState): Promise<N
     repair.kind === 'red'
       ? await fixRedGate(ctx, gateFile, repair.failing, round, state.hostId, head.headSha, state.ready)
       : // A setup that failed on this head has no environment of this head: its fixer works without one.
-        await session(ctx, 'fixer', `fixer-${round}`, head.headSha, state.hostId, { prompt: fixerPrompt(repair) }, state.lastAgent, repair.kind === 'environment' ? undefined : state.ready);
+        await session(
+          ctx,
+          'fixer',
+          `fixer-${round}`,
+          head.headSha,
+          state.hostId,
+          { prompt: fixerPrompt(repair) },
+          state.lastAgent,
+          repair.kind === 'environment' ? undefined : state.ready,
+        );
   state.lastAgent = deliveredAgent(repaired) ?? state.lastAgent;
-  const unavailable = 'outcome' in repaired ? (repaired.outcome === 'agent-unavailable' ? repaired.summary : undefined) : repaired.status === 'agent-unavailable' ? repaired.summary : undefined;
+  const unavailable =
+    'outcome' in repaired
+      ? repaired.outcome === 'agent-unavailable'
+        ? repaired.summary
+        : undefined
+      : repaired.status === 'agent-unavailable'
+        ? repaired.summary
+        : undefined;
   if (unavailable !== undefined) {
-    return end(tracker.fail(FailureCode.agentUnavailable, `${repair.problem}; fixup round ${round} could not start an agent: ${unavailable}; nothing was merged`, { message: unavailable }));
+    return end(
+      tracker.fail(FailureCode.agentUnavailable, `${repair.problem}; fixup round ${round} could not start an agent: ${unavailable}; nothing was merged`, {
+        message: unavailable,
+      }),
+    );
   }
   // The fix loop's agent asked and the answer declined (or none came in time): the landing's decision too.
   if ('outcome' in repaired && repaired.outcome === 'needs-decision') {
@@ -34,7 +54,9 @@ export async function fixup(ctx: LandingContext, state: LandingState): Promise<N
   }
   const after = await host['capsule.workspaceHead']({ runId, since: head.headSha });
   if (after.commitsSince < 1) {
-    return end(tracker.fail(FailureCode.fixupFailed, `fixup round ${round} added no commit; ${repair.problem}`, { message: 'the fixup round added no commit' }));
+    return end(
+      tracker.fail(FailureCode.fixupFailed, `fixup round ${round} added no commit; ${repair.problem}`, { message: 'the fixup round added no commit' }),
+    );
   }
   setHead(ctx, state, await host['capsule.workspaceHead']({ runId, since: state.base }));
   state.when = `After fixup round ${round}`;

@@ -38,15 +38,28 @@ export interface SettleWith {
  * round's red record gets the settlement, the evidence runs with their logs, and why it does not
  * block (`excused`); the verdict that follows counts an excused red toward green.
  */
-export async function settleRed(ctx: LandingStepContext, pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string, using: SettleWith): Promise<void> {
+export async function settleRed(
+  ctx: LandingStepContext,
+  pinned: string,
+  gate: GateFile,
+  round: number,
+  commitSha: string,
+  treeSha: string,
+  using: SettleWith,
+): Promise<void> {
   const { runId, request, tracker } = ctx;
-  const red = tracker.gates.filter((record) => record.treeSha === treeSha && record.round === round && record.status !== 'passed' && !record.settled && !record.excused);
+  const red = tracker.gates.filter(
+    (record) => record.treeSha === treeSha && record.round === round && record.status !== 'passed' && !record.settled && !record.excused,
+  );
   // Green rounds, and landings recorded before this, issue no new command.
   if (red.length === 0 || !patched(flakeEvidencePatch)) return;
   const policy = flakePolicy(request.recipes?.limits.gate);
   const { repo, target } = request;
-  const quarantines = await tracker.step('quarantine.active', 'capsule', () => using.local['quarantine.active']({ repo, target }), (value) =>
-    value.length === 0 ? `none on ${target}` : `on ${target}: ${value.map((entry) => entry.suiteId).join(', ')}`,
+  const quarantines = await tracker.step(
+    'quarantine.active',
+    'capsule',
+    () => using.local['quarantine.active']({ repo, target }),
+    (value) => (value.length === 0 ? `none on ${target}` : `on ${target}: ${value.map((entry) => entry.suiteId).join(', ')}`),
   );
   const unsettled: GateSuiteResult[] = [];
   for (const record of red) {
@@ -59,7 +72,12 @@ export async function settleRed(ctx: LandingStepContext, pinned: string, gate: G
     journalSettled(ctx, record, round);
   }
   if (unsettled.length === 0 || !wantsEvidence(policy)) return;
-  const base = await tracker.step('capsule.treeOf', 'capsule', () => using.host['capsule.treeOf']({ runId, sha: using.baseSha }), (value) => `base ${using.baseSha.slice(0, 12)}: tree ${value.treeSha.slice(0, 12)}`);
+  const base = await tracker.step(
+    'capsule.treeOf',
+    'capsule',
+    () => using.host['capsule.treeOf']({ runId, sha: using.baseSha }),
+    (value) => `base ${using.baseSha.slice(0, 12)}: tree ${value.treeSha.slice(0, 12)}`,
+  );
   const baseEnvironment = using.environmentOnBase ? await using.environmentOnBase() : undefined;
   for (const record of unsettled) {
     const suite = gate.suites.find((entry) => entry.id === record.suiteId);
@@ -68,7 +86,16 @@ export async function settleRed(ctx: LandingStepContext, pinned: string, gate: G
       // A red the gate cache answered is that tree's latest run (a green re-run would have replaced
       // it): it stands as the run again, and no container is burnt on a tree known red.
       record.cache === 'hit'
-        ? Promise.resolve<GateEvidenceRun>({ on: 'same-tree', commitSha, treeSha, status: record.status, exitCode: record.exitCode, logRef: record.logRef, durationMs: record.durationMs, cache: 'hit' })
+        ? Promise.resolve<GateEvidenceRun>({
+            on: 'same-tree',
+            commitSha,
+            treeSha,
+            status: record.status,
+            exitCode: record.exitCode,
+            logRef: record.logRef,
+            durationMs: record.durationMs,
+            cache: 'hit',
+          })
         : evidenceRun(ctx, pinned, gate, suite, round, { on: 'same-tree', commitSha, treeSha }, using.environment),
       evidenceRun(ctx, pinned, gate, suite, round, { on: 'base', commitSha: using.baseSha, treeSha: base.treeSha }, baseEnvironment),
     ]);
@@ -78,7 +105,12 @@ export async function settleRed(ctx: LandingStepContext, pinned: string, gate: G
     if (decision.quarantine && record.settled !== 'failed') {
       const forMs = parseDuration(policy.quarantineFor) ?? 7 * 24 * 3_600_000;
       const asked = { suiteId: suite.id, forMs, settled: record.settled, landingId: runId, treeSha, logRefs: [record.logRef, again.logRef, onBase.logRef] };
-      const entry = await tracker.step(`quarantine.add:${suite.id}`, 'capsule', () => using.local['quarantine.add']({ repo, target, request: asked }), (value) => `${value.suiteId} quarantined on ${target} until ${value.until}`);
+      const entry = await tracker.step(
+        `quarantine.add:${suite.id}`,
+        'capsule',
+        () => using.local['quarantine.add']({ repo, target, request: asked }),
+        (value) => `${value.suiteId} quarantined on ${target} until ${value.until}`,
+      );
       record.excused = { by: 'quarantine', until: entry.until };
     } else if (decision.excusedBy) {
       record.excused = { by: decision.excusedBy };
@@ -88,10 +120,22 @@ export async function settleRed(ctx: LandingStepContext, pinned: string, gate: G
 }
 
 /** One evidence run of a suite: its own step and container (never the round's), recorded in the journal. */
-async function evidenceRun(ctx: LandingStepContext, pinned: string, gate: GateFile, suite: GateSuite, round: number, run: Pick<GateEvidenceRun, 'on' | 'commitSha' | 'treeSha'>, environment?: EnvironmentRef): Promise<GateEvidenceRun> {
+async function evidenceRun(
+  ctx: LandingStepContext,
+  pinned: string,
+  gate: GateFile,
+  suite: GateSuite,
+  round: number,
+  run: Pick<GateEvidenceRun, 'on' | 'commitSha' | 'treeSha'>,
+  environment?: EnvironmentRef,
+): Promise<GateEvidenceRun> {
   const { runId, request, tracker } = ctx;
   const timeoutMs = suiteTimeoutMs(suite);
-  const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(pinned), ...(ctx.hostLostAfterMs ? { scheduleToStartTimeout: ctx.hostLostAfterMs } : {}) });
+  const runner = proxyActivities<Activities>({
+    ...gateSuite(timeoutMs),
+    taskQueue: hostQueue(pinned),
+    ...(ctx.hostLostAfterMs ? { scheduleToStartTimeout: ctx.hostLostAfterMs } : {}),
+  });
   const result = await tracker.step(
     `gate.runSuite:${suite.id}#${round}.${run.on}`,
     'container',
@@ -110,7 +154,8 @@ async function evidenceRun(ctx: LandingStepContext, pinned: string, gate: GateFi
         // The identical tree again must run: the cache holds the red this round just sealed.
         ...(run.on === 'same-tree' ? { reuse: false } : {}),
       }).then((value) => ((tracker.meters.containersRun -= value.cache === 'hit' ? 1 : 0), value)),
-    (value) => `${run.on === 'base' ? `on the base ${run.commitSha.slice(0, 12)}: ` : 'again: '}${value.status} (exit ${value.exitCode ?? 'none'})${value.cache ? `; GATE_CACHE=${value.cache}` : ''}`,
+    (value) =>
+      `${run.on === 'base' ? `on the base ${run.commitSha.slice(0, 12)}: ` : 'again: '}${value.status} (exit ${value.exitCode ?? 'none'})${value.cache ? `; GATE_CACHE=${value.cache}` : ''}`,
   );
   const { status, exitCode, logRef, durationMs, cache } = result;
   tracker.journal.record({ kind: 'gate', suiteId: suite.id, status, exitCode, treeSha: run.treeSha, round, logRef, durationMs, evidence: run.on });
@@ -120,20 +165,32 @@ async function evidenceRun(ctx: LandingStepContext, pinned: string, gate: GateFi
 /** What settled a red, in the live stream: a step of the journal's own (the record has it on the gate result). */
 function journalSettled(ctx: LandingStepContext, record: GateSuiteResult, round: number): void {
   const { suiteId, settled, excused } = record;
-  const what = settled ? `settled ${settled} by evidence (${(record.evidence ?? []).map((run) => `${run.on === 'base' ? 'on the base' : 'again'}: ${run.status}`).join(', ')})` : 'not settled';
-  const why = excused ? (excused.by === 'quarantine' ? `; quarantined on the target until ${excused.until}: does not block` : `; does not block (${excused.by})`) : '; blocks';
+  const what = settled
+    ? `settled ${settled} by evidence (${(record.evidence ?? []).map((run) => `${run.on === 'base' ? 'on the base' : 'again'}: ${run.status}`).join(', ')})`
+    : 'not settled';
+  const why = excused
+    ? excused.by === 'quarantine'
+      ? `; quarantined on the target until ${excused.until}: does not block`
+      : `; does not block (${excused.by})`
+    : '; blocks';
   ctx.tracker.journal.record({ kind: 'step', name: `gate.settle:${suiteId}#${round}`, status: 'done', detail: `${what}${why}` });
 }
 
 /** How the excused reds of a verdict read in a summary: `test flaky (green when run again)`, … */
 export function excusedText(verdict: Pick<GateVerdict, 'excused'> | undefined): string[] {
   return (verdict?.excused ?? []).map(({ suiteId, by }) =>
-    by === 'retry' ? `${suiteId} flaky (red, then green when run again on the same tree)` : by === 'pre-existing' ? `${suiteId} red on the base too (pre-existing)` : `${suiteId} red but quarantined on the target`,
+    by === 'retry'
+      ? `${suiteId} flaky (red, then green when run again on the same tree)`
+      : by === 'pre-existing'
+        ? `${suiteId} red on the base too (pre-existing)`
+        : `${suiteId} red but quarantined on the target`,
   );
 }
 
 /** A blocking red's settlement in a summary. */
 export function settledText(settled: NonNullable<GateSuiteResult['settled']>): string {
   if (settled === 'failed') return 'red again on the same tree, green on the base: the landing broke it';
-  return settled === 'flaky' ? "flaky: green when run again, but the recipe's limits.gate.flaky is fail" : "red on the base too, but the recipe's limits.gate.preExisting is fail";
+  return settled === 'flaky'
+    ? "flaky: green when run again, but the recipe's limits.gate.flaky is fail"
+    : "red on the base too, but the recipe's limits.gate.preExisting is fail";
 }

@@ -7,7 +7,8 @@ import { placedEnvironment, readyEnvironment } from './environment';
 import { redSummary, runGate } from './steps';
 
 /** How many fixup rounds the landing allows: the gate file's, else the recipe's default (policies/fixup-rounds.ts). */
-export const maxFixupRounds = (ctx: LandingContext, state: LandingState): number => fixupRoundsAllowed(state.gate?.fixup?.maxRounds, ctx.request.recipes?.limits.landing.maxFixupRounds);
+export const maxFixupRounds = (ctx: LandingContext, state: LandingState): number =>
+  fixupRoundsAllowed(state.gate?.fixup?.maxRounds, ctx.request.recipes?.limits.landing.maxFixupRounds);
 
 /**
  * gate: every suite the target declares, on the head's exact tree; a red suite is settled by
@@ -39,7 +40,8 @@ export async function gate(ctx: LandingContext, state: LandingState): Promise<Ne
   state.verdict = verdict;
   if (verdict.green) return go(gateFile.review ? 'review' : 'verify');
   const red = redSummary(ctx, gateFile, head.treeSha, state.round);
-  if (finalAfterMove(state)) return end(tracker.fail(FailureCode.gateFailed, `re-gate after ${request.target} moved: ${red.summary}`, { message: red.message }));
+  if (finalAfterMove(state))
+    return end(tracker.fail(FailureCode.gateFailed, `re-gate after ${request.target} moved: ${red.summary}`, { message: red.message }));
   if (state.fixups >= maxFixupRounds(ctx, state)) {
     return end(
       state.fixups === 0

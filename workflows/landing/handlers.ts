@@ -9,7 +9,11 @@ import type { LandingTracker } from './record';
  * What a landing answers while it runs: its status and events, the reports of the sessions and
  * panels working for it, answers to its questions, budget commands, and the target queue's admission.
  */
-export function installHandlers(tracker: LandingTracker, budgetControl: { pending?: BudgetCommand }, queue: { id?: string; admitted: boolean; batchResult?: BatchMemberResult; batchesSeen?: string[] }): void {
+export function installHandlers(
+  tracker: LandingTracker,
+  budgetControl: { pending?: BudgetCommand },
+  queue: { id?: string; admitted: boolean; batchResult?: BatchMemberResult; batchesSeen?: string[] },
+): void {
   setHandler(landingStatusQuery, () => tracker.view());
   setHandler(eventsQuery, ({ after, limit } = {}) => tracker.journal.page(after, limit));
   // Sessions and review panels working for this landing report their lifecycle here.

@@ -29,7 +29,19 @@ import { queue, verify } from './verify';
  *                          │          └─ fixup ←─┴─────────────┘                                ↓
  *                          └──────────────────────────────────────────────────────────────── retarget
  */
-const phases: Record<Phase, (ctx: LandingContext, state: LandingState) => Promise<Next>> = { validate, prepare, rebase, questions, gate, review, fixup, verify, queue, merge, retarget };
+const phases: Record<Phase, (ctx: LandingContext, state: LandingState) => Promise<Next>> = {
+  validate,
+  prepare,
+  rebase,
+  questions,
+  gate,
+  review,
+  fixup,
+  verify,
+  queue,
+  merge,
+  retarget,
+};
 
 /**
  * landing: the loop over the phases, then the finale (release the target queue, cleanup by
@@ -81,7 +93,7 @@ export async function landing(request: LandingRequest, resume?: LandingResume): 
 const maxLostHosts = 2;
 
 async function run(ctx: LandingContext, state: LandingState, first: Phase, continued: number): Promise<LandingOutcome> {
-  for (let next: Phase = first; ; ) {
+  for (let next: Phase = first; ;) {
     let decided: Next;
     try {
       decided = await phases[next](ctx, state);
@@ -108,8 +120,16 @@ async function run(ctx: LandingContext, state: LandingState, first: Phase, conti
 async function replace(ctx: LandingContext, state: LandingState): Promise<Phase> {
   const { tracker, queue } = ctx;
   const lost = state.hostId;
-  tracker.journal.record({ kind: 'host', state: 'lost', hostId: lost, reason: `no worker of host ${lost} picked up a step within ${Math.round((ctx.hostLostAfterMs ?? 0) / 1000)} s; the landing places itself on a live host` });
-  if (queue.id) await getExternalWorkflowHandle(queue.id).signal(releaseSignal, { landingId: ctx.runId }).catch(() => undefined);
+  tracker.journal.record({
+    kind: 'host',
+    state: 'lost',
+    hostId: lost,
+    reason: `no worker of host ${lost} picked up a step within ${Math.round((ctx.hostLostAfterMs ?? 0) / 1000)} s; the landing places itself on a live host`,
+  });
+  if (queue.id)
+    await getExternalWorkflowHandle(queue.id)
+      .signal(releaseSignal, { landingId: ctx.runId })
+      .catch(() => undefined);
   const lostHosts = [...state.lostHosts, lost];
   // Counters that name steps and children (gate rounds) keep rising; everything learned on the lost host goes.
   Object.assign(state, { ...initialState(), round: state.round, mergeTries: state.mergeTries, lostHosts });
@@ -139,7 +159,12 @@ async function finale({ runId, tracker, queue }: LandingContext, state: LandingS
   const host = state.lostHosts.includes(state.hostId) ? undefined : state.host;
   // Free the target for the next landing, whether this one merged, failed or was cancelled: the
   // cleanup does it first; without a cleanup (or when it failed), a signal of the landing's own.
-  const release = () => (queue.id ? getExternalWorkflowHandle(queue.id).signal(releaseSignal, { landingId: runId }).catch(() => undefined) : undefined);
+  const release = () =>
+    queue.id
+      ? getExternalWorkflowHandle(queue.id)
+          .signal(releaseSignal, { landingId: runId })
+          .catch(() => undefined)
+      : undefined;
   if (!host) return void (await release());
   tracker.enter('cleanup');
   const releasing = queue.id ? { release: { queueId: queue.id } } : {};
@@ -148,7 +173,12 @@ async function finale({ runId, tracker, queue }: LandingContext, state: LandingS
       // On the host, in this workflow task (a local activity there): the target freed, the outcome
       // stored, the run marked for the host's janitor, which removes its containers and workspace
       // once the run has closed (activities/run-janitor.ts) — no trip, no task after it.
-      await tracker.step('capsule.finishRun', 'capsule', () => host['capsule.finishRun']({ runId, outcome, ...releasing }), () => 'cleanup once the run has closed');
+      await tracker.step(
+        'capsule.finishRun',
+        'capsule',
+        () => host['capsule.finishRun']({ runId, outcome, ...releasing }),
+        () => 'cleanup once the run has closed',
+      );
     } else {
       // One round trip: release, cleanup, and the outcome stored in the run dir.
       await tracker.step('capsule.cleanupRun', 'capsule', () => host['capsule.cleanupRun']({ runId, outcome, ...releasing }));

@@ -28,7 +28,10 @@ export async function merge(ctx: LandingContext, state: LandingState): Promise<N
   } catch (error) {
     const failure = causeOf(error);
     if (failure.type !== FailureCode.targetMoved) throw error;
-    if (state.mergeTries >= maxMergeTries) return end(tracker.fail(FailureCode.targetMoved, `${failure.message}; gave up after ${state.mergeTries} tries; nothing was merged`, { message: failure.message }));
+    if (state.mergeTries >= maxMergeTries)
+      return end(
+        tracker.fail(FailureCode.targetMoved, `${failure.message}; gave up after ${state.mergeTries} tries; nothing was merged`, { message: failure.message }),
+      );
     if (batchTicket(ctx, state) && ctx.queue.id) return await requeue(ctx, failure.message);
     return go('retarget');
   }
@@ -69,8 +72,11 @@ export async function retarget(ctx: LandingContext, state: LandingState): Promis
   const { request, tracker } = ctx;
   const host = state.host!;
   const current = await tracker.step('capsule.currentTarget', 'capsule', () => host['capsule.currentTarget']({ repo: request.repo, target: request.target }));
-  const reread = await tracker.step('capsule.readGateFile', 'capsule', () => host['capsule.readGateFile']({ repo: request.repo, sha: current }), (value) =>
-    value.gate.ok ? `${value.gate.gate.suites.length} suite(s) at ${current.slice(0, 12)}` : `invalid at ${current.slice(0, 12)}`,
+  const reread = await tracker.step(
+    'capsule.readGateFile',
+    'capsule',
+    () => host['capsule.readGateFile']({ repo: request.repo, sha: current }),
+    (value) => (value.gate.ok ? `${value.gate.gate.suites.length} suite(s) at ${current.slice(0, 12)}` : `invalid at ${current.slice(0, 12)}`),
   );
   if (reread.environment && !reread.environment.ok) return end(invalidEnvironment(ctx, reread.environment));
   if (!reread.gate.ok) return end(invalidGateFile(ctx, reread.gate, ` (read after ${request.target} moved to ${current.slice(0, 12)}); nothing was merged`));

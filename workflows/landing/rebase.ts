@@ -29,10 +29,14 @@ async function rebaseBranches(ctx: LandingContext, state: LandingState): Promise
     const placed = state.placement;
     state.placement = undefined;
     if (placed) return Promise.resolve(placed);
-    return tracker.step('capsule.rebaseBranches', 'capsule', () => host['capsule.rebaseBranches']({ runId, targetSha: state.base, heads: request.heads, ...(resolvedHead ? { resolvedHead } : {}) }), (value) =>
-      value.status === 'done'
-        ? `at ${value.headSha.slice(0, 12)}; ${value.provenance.length} original commit(s), ${value.dropped.length} missing`
-        : `conflict in ${value.files.join(', ')} at ${value.commit.slice(0, 12)}`,
+    return tracker.step(
+      'capsule.rebaseBranches',
+      'capsule',
+      () => host['capsule.rebaseBranches']({ runId, targetSha: state.base, heads: request.heads, ...(resolvedHead ? { resolvedHead } : {}) }),
+      (value) =>
+        value.status === 'done'
+          ? `at ${value.headSha.slice(0, 12)}; ${value.provenance.length} original commit(s), ${value.dropped.length} missing`
+          : `conflict in ${value.files.join(', ')} at ${value.commit.slice(0, 12)}`,
     );
   });
   if ('outcome' in rebased) return rebased;
@@ -40,9 +44,13 @@ async function rebaseBranches(ctx: LandingContext, state: LandingState): Promise
   const dropped = rebased.dropped.filter((entry) => !state.declaredDrops.has(entry.original));
   if (dropped.length > 0) {
     return end(
-      tracker.fail(FailureCode.droppedCommits, `the rebased result is missing ${dropped.length} commit(s): ${dropped.map((entry) => `${entry.original.slice(0, 12)} "${entry.subject}" (${entry.branch})`).join(', ')}; nothing was merged`, {
-        message: dropped.map((entry) => entry.original).join(', '),
-      }),
+      tracker.fail(
+        FailureCode.droppedCommits,
+        `the rebased result is missing ${dropped.length} commit(s): ${dropped.map((entry) => `${entry.original.slice(0, 12)} "${entry.subject}" (${entry.branch})`).join(', ')}; nothing was merged`,
+        {
+          message: dropped.map((entry) => entry.original).join(', '),
+        },
+      ),
     );
   }
   setHead(ctx, state, { headSha: rebased.headSha, treeSha: rebased.treeSha, commitsSince: rebased.commitsSince });
@@ -56,16 +64,24 @@ async function rebaseOntoMoved(ctx: LandingContext, state: LandingState, current
   const { runId, request, tracker } = ctx;
   const host = state.host!;
   const moved = await untilResolved(ctx, state, `onto ${request.target}, which moved to ${current.slice(0, 12)}`, (resolvedHead) =>
-    tracker.step('capsule.rebaseOnto', 'capsule', () => host['capsule.rebaseOnto']({ runId, fromSha: state.base, ontoSha: current, ...(resolvedHead ? { resolvedHead } : {}) })),
+    tracker.step('capsule.rebaseOnto', 'capsule', () =>
+      host['capsule.rebaseOnto']({ runId, fromSha: state.base, ontoSha: current, ...(resolvedHead ? { resolvedHead } : {}) }),
+    ),
   );
   if ('outcome' in moved) return moved;
-  const recheck = await tracker.step('capsule.checkPatches', 'capsule', () => host['capsule.checkPatches']({ runId, targetSha: current, heads: request.heads }));
+  const recheck = await tracker.step('capsule.checkPatches', 'capsule', () =>
+    host['capsule.checkPatches']({ runId, targetSha: current, heads: request.heads }),
+  );
   const lost = recheck.dropped.filter((entry) => !state.declaredDrops.has(entry.original));
   if (lost.length > 0) {
     return end(
-      tracker.fail(FailureCode.droppedCommits, `rebasing onto the moved target lost ${lost.map((entry) => `"${entry.subject}"`).join(', ')}; nothing was merged`, {
-        message: lost.map((entry) => entry.original).join(', '),
-      }),
+      tracker.fail(
+        FailureCode.droppedCommits,
+        `rebasing onto the moved target lost ${lost.map((entry) => `"${entry.subject}"`).join(', ')}; nothing was merged`,
+        {
+          message: lost.map((entry) => entry.original).join(', '),
+        },
+      ),
     );
   }
   tracker.facts.provenance = recheck.provenance;
@@ -82,7 +98,12 @@ async function rebaseOntoMoved(ctx: LandingContext, state: LandingState, current
  * follow-up in its conversation carries the answers. Ends the landing when no resolver can run, an
  * answer declines, or the conflict outlasts the resolver sessions a landing may start.
  */
-async function untilResolved<Done extends { status: 'done' }>(ctx: LandingContext, state: LandingState, onto: string, step: (resolvedHead?: string) => Promise<Done | Conflict>): Promise<Done | { outcome: LandingOutcome }> {
+async function untilResolved<Done extends { status: 'done' }>(
+  ctx: LandingContext,
+  state: LandingState,
+  onto: string,
+  step: (resolvedHead?: string) => Promise<Done | Conflict>,
+): Promise<Done | { outcome: LandingOutcome }> {
   const { tracker } = ctx;
   let resolvers = 0;
   let resolvedHead: string | undefined;
@@ -101,19 +122,35 @@ async function untilResolved<Done extends { status: 'done' }>(ctx: LandingContex
     do {
       if (resolvers >= maxResolverSessions) {
         return {
-          outcome: tracker.fail(FailureCode.conflictUnresolved, `${what} still conflicts at ${rebased.commit.slice(0, 12)} "${rebased.subject}" after ${resolvers} resolver session(s); nothing was merged`, {
-            message: `conflicted files: ${rebased.files.join(', ')}`,
-          }),
+          outcome: tracker.fail(
+            FailureCode.conflictUnresolved,
+            `${what} still conflicts at ${rebased.commit.slice(0, 12)} "${rebased.subject}" after ${resolvers} resolver session(s); nothing was merged`,
+            {
+              message: `conflicted files: ${rebased.files.join(', ')}`,
+            },
+          ),
         };
       }
       resolvers += 1;
-      resolved = await session(ctx, 'resolver', `resolver-${resolvers}`, rebased.baseSha, state.hostId, { prompt: followUp ? `${followUp.message}\n\n${prompt}` : prompt, files: rebased.files }, followUp?.continues);
+      resolved = await session(
+        ctx,
+        'resolver',
+        `resolver-${resolvers}`,
+        rebased.baseSha,
+        state.hostId,
+        { prompt: followUp ? `${followUp.message}\n\n${prompt}` : prompt, files: rebased.files },
+        followUp?.continues,
+      );
       // No resolver can run here: say so now, naming what is missing, instead of trying again.
       if (resolved.status === 'agent-unavailable') {
         return {
-          outcome: tracker.fail(FailureCode.agentUnavailable, `${what} conflicts in ${rebased.files.join(', ')} and no resolver could start: ${resolved.summary}; nothing was merged`, {
-            message: resolved.failure?.message ?? resolved.summary,
-          }),
+          outcome: tracker.fail(
+            FailureCode.agentUnavailable,
+            `${what} conflicts in ${rebased.files.join(', ')} and no resolver could start: ${resolved.summary}; nothing was merged`,
+            {
+              message: resolved.failure?.message ?? resolved.summary,
+            },
+          ),
         };
       }
       if (resolved.status === 'asked') {

@@ -101,7 +101,23 @@ export class LandingTracker extends RunRecord<'landing', LandingPhase, LandingOu
    */
   carry(runId: string): TrackerCarry {
     const { phase, steps, meters, gates, facts, sessions, fixLoops, reviews, environments, budget, pausedFor, startedAt, phaseStartedAt } = this;
-    return { phase, steps, meters, gates, facts, sessions, fixLoops, reviews, ...(environments.length ? { environments } : {}), ...(budget ? { budget } : {}), ...(pausedFor ? { pausedFor } : {}), questions: this.desk.questions, startedAt, ...(phaseStartedAt !== undefined ? { phaseStartedAt } : {}), journal: this.journal.handoff(runId) };
+    return {
+      phase,
+      steps,
+      meters,
+      gates,
+      facts,
+      sessions,
+      fixLoops,
+      reviews,
+      ...(environments.length ? { environments } : {}),
+      ...(budget ? { budget } : {}),
+      ...(pausedFor ? { pausedFor } : {}),
+      questions: this.desk.questions,
+      startedAt,
+      ...(phaseStartedAt !== undefined ? { phaseStartedAt } : {}),
+      journal: this.journal.handoff(runId),
+    };
   }
 
   /** Takes on the record of the run before (continue-as-new); called before the handlers are installed. */
@@ -140,7 +156,13 @@ export class LandingTracker extends RunRecord<'landing', LandingPhase, LandingOu
   }
 
   /** Runs one step, recording it in the step list and the meters. */
-  async step<T>(name: string, kind: 'capsule' | 'container' | 'session', run: () => Promise<T>, describe?: (value: T) => string, statusOf?: (value: T) => StepRecord['status']): Promise<T> {
+  async step<T>(
+    name: string,
+    kind: 'capsule' | 'container' | 'session',
+    run: () => Promise<T>,
+    describe?: (value: T) => string,
+    statusOf?: (value: T) => StepRecord['status'],
+  ): Promise<T> {
     const record: StepRecord = { name, status: 'running', startedAt: new Date().toISOString() };
     this.steps.push(record);
     this.journal.record({ kind: 'step', name, status: 'started' });

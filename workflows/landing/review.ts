@@ -12,7 +12,8 @@ export async function review(ctx: LandingContext, state: LandingState): Promise<
   const { tracker, request } = ctx;
   const { host, gate: gateFile } = placed(state);
   const verdict = await reviewTree(ctx, host, state.hostId, gateFile.review!);
-  if (verdict.needsDecision) return end(tracker.fail(FailureCode.needsDecision, `review: ${verdict.needsDecision}; nothing was merged`, { message: verdict.needsDecision }));
+  if (verdict.needsDecision)
+    return end(tracker.fail(FailureCode.needsDecision, `review: ${verdict.needsDecision}; nothing was merged`, { message: verdict.needsDecision }));
   if (verdict.status === 'approved') {
     state.approvedTree = verdict.treeSha;
     return go('verify');
@@ -20,10 +21,17 @@ export async function review(ctx: LandingContext, state: LandingState): Promise<
   const incomplete = verdict.status === 'review-incomplete';
   if (finalAfterMove(state)) {
     return end(
-      tracker.fail(incomplete ? FailureCode.reviewIncomplete : FailureCode.reviewBlocked, `review after ${request.target} moved: ${verdict.summary}; nothing was merged`, { message: verdict.summary }),
+      tracker.fail(
+        incomplete ? FailureCode.reviewIncomplete : FailureCode.reviewBlocked,
+        `review after ${request.target} moved: ${verdict.summary}; nothing was merged`,
+        { message: verdict.summary },
+      ),
     );
   }
-  if (incomplete) return end(tracker.fail(FailureCode.reviewIncomplete, `${verdict.summary}; nothing was merged`, { message: `missing reviewers: ${verdict.missing.join(', ')}` }));
+  if (incomplete)
+    return end(
+      tracker.fail(FailureCode.reviewIncomplete, `${verdict.summary}; nothing was merged`, { message: `missing reviewers: ${verdict.missing.join(', ')}` }),
+    );
   if (state.fixups >= maxFixupRounds(ctx, state)) {
     return end(tracker.fail(FailureCode.reviewBlocked, `${verdict.summary}; no fixup round left; nothing was merged`, { message: verdict.summary }));
   }

@@ -39,7 +39,13 @@ export async function budgetForChild(ctx: LandingStepContext): Promise<SessionRe
     const limits = tracker.budget;
     if (!limits) return undefined;
     const { meters } = tracker;
-    const spentSoFar = { inputTokens: meters.inputTokens, outputTokens: meters.outputTokens, costUsd: meters.costUsd, sessionsSpawned: meters.agentSessions, wallTimeMs: Date.now() - ctx.startedAt };
+    const spentSoFar = {
+      inputTokens: meters.inputTokens,
+      outputTokens: meters.outputTokens,
+      costUsd: meters.costUsd,
+      sessionsSpawned: meters.agentSessions,
+      wallTimeMs: Date.now() - ctx.startedAt,
+    };
     const spent = budgetExhausted(spentSoFar, limits);
     if (!spent) return { ...budgetLeft(spentSoFar, limits), onExhausted: 'stop' };
     if (limits.onExhausted === 'stop') throw failure(FailureCode.budgetExhausted, `the landing's budget is spent (${spent})`);
@@ -49,40 +55,61 @@ export async function budgetForChild(ctx: LandingStepContext): Promise<SessionRe
     const command = budgetControl.pending!;
     budgetControl.pending = undefined;
     tracker.pausedFor = undefined;
-    tracker.journal.record({ kind: 'budget', state: command.action === 'stop' ? 'stopped' : 'extended', reason: command.action === 'stop' ? 'stopped by an operator' : 'extended by an operator' });
+    tracker.journal.record({
+      kind: 'budget',
+      state: command.action === 'stop' ? 'stopped' : 'extended',
+      reason: command.action === 'stop' ? 'stopped by an operator' : 'extended by an operator',
+    });
     if (command.action === 'stop') throw failure(FailureCode.budgetExhausted, `stopped by an operator while paused for its budget (${spent})`);
     tracker.budget = extendBudget(limits, command);
   }
 }
 
 /** Runs an agent session as a child workflow on this run's workspace (its commands in `environment`, when there is one). */
-export async function session(ctx: LandingStepContext, role: 'resolver' | 'fixer', sessionId: string, baseSha: string, hostId: string, task: SessionRequest['task'], continues?: ConversationRef, environment?: EnvironmentRef): Promise<SessionOutcome> {
+export async function session(
+  ctx: LandingStepContext,
+  role: 'resolver' | 'fixer',
+  sessionId: string,
+  baseSha: string,
+  hostId: string,
+  task: SessionRequest['task'],
+  continues?: ConversationRef,
+  environment?: EnvironmentRef,
+): Promise<SessionOutcome> {
   const { runId, taskQueue, request, tracker } = ctx;
   const harnessModel = (role === 'resolver' ? request.agents?.resolver : request.agents?.fixer) ?? '';
   const budget = await budgetForChild(ctx);
-  const result = await tracker.step(`session.${role}:${sessionId}`, 'session', () =>
-    executeChild('agentSession', {
-      workflowId: `${runId}.${sessionId}`,
-      taskQueue,
-      workflowTaskTimeout,
-      ...childRecord('agent-session', { repo: request.repo, target: request.target, parent: runId, summary: { role, harnessModel: harnessModel || '(ladder)' } }),
-      args: [
-        {
-          runId,
-          sessionId,
-          role,
-          harnessModel,
-          task,
-          workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
-          reportTo: runId,
-          ...(budget ? { budget } : {}),
-          ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
-          ...(continues ? { continues } : {}),
-          ...(request.recipes ? { recipes: request.recipes } : {}),
-          ...(environment ? { environment } : {}),
-        } satisfies SessionRequest,
-      ],
-    }) as Promise<SessionOutcome>,
+  const result = await tracker.step(
+    `session.${role}:${sessionId}`,
+    'session',
+    () =>
+      executeChild('agentSession', {
+        workflowId: `${runId}.${sessionId}`,
+        taskQueue,
+        workflowTaskTimeout,
+        ...childRecord('agent-session', {
+          repo: request.repo,
+          target: request.target,
+          parent: runId,
+          summary: { role, harnessModel: harnessModel || '(ladder)' },
+        }),
+        args: [
+          {
+            runId,
+            sessionId,
+            role,
+            harnessModel,
+            task,
+            workspace: { kind: 'run', repo: request.repo, hostId, baseSha },
+            reportTo: runId,
+            ...(budget ? { budget } : {}),
+            ...(request.agents?.ladder ? { ladder: request.agents.ladder } : {}),
+            ...(continues ? { continues } : {}),
+            ...(request.recipes ? { recipes: request.recipes } : {}),
+            ...(environment ? { environment } : {}),
+          } satisfies SessionRequest,
+        ],
+      }) as Promise<SessionOutcome>,
     (value) => (value.status === 'agent-unavailable' ? value.summary : `${value.status} after ${value.attempts.length} attempt(s) on ${value.harnessModel}`),
     (value) => (value.status === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
   );
@@ -112,7 +139,11 @@ export async function ask(ctx: LandingStepContext, question: Omit<Question, 'ans
  * The follow-up that hands the answers to the session that asked (reuse first: it continues that
  * conversation), or the outcome when an answer is empty (a decision not to go on) or none came in time.
  */
-export async function answerAgent(ctx: LandingStepContext, asked: SessionOutcome, why: string): Promise<{ followUp: { continues?: ConversationRef; message: string } } | { stopped: LandingOutcome }> {
+export async function answerAgent(
+  ctx: LandingStepContext,
+  asked: SessionOutcome,
+  why: string,
+): Promise<{ followUp: { continues?: ConversationRef; message: string } } | { stopped: LandingOutcome }> {
   const answers = await askAgent(ctx.tracker.desk, asked, why, ctx.questionWaitMs);
   if ('followUp' in answers) return answers;
   const { summary, message } = undecided(answers);
@@ -126,7 +157,14 @@ export async function answerAgent(ctx: LandingStepContext, asked: SessionOutcome
  * the fixed vocabulary approves it — for that exact version. `known`: the facts, when the step that made
  * the head read them on the same SHAs. Returns the outcome when it stops.
  */
-export async function checkGateFile(ctx: LandingStepContext, host: Activities, targetSha: string, headSha: string, when: string, known?: GateFileFacts): Promise<LandingOutcome | undefined> {
+export async function checkGateFile(
+  ctx: LandingStepContext,
+  host: Activities,
+  targetSha: string,
+  headSha: string,
+  when: string,
+  known?: GateFileFacts,
+): Promise<LandingOutcome | undefined> {
   const { runId, tracker } = ctx;
   const facts = known ?? (await host['capsule.gateFileFacts']({ runId, targetSha, headSha }));
   const decision = gateFileDecision(facts, ctx.gateFiles.approved);
@@ -135,7 +173,12 @@ export async function checkGateFile(ctx: LandingStepContext, host: Activities, t
   ctx.gateFiles.asked += 1;
   // The first id is the one earlier versions used; later questions get their own.
   const id = ctx.gateFiles.asked === 1 ? 'gate-file-edit' : `gate-file-edit-${ctx.gateFiles.asked}`;
-  const asked = await ask(ctx, { id, question: gateFileQuestion(decision.change, headSha, when, decision.files), from: 'the landing', why: `${when}, the head changes ${changedSubject(decision.files)}` });
+  const asked = await ask(ctx, {
+    id,
+    question: gateFileQuestion(decision.change, headSha, when, decision.files),
+    from: 'the landing',
+    why: `${when}, the head changes ${changedSubject(decision.files)}`,
+  });
   if ('stopped' in asked) return asked.stopped;
   const { answer } = asked;
   if (classifyApproval(answer) === 'approved') {
@@ -165,21 +208,45 @@ export function invalidEnvironment(ctx: LandingStepContext, parse: Extract<Envir
  * Runs every suite on one tree; results join the gate record with their round. With `settle`, red
  * suites are then settled by evidence (flake.ts): a re-run on the same tree and a run on the base.
  */
-export async function runGate(ctx: LandingStepContext, pinned: string, gate: GateFile, round: number, commitSha: string, treeSha: string, settle?: SettleWith, environment?: EnvironmentRef) {
+export async function runGate(
+  ctx: LandingStepContext,
+  pinned: string,
+  gate: GateFile,
+  round: number,
+  commitSha: string,
+  treeSha: string,
+  settle?: SettleWith,
+  environment?: EnvironmentRef,
+) {
   const { runId, request, tracker } = ctx;
   for (const suite of gate.suites) {
     const timeoutMs = suiteTimeoutMs(suite);
-    const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(pinned), ...(ctx.hostLostAfterMs ? { scheduleToStartTimeout: ctx.hostLostAfterMs } : {}) });
+    const runner = proxyActivities<Activities>({
+      ...gateSuite(timeoutMs),
+      taskQueue: hostQueue(pinned),
+      ...(ctx.hostLostAfterMs ? { scheduleToStartTimeout: ctx.hostLostAfterMs } : {}),
+    });
     const result = await tracker.step(
       `gate.runSuite:${suite.id}#${round}`,
       'container',
       async () => {
-        const value = await runner['gate.runSuite']({ runId, repo: request.repo, commitSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round, ...(environment ? { environment } : {}) });
+        const value = await runner['gate.runSuite']({
+          runId,
+          repo: request.repo,
+          commitSha,
+          treeSha,
+          suite,
+          image: gate.image ?? defaultRunnerImage,
+          timeoutMs,
+          round,
+          ...(environment ? { environment } : {}),
+        });
         // A result reused from the gate cache ran no container: not one of the meters' containers.
         if (value.cache === 'hit') tracker.meters.containersRun -= 1;
         return value;
       },
-      (value) => `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}${value.cache ? `; GATE_CACHE=${value.cache}` : ''}`,
+      (value) =>
+        `${value.status} (exit ${value.exitCode ?? 'none'})${value.reattached ? ', reattached' : ''}${value.cache ? `; GATE_CACHE=${value.cache}` : ''}`,
     );
     tracker.addGate({ ...result, round });
     if (result.cache) metrics.gateCache(result.cache);
@@ -193,7 +260,12 @@ export async function runGate(ctx: LandingStepContext, pinned: string, gate: Gat
 }
 
 /** Runs the review panel on the workspace head's tree (a child workflow; the cache makes repeats free). */
-export async function reviewTree(ctx: LandingStepContext, host: Activities, pinnedHost: string, review: NonNullable<GateFile['review']>): Promise<PanelVerdict> {
+export async function reviewTree(
+  ctx: LandingStepContext,
+  host: Activities,
+  pinnedHost: string,
+  review: NonNullable<GateFile['review']>,
+): Promise<PanelVerdict> {
   const { runId, taskQueue, request, tracker } = ctx;
   const budget = await budgetForChild(ctx);
   tracker.enter('review');
@@ -207,8 +279,27 @@ export async function reviewTree(ctx: LandingStepContext, host: Activities, pinn
         workflowId: `${runId}.review-${tracker.reviews.length + 1}`,
         taskQueue,
         workflowTaskTimeout,
-        ...childRecord('review-panel', { repo: request.repo, target: request.target, parent: runId, summary: { panel: review.panel, treeSha: current.treeSha } }),
-        args: [{ runId, repo: request.repo, hostId: pinnedHost, headSha: current.headSha, treeSha: current.treeSha, files: facts, panel: review.panel, quorum: review.quorum, reportTo: runId, ...(budget ? { budget } : {}), ...(request.recipes ? { recipes: request.recipes } : {}) } satisfies PanelRequest],
+        ...childRecord('review-panel', {
+          repo: request.repo,
+          target: request.target,
+          parent: runId,
+          summary: { panel: review.panel, treeSha: current.treeSha },
+        }),
+        args: [
+          {
+            runId,
+            repo: request.repo,
+            hostId: pinnedHost,
+            headSha: current.headSha,
+            treeSha: current.treeSha,
+            files: facts,
+            panel: review.panel,
+            quorum: review.quorum,
+            reportTo: runId,
+            ...(budget ? { budget } : {}),
+            ...(request.recipes ? { recipes: request.recipes } : {}),
+          } satisfies PanelRequest,
+        ],
       }) as Promise<PanelVerdict>,
     (value) => `${value.status}; REVIEW_CACHE=${value.cache}${value.restored.length ? ` (restored: ${value.restored.join(', ')})` : ''}`,
   );
@@ -236,7 +327,15 @@ export async function reviewTree(ctx: LandingStepContext, host: Activities, pinn
 }
 
 /** A fixup round for a red gate: a child fixLoop in this run's workspace, its repro the failing suites (in the gate's environment, when there is one). */
-export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failing: string[], fixup: number, hostId: string, baseSha: string, environment?: EnvironmentRef): Promise<FixOutcome> {
+export async function fixRedGate(
+  ctx: LandingStepContext,
+  gate: GateFile,
+  failing: string[],
+  fixup: number,
+  hostId: string,
+  baseSha: string,
+  environment?: EnvironmentRef,
+): Promise<FixOutcome> {
   const { runId, taskQueue, request, tracker } = ctx;
   const plan = repairPlan(gate.suites, failing);
   const reproCommand = plan.kind === 'repair' ? plan.reproCommand : 'true';
@@ -280,9 +379,22 @@ export async function fixRedGate(ctx: LandingStepContext, gate: GateFile, failin
     (value) => (value.outcome === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
   );
   tracker.desk.withdraw(`${runId}.${label}`);
-  tracker.fixLoops.push({ id: `${runId}.${label}`, outcome: result.outcome, summary: result.summary, playbookUsed: result.playbookUsed, repairAttempts: result.repairAttempts, filesChanged: result.filesChanged });
+  tracker.fixLoops.push({
+    id: `${runId}.${label}`,
+    outcome: result.outcome,
+    summary: result.summary,
+    playbookUsed: result.playbookUsed,
+    repairAttempts: result.repairAttempts,
+    filesChanged: result.filesChanged,
+  });
   for (const entry of result.sessions) {
-    tracker.sessions.push({ sessionId: entry.sessionId, role: result.routedTo, status: entry.status, harnessModel: entry.harnessModel, attempts: entry.attempts ?? 1 });
+    tracker.sessions.push({
+      sessionId: entry.sessionId,
+      role: result.routedTo,
+      status: entry.status,
+      harnessModel: entry.harnessModel,
+      attempts: entry.attempts ?? 1,
+    });
   }
   tracker.meters.agentSessions += result.meters.agentSessions;
   tracker.meters.containersRun += result.meters.containersRun;

@@ -44,6 +44,7 @@ export async function validate(ctx: LandingContext, state: LandingState): Promis
 export async function prepare({ runId, request, tracker }: LandingContext, state: LandingState): Promise<Next> {
   tracker.enter('prepare');
   const host = state.host!;
-  if (!state.placement) await tracker.step('capsule.prepareRun', 'capsule', () => host['capsule.prepareRun']({ runId, repo: request.repo, targetSha: state.base }));
+  if (!state.placement)
+    await tracker.step('capsule.prepareRun', 'capsule', () => host['capsule.prepareRun']({ runId, repo: request.repo, targetSha: state.base }));
   return go('rebase');
 }

@@ -81,7 +81,9 @@ function waited({ tracker }: LandingContext, waitedMs: number, how: 'alone' | 'b
 export function batchTicket({ request, gateFiles }: LandingContext, state: LandingState): BatchTicket | undefined {
   const { gate: gateFile, head } = placed(state);
   const size = gateFile.queue?.batchSize ?? 1;
-  return size > 1 && !gateFiles.approved ? { repo: request.repo, target: request.target, size, hostId: state.hostId, base: state.base, headSha: head.headSha } : undefined;
+  return size > 1 && !gateFiles.approved
+    ? { repo: request.repo, target: request.target, size, hostId: state.hostId, base: state.base, headSha: head.headSha }
+    : undefined;
 }
 
 async function requestAdmission(ctx: LandingContext, state: LandingState): Promise<void> {
@@ -132,9 +134,17 @@ function afterBatch(ctx: LandingContext, state: LandingState): Next {
     );
   }
   if (result.kind === 'culprit') {
-    tracker.facts.culpritIn = [...(tracker.facts.culpritIn ?? []), { batchId: result.batchId, round: result.round, treeSha: result.treeSha, failing: result.failing }];
+    tracker.facts.culpritIn = [
+      ...(tracker.facts.culpritIn ?? []),
+      { batchId: result.batchId, round: result.round, treeSha: result.treeSha, failing: result.failing },
+    ];
     state.culprit = { batchId: result.batchId, failing: result.failing };
   }
-  tracker.journal.record({ kind: 'step', name: `queue.batch:${result.batchId}`, status: 'done', detail: result.kind === 'culprit' ? `culprit: ${result.summary}` : `goes on alone: ${result.reason}` });
+  tracker.journal.record({
+    kind: 'step',
+    name: `queue.batch:${result.batchId}`,
+    status: 'done',
+    detail: result.kind === 'culprit' ? `culprit: ${result.summary}` : `goes on alone: ${result.reason}`,
+  });
   return go('retarget');
 }

@@ -37,13 +37,21 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
   const gone = new Set<string>();
   setHandler(batchMemberGoneSignal, ({ landingId }) => void gone.add(landingId));
   const progress: { state: BatchStatusView['state'] } = { state: 'stacking' };
-  setHandler(batchStatusQuery, () => ({ state: progress.state, members: request.members.map((member) => member.landingId), rounds: [...outcome.rounds], merges: [...outcome.merges], results: { ...outcome.results } }));
+  setHandler(batchStatusQuery, () => ({
+    state: progress.state,
+    members: request.members.map((member) => member.landingId),
+    rounds: [...outcome.rounds],
+    merges: [...outcome.merges],
+    results: { ...outcome.results },
+  }));
   const report = async (landingId: string, result: BatchMemberResult) => {
     if (outcome.results[landingId]) return;
     outcome.results[landingId] = result;
     metrics.batchResult(result.kind);
     // A member that is gone (cancelled, ended) has nobody to tell.
-    await getExternalWorkflowHandle(landingId).signal(batchResultSignal, result).catch(() => undefined);
+    await getExternalWorkflowHandle(landingId)
+      .signal(batchResultSignal, result)
+      .catch(() => undefined);
   };
   try {
     await stackGateMerge(request, host, outcome, report, gone, progress);
@@ -54,14 +62,17 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
   } finally {
     // Whatever happened, every member hears a result: the ones not decided here go on alone.
     await CancellationScope.nonCancellable(async () => {
-      for (const member of request.members) await report(member.landingId, { kind: 'retry', batchId, reason: outcome.summary || 'the batch ended before deciding about it' });
+      for (const member of request.members)
+        await report(member.landingId, { kind: 'retry', batchId, reason: outcome.summary || 'the batch ended before deciding about it' });
       await host['capsule.cleanupRun']({ runId: batchId }).catch((error: unknown) => log.warn('batch cleanup failed', { batchId, error: String(error) }));
     });
     progress.state = 'done';
   }
   if (!outcome.summary) {
     const landed = Object.values(outcome.results).filter((result) => result.kind === 'landed').length;
-    const culprits = Object.entries(outcome.results).filter(([, result]) => result.kind === 'culprit').map(([id]) => id);
+    const culprits = Object.entries(outcome.results)
+      .filter(([, result]) => result.kind === 'culprit')
+      .map(([id]) => id);
     outcome.summary = `${landed} of ${request.members.length} landed in ${outcome.merges.length} fast-forward(s) after ${outcome.rounds.length} gate round(s)${culprits.length ? `; culprit(s): ${culprits.join(', ')}` : ''}`;
   }
   return outcome;
@@ -72,7 +83,14 @@ type Report = (landingId: string, result: BatchMemberResult) => Promise<void>;
 /** A round or merge given up because a member of its prefix ended meanwhile: the stack is built again without it. */
 const memberGone = Symbol('member gone');
 
-async function stackGateMerge(request: BatchRequest, host: Activities, outcome: BatchOutcome, report: Report, gone: Set<string>, progress: { state: BatchStatusView['state'] }): Promise<void> {
+async function stackGateMerge(
+  request: BatchRequest,
+  host: Activities,
+  outcome: BatchOutcome,
+  report: Report,
+  gone: Set<string>,
+  progress: { state: BatchStatusView['state'] },
+): Promise<void> {
   const { repo, target, hostId } = request;
   const { batchId } = outcome;
   let onto = await host['capsule.currentTarget']({ repo, target });
@@ -111,7 +129,10 @@ async function stackGateMerge(request: BatchRequest, host: Activities, outcome: 
     if (decided.culprit === undefined) return;
     const culprit = stacked[decided.culprit]!;
     const red = outcome.rounds.find((round) => round.prefix === decided.culprit! + 1 && round.headSha === culprit.headSha)!;
-    const failing = [...red.gates.filter((result) => result.status !== 'passed' && !result.excused).map((result) => result.suiteId), ...(red.environmentFailed ? ['environment'] : [])];
+    const failing = [
+      ...red.gates.filter((result) => result.status !== 'passed' && !result.excused).map((result) => result.suiteId),
+      ...(red.environmentFailed ? ['environment'] : []),
+    ];
     await report(culprit.landingId, {
       kind: 'culprit',
       batchId,
@@ -143,7 +164,14 @@ async function whileAllThere<T>(gone: Set<string>, stacked: StackedMember[], wor
 }
 
 /** Gates prefixes of the stack until the bisection decides: the green prefix and the culprit, if any. */
-async function bisect(request: BatchRequest, gate: GateFile, stacked: StackedMember[], outcome: BatchOutcome, onto: string, declaration?: EnvironmentDeclaration): Promise<{ green: number; culprit?: number }> {
+async function bisect(
+  request: BatchRequest,
+  gate: GateFile,
+  stacked: StackedMember[],
+  outcome: BatchOutcome,
+  onto: string,
+  declaration?: EnvironmentDeclaration,
+): Promise<{ green: number; culprit?: number }> {
   const results: Record<number, 'green' | 'red'> = {};
   for (;;) {
     const step = bisectStep(stacked.length, results);
@@ -161,16 +189,43 @@ async function bisect(request: BatchRequest, gate: GateFile, stacked: StackedMem
  * prefix — a flaky suite does not send the bisection after an innocent landing. A red the gate cache
  * answered stands (the cache holds that tree's latest run).
  */
-async function gateRound(request: BatchRequest, gate: GateFile, outcome: BatchOutcome, head: StackedMember, prefix: number, onto: string, declaration?: EnvironmentDeclaration): Promise<BatchRound> {
+async function gateRound(
+  request: BatchRequest,
+  gate: GateFile,
+  outcome: BatchOutcome,
+  head: StackedMember,
+  prefix: number,
+  onto: string,
+  declaration?: EnvironmentDeclaration,
+): Promise<BatchRound> {
   const number = outcome.rounds.length + 1;
   const gates: BatchRound['gates'] = [];
   // The prefix's tree runs in its own environment (its inputs may be a member's): a setup that fails makes the round red.
   let environment: EnvironmentRef | undefined;
   if (declaration) {
-    const builder = proxyActivities<Activities>({ ...environmentBuild(declaration.timeoutMs), taskQueue: hostQueue(request.hostId), ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}) });
-    const ready = await builder['environment.prepare']({ runId: outcome.batchId, repo: request.repo, commitSha: head.headSha, baseSha: onto, declaration, fallbackImage: gate.image ?? defaultRunnerImage });
+    const builder = proxyActivities<Activities>({
+      ...environmentBuild(declaration.timeoutMs),
+      taskQueue: hostQueue(request.hostId),
+      ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}),
+    });
+    const ready = await builder['environment.prepare']({
+      runId: outcome.batchId,
+      repo: request.repo,
+      commitSha: head.headSha,
+      baseSha: onto,
+      declaration,
+      fallbackImage: gate.image ?? defaultRunnerImage,
+    });
     if (!ready.ok) {
-      const round: BatchRound = { round: number, prefix, headSha: head.headSha, treeSha: head.treeSha, green: false, gates, environmentFailed: { why: ready.failure.why, logRef: ready.failure.logRef } };
+      const round: BatchRound = {
+        round: number,
+        prefix,
+        headSha: head.headSha,
+        treeSha: head.treeSha,
+        green: false,
+        gates,
+        environmentFailed: { why: ready.failure.why, logRef: ready.failure.logRef },
+      };
       outcome.rounds.push(round);
       return round;
     }
@@ -178,18 +233,52 @@ async function gateRound(request: BatchRequest, gate: GateFile, outcome: BatchOu
   }
   for (const suite of gate.suites) {
     const timeoutMs = suiteTimeoutMs(suite);
-    const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(request.hostId), ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}) });
-    const input = { runId: outcome.batchId, repo: request.repo, commitSha: head.headSha, treeSha: head.treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: number, ...(environment ? { environment } : {}) };
+    const runner = proxyActivities<Activities>({
+      ...gateSuite(timeoutMs),
+      taskQueue: hostQueue(request.hostId),
+      ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}),
+    });
+    const input = {
+      runId: outcome.batchId,
+      repo: request.repo,
+      commitSha: head.headSha,
+      treeSha: head.treeSha,
+      suite,
+      image: gate.image ?? defaultRunnerImage,
+      timeoutMs,
+      round: number,
+      ...(environment ? { environment } : {}),
+    };
     const result = await runner['gate.runSuite'](input);
     if (result.status === 'passed' || result.cache === 'hit') {
       gates.push({ ...result, round: number });
       continue;
     }
     const again = await runner['gate.runSuite']({ ...input, reuse: false, evidence: 'same-tree' });
-    const evidence = [{ on: 'same-tree' as const, commitSha: head.headSha, treeSha: head.treeSha, status: again.status, exitCode: again.exitCode, logRef: again.logRef, durationMs: again.durationMs, ...(again.cache ? { cache: again.cache } : {}) }];
-    gates.push(again.status === 'passed' ? { ...result, round: number, settled: 'flaky', evidence, excused: { by: 'retry' } } : { ...result, round: number, evidence });
+    const evidence = [
+      {
+        on: 'same-tree' as const,
+        commitSha: head.headSha,
+        treeSha: head.treeSha,
+        status: again.status,
+        exitCode: again.exitCode,
+        logRef: again.logRef,
+        durationMs: again.durationMs,
+        ...(again.cache ? { cache: again.cache } : {}),
+      },
+    ];
+    gates.push(
+      again.status === 'passed' ? { ...result, round: number, settled: 'flaky', evidence, excused: { by: 'retry' } } : { ...result, round: number, evidence },
+    );
   }
-  const round: BatchRound = { round: number, prefix, headSha: head.headSha, treeSha: head.treeSha, green: gates.every((result) => result.status === 'passed' || result.excused !== undefined), gates };
+  const round: BatchRound = {
+    round: number,
+    prefix,
+    headSha: head.headSha,
+    treeSha: head.treeSha,
+    green: gates.every((result) => result.status === 'passed' || result.excused !== undefined),
+    gates,
+  };
   outcome.rounds.push(round);
   return round;
 }
@@ -199,12 +288,27 @@ async function gateRound(request: BatchRequest, gate: GateFile, outcome: BatchOu
  * to it; every member of the prefix landed. The target's new value, or undefined when it could not
  * move (moved outside the queue, refused): then every member still waiting goes on alone.
  */
-async function mergePrefix(request: BatchRequest, host: Activities, gate: GateFile, outcome: BatchOutcome, onto: string, prefix: StackedMember[], report: Report): Promise<string | undefined> {
+async function mergePrefix(
+  request: BatchRequest,
+  host: Activities,
+  gate: GateFile,
+  outcome: BatchOutcome,
+  onto: string,
+  prefix: StackedMember[],
+  report: Report,
+): Promise<string | undefined> {
   const { repo, target } = request;
   const { batchId } = outcome;
   const head = prefix[prefix.length - 1]!;
   const round = outcome.rounds.find((entry) => entry.green && entry.treeSha === head.treeSha)!;
-  const verified = await host['capsule.verifyLanding']({ runId: batchId, targetSha: onto, headSha: head.headSha, gates: round.gates, suiteIds: gate.suites.map((suite) => suite.id), dropped: [] });
+  const verified = await host['capsule.verifyLanding']({
+    runId: batchId,
+    targetSha: onto,
+    headSha: head.headSha,
+    gates: round.gates,
+    suiteIds: gate.suites.map((suite) => suite.id),
+    dropped: [],
+  });
   if (!verified.ok) {
     outcome.summary = `verification refused the batch's merge of ${head.headSha.slice(0, 12)}: ${verified.problems.join('; ')}; each landing goes on alone`;
     return undefined;
@@ -220,7 +324,15 @@ async function mergePrefix(request: BatchRequest, host: Activities, gate: GateFi
   const members = prefix.map((member) => member.landingId);
   outcome.merges.push({ from: onto, to: head.headSha, members, round: round.round });
   for (const member of prefix) {
-    await report(member.landingId, { kind: 'landed', batchId, mergedSha: head.headSha, stackedSha: member.headSha, treeSha: round.treeSha, members, round: round.round });
+    await report(member.landingId, {
+      kind: 'landed',
+      batchId,
+      mergedSha: head.headSha,
+      stackedSha: member.headSha,
+      treeSha: round.treeSha,
+      members,
+      round: round.round,
+    });
   }
   return head.headSha;
 }

@@ -1,4 +1,14 @@
-import { CancellationScope, executeChild, isCancellation, ParentClosePolicy, patched, proxyActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  executeChild,
+  isCancellation,
+  ParentClosePolicy,
+  patched,
+  proxyActivities,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Activities } from '../../activities';
 import { parseDuration } from '../../core/duration';
@@ -63,7 +73,8 @@ async function run(record: NightlyRecord, placed: { host?: Activities }): Promis
   if ('status' in gated) return gated;
   const fixed = await fix(record, gated, recipes);
   const next = afterFix(fixed);
-  if (next.kind === 'stop') return record.fail(FailureCode.repairFailed, `${gated.failing.join(', ')} red on ${record.request.target}; ${next.summary}`, { message: fixed.summary });
+  if (next.kind === 'stop')
+    return record.fail(FailureCode.repairFailed, `${gated.failing.join(', ')} red on ${record.request.target}; ${next.summary}`, { message: fixed.summary });
   return await land(record, gated, fixed, next.branch, recipes);
 }
 
@@ -118,7 +129,14 @@ async function gateTarget(record: NightlyRecord, placed: { host?: Activities }):
   let environment: EnvironmentRef | undefined;
   if (declaration) {
     const builder = proxyActivities<Activities>({ ...environmentBuild(declaration.timeoutMs), taskQueue: hostQueue(inspected.hostId) });
-    const ready = await builder['environment.prepare']({ runId, repo: request.repo, commitSha: inspected.targetSha, baseSha: inspected.targetSha, declaration, fallbackImage: gate.image ?? defaultRunnerImage });
+    const ready = await builder['environment.prepare']({
+      runId,
+      repo: request.repo,
+      commitSha: inspected.targetSha,
+      baseSha: inspected.targetSha,
+      declaration,
+      fallbackImage: gate.image ?? defaultRunnerImage,
+    });
     if (!ready.ok) {
       const { summary, message } = environmentFailureText(ready.failure);
       return record.fail(FailureCode.environmentFailed, summary, { message });
@@ -130,13 +148,31 @@ async function gateTarget(record: NightlyRecord, placed: { host?: Activities }):
     const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(inspected.hostId) });
     meters.containersRun += 1;
     // A nightly observes the target as it is tonight (time, the world outside the tree): never a reused result.
-    const result: GateSuiteResult = await runner['gate.runSuite']({ runId, repo: request.repo, commitSha: inspected.targetSha, treeSha, suite, image: gate.image ?? defaultRunnerImage, timeoutMs, round: 1, reuse: false, ...(environment ? { environment } : {}) });
+    const result: GateSuiteResult = await runner['gate.runSuite']({
+      runId,
+      repo: request.repo,
+      commitSha: inspected.targetSha,
+      treeSha,
+      suite,
+      image: gate.image ?? defaultRunnerImage,
+      timeoutMs,
+      round: 1,
+      reuse: false,
+      ...(environment ? { environment } : {}),
+    });
     view.gates.push({ ...result, round: 1 });
   }
-  const verdict = gateVerdict(view.gates.map((entry) => ({ ...entry, round: 1 })), gate.suites.map((suite) => suite.id), treeSha);
+  const verdict = gateVerdict(
+    view.gates.map((entry) => ({ ...entry, round: 1 })),
+    gate.suites.map((suite) => suite.id),
+    treeSha,
+  );
   const plan = repairPlan(gate.suites, verdict.failing);
   if (plan.kind === 'green') {
-    return record.finish('green', `all ${gate.suites.length} suite(s) green on ${request.target} at ${inspected.targetSha.slice(0, 12)} (tree ${treeSha.slice(0, 12)}); nothing to repair`);
+    return record.finish(
+      'green',
+      `all ${gate.suites.length} suite(s) green on ${request.target} at ${inspected.targetSha.slice(0, 12)} (tree ${treeSha.slice(0, 12)}); nothing to repair`,
+    );
   }
   record.failingSuites = plan.failing;
   return { failing: plan.failing, reproCommand: plan.reproCommand, targetSha: inspected.targetSha };
@@ -153,7 +189,15 @@ async function fix(record: NightlyRecord, red: Red, recipes: RecipeSnapshot | un
     taskQueue: workflowInfo().taskQueue,
     workflowTaskTimeout,
     args: [
-      { runId: fixId, repo: request.repo, branch: request.target, request: repairRequest, reproCommand: red.reproCommand, ...(request.agents ? { agents: request.agents } : {}), ...(recipes ? { recipes } : {}) } satisfies FixRequest,
+      {
+        runId: fixId,
+        repo: request.repo,
+        branch: request.target,
+        request: repairRequest,
+        reproCommand: red.reproCommand,
+        ...(request.agents ? { agents: request.agents } : {}),
+        ...(recipes ? { recipes } : {}),
+      } satisfies FixRequest,
     ],
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
     typedSearchAttributes: [
@@ -182,7 +226,14 @@ async function land(record: NightlyRecord, red: Red, fixed: FixOutcome, branch: 
     target: request.target,
     heads: pin.heads,
     requestedTargetSha: pin.targetSha,
-    ...(request.agents ? { agents: { ...(request.agents.implementer ? { fixer: request.agents.implementer } : {}), ...(request.agents.ladder ? { ladder: request.agents.ladder } : {}) } } : {}),
+    ...(request.agents
+      ? {
+          agents: {
+            ...(request.agents.implementer ? { fixer: request.agents.implementer } : {}),
+            ...(request.agents.ladder ? { ladder: request.agents.ladder } : {}),
+          },
+        }
+      : {}),
     ...(recipes ? { recipes } : {}),
   };
   const landing = (await executeChild('landing', {
@@ -194,12 +245,18 @@ async function land(record: NightlyRecord, red: Red, fixed: FixOutcome, branch: 
     // A nightly that is cancelled or terminated asks its landing to stop, so the
     // landing's own finale (queue release, cleanup, outcome) still runs.
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-    ...landingRecord({ repo: request.repo, target: request.target, heads: pin.heads }, { startedBy: workflowId, ...(recipes ? { recipeVersion: recipes.version } : {}) }),
+    ...landingRecord(
+      { repo: request.repo, target: request.target, heads: pin.heads },
+      { startedBy: workflowId, ...(recipes ? { recipeVersion: recipes.version } : {}) },
+    ),
   })) as LandingOutcome;
   record.landed = { id: pin.landingId, status: landing.status, summary: landing.summary, ...(landing.mergedSha ? { mergedSha: landing.mergedSha } : {}) };
   record.addSpend(landing.meters);
   const repaired = `${red.failing.join(', ')} red on ${request.target} at ${red.targetSha.slice(0, 12)}; fix loop ${fixed.outcome}${fixed.playbookUsed ? ` (playbook ${fixed.playbookUsed})` : ''} on ${branch}`;
   return afterLanding(landing.status) === 'repaired'
     ? record.finish('repaired', `${repaired}; landing ${pin.landingId} landed: ${landing.summary}`)
-    : record.fail(FailureCode.landingFailed, `${repaired}; landing ${pin.landingId} ended ${landing.status}: ${landing.summary}`, { type: landing.failure?.type ?? FailureCode.landingFailed, message: landing.summary });
+    : record.fail(FailureCode.landingFailed, `${repaired}; landing ${pin.landingId} ended ${landing.status}: ${landing.summary}`, {
+        type: landing.failure?.type ?? FailureCode.landingFailed,
+        message: landing.summary,
+      });
 }

@@ -1,4 +1,13 @@
-import { CancellationScope, executeChild, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  executeChild,
+  getExternalWorkflowHandle,
+  isCancellation,
+  log,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities, SealedReport } from '../../activities';
 import { hostQueue, placementQueue } from '../../core/queues';
 import type { CacheStatus, PanelMeters, PanelRequest, PanelReviewer, PanelVerdict, ResolvedPanel, ReviewerReport } from '../../core/review-types';
@@ -39,7 +48,11 @@ export async function reviewPanel(input: PanelRequest, own?: { journal: RunJourn
   const status: PanelStatus = { state: 'restoring', restored: [], running: [], sealed: [] };
   setHandler(panelStatusQuery, () => ({ ...status, restored: [...status.restored], running: [...status.running], sealed: [...status.sealed] }));
 
-  const panel = await shared['review.resolvePanel']({ name: request.panel, ...(request.quorum ? { quorum: request.quorum } : {}), ...(request.recipes ? { recipes: request.recipes } : {}) });
+  const panel = await shared['review.resolvePanel']({
+    name: request.panel,
+    ...(request.quorum ? { quorum: request.quorum } : {}),
+    ...(request.recipes ? { recipes: request.recipes } : {}),
+  });
   const { restored, misses } = await host['review.restore']({ treeSha: treeSha, promptVersion: panel.promptVersion, reviewers: panel.reviewers });
   const cache: CacheStatus = misses.length === 0 ? 'hit' : restored.length === 0 ? 'miss' : 'partial';
   status.cache = cache;
@@ -60,7 +73,18 @@ export async function reviewPanel(input: PanelRequest, own?: { journal: RunJourn
   status.running = misses.map((miss) => miss.harnessModel);
   const reviewerBudget = shareOf(request.budget, misses.length);
   const waitMs = request.recipes?.limits.questions?.wait ? parseDuration(request.recipes.limits.questions.wait) : undefined;
-  const session = { request, panel, host, treeSha, headSha, files, reportTo, desk, ...(waitMs ? { waitMs } : {}), ...(reviewerBudget ? { budget: reviewerBudget } : {}) };
+  const session = {
+    request,
+    panel,
+    host,
+    treeSha,
+    headSha,
+    files,
+    reportTo,
+    desk,
+    ...(waitMs ? { waitMs } : {}),
+    ...(reviewerBudget ? { budget: reviewerBudget } : {}),
+  };
   await Promise.all(misses.map(async ({ harnessModel }) => tally({ status, reports, reviewers, spent }, harnessModel, await review(session, harnessModel))));
 
   const verdict = panelVerdict(panel, reports, reviewers, { treeSha, cache, restored: status.restored, misses, meters: panelMeters(spent) });
@@ -164,7 +188,11 @@ function panelMeters(sessions: SessionOutcome['meters'][]): PanelMeters {
 }
 
 /** Standalone (POST /v1/reviews): a workspace of its own at the head, the facts of base...head, then the panel; cleaned up after. */
-async function standalone(input: PanelRequest, fresh: NonNullable<PanelRequest['fresh']>, own: { journal: RunJournal; desk: QuestionDesk }): Promise<PanelVerdict> {
+async function standalone(
+  input: PanelRequest,
+  fresh: NonNullable<PanelRequest['fresh']>,
+  own: { journal: RunJournal; desk: QuestionDesk },
+): Promise<PanelVerdict> {
   // Through the placement queue: the worker that prepares the workspace is a host, and the panel's from here on.
   const placing = proxyActivities<Activities>({ ...capsule, taskQueue: placementQueue(workflowInfo().taskQueue) });
   const { hostId } = await placing['capsule.prepareSessionWorkspace']({ runId: input.runId, repo: input.repo, ref: fresh.head, alsoFetch: [fresh.base] });
@@ -193,7 +221,10 @@ async function announceCache(request: PanelRequest, journal: RunJournal, event: 
 /** Reviewers run side by side: each gets an equal share of the panel's budget (when it was given one in full). */
 function shareOf(given: PanelRequest['budget'], reviewers: number): SessionRequest['budget'] | undefined {
   if (!given || given.tokens === undefined || given.costUsd === undefined || given.sessions === undefined || given.wall === undefined) return given;
-  return { ...budgetShare({ tokens: given.tokens, costUsd: given.costUsd, sessions: given.sessions, wall: given.wall }, reviewers), onExhausted: given.onExhausted ?? 'stop' };
+  return {
+    ...budgetShare({ tokens: given.tokens, costUsd: given.costUsd, sessions: given.sessions, wall: given.wall }, reviewers),
+    onExhausted: given.onExhausted ?? 'stop',
+  };
 }
 
 interface ReviewSession {
@@ -246,7 +277,11 @@ async function review(at: ReviewSession, harnessModel: string): Promise<{ report
 }
 
 /** The reviewer's agent session: a child workflow on the landing's workspace, read-only. */
-async function reviewerSession(at: ReviewSession, harnessModel: string, followUp?: { continues?: ConversationRef; message: string; n: number }): Promise<SessionOutcome> {
+async function reviewerSession(
+  at: ReviewSession,
+  harnessModel: string,
+  followUp?: { continues?: ConversationRef; message: string; n: number },
+): Promise<SessionOutcome> {
   const { workflowId, taskQueue } = workflowInfo();
   const { request, panel, treeSha } = at;
   const answered = followUp ? `-answered-${followUp.n}` : '';

@@ -72,7 +72,14 @@ export class QueueState {
 
   /** What the next run takes on (continue-as-new). */
   carry(): TargetQueueState {
-    return { waiting: this.waitingIds(), admitted: this.carried.admitted + this.admitted, tickets: this.line, seq: this.seq, batches: this.batches, recentTurnMs: this.recent };
+    return {
+      waiting: this.waitingIds(),
+      admitted: this.carried.admitted + this.admitted,
+      tickets: this.line,
+      seq: this.seq,
+      batches: this.batches,
+      recentTurnMs: this.recent,
+    };
   }
 
   /** A turn ended: its duration joins the recent ones. */
@@ -125,7 +132,13 @@ export class QueueState {
       ...(current ? { current } : {}),
       waiting: this.waitingIds(),
       admitted: this.carried.admitted + this.admitted,
-      tickets: this.line.map(({ landingId, lane, seq: place, batch: ticket }) => ({ landingId, lane, seq: place, batchable: ticket !== undefined, ...(ticket ? { batchSize: ticket.size } : {}) })),
+      tickets: this.line.map(({ landingId, lane, seq: place, batch: ticket }) => ({
+        landingId,
+        lane,
+        seq: place,
+        batchable: ticket !== undefined,
+        ...(ticket ? { batchSize: ticket.size } : {}),
+      })),
       ...(batch ? { batch: { ...batch, members: [...batch.members] } } : {}),
       batches: this.batches,
       ...(turnStartedAt !== undefined ? { turnStartedAt } : {}),
