@@ -16,7 +16,7 @@ import type { GatePool } from './gate-pool';
 import type { EnvironmentRef } from '../../core/environment-types';
 import { environmentMount, environmentRoot, linkProducts } from '../environments/environments';
 
-export interface GateActivityDeps {
+interface GateActivityDeps {
   dataDir: string;
   hostId: string;
   docker: Docker;
@@ -60,7 +60,7 @@ export interface RunGateSuiteInput {
  * shape; activities/containers/containers.ts): part of every suite's definition digest. Change it with the
  * sandbox, and no result of the old one is reused.
  */
-export const gateSandboxVersion = 'gate-sandbox-1';
+const gateSandboxVersion = 'gate-sandbox-1';
 
 /** Writes the exact tree of a commit into a fresh directory (no .git, nothing else). */
 export async function exportTree(repository: string, commitSha: string, dir: string): Promise<void> {
@@ -83,82 +83,76 @@ const suiteEnv = (suite: GateSuite, environment?: EnvironmentRef) => [
   ...(environment ? [`TARMAC_ENVIRONMENT=${environment.key}`] : []),
 ];
 
+/** The suite's definition digest: what decides what runs (policies/gate-cache-key.ts). */
+const suiteDigest = (suite: GateSuite, timeoutMs: number, environment?: EnvironmentRef) =>
+  `sha256:${createHash('sha256')
+    .update(suiteDefinitionText({ suite, timeoutMs, env: suiteEnv(suite, environment), sandbox: gateSandboxVersion }))
+    .digest('hex')}`;
+
+/** The key of a suite on a tree with the image as Docker has it now; none when Docker does not know the image (the run reports that). */
+async function currentGateKey(docker: Docker, { treeSha, suite, image, timeoutMs, environment }: RunGateSuiteInput): Promise<GateCacheKey | undefined> {
+  const imageId = await docker
+    .getImage(environment?.image ?? image)
+    .inspect()
+    .then((info) => info.Id)
+    .catch(() => undefined);
+  return imageId ? { treeSha, suiteId: suite.id, suiteDigest: suiteDigest(suite, timeoutMs, environment), imageId } : undefined;
+}
+
+/** The container of one suite on one tree, and the snapshot of that tree it mounts. */
+function gateSuiteContainer(
+  { dataDir, hostId, user }: { dataDir: string; hostId: string; user: { uid: number; gid: number } },
+  { runId, repo, commitSha, treeSha, suite, image, timeoutMs, round, evidence, environment }: RunGateSuiteInput,
+): { spec: ContainerSpec; logFile: string; step: string } {
+  const paths = runPaths(dataDir, runId);
+  const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}${evidence ? `-${evidence}` : ''}`;
+  const snapshot = join(paths.snapshots, step);
+  // Written once the snapshot is complete: a container found never started runs on it as is.
+  const ready = `${snapshot}.ready`;
+  const logFile = join(paths.logs, `${step}.log`);
+  const spec: ContainerSpec = {
+    labels: {
+      [labelKeys.run]: runId,
+      [labelKeys.step]: step,
+      [labelKeys.role]: 'gate',
+      [labelKeys.tree]: treeSha,
+      'tarmac.suite': suite.id,
+      'tarmac.host': hostId,
+    },
+    image: environment?.image ?? image,
+    cmd: suite.run,
+    user: `${user.uid}:${user.gid}`,
+    // TARMAC_GATE_ATTEMPT: which run of the suite on this tree in this round (2: the re-run that settles a red).
+    env: [...suiteEnv(suite, environment), `TARMAC_TREE_SHA=${treeSha}`, `TARMAC_GATE_ATTEMPT=${evidence === 'same-tree' ? 2 : 1}`],
+    binds: [`${snapshot}:/workspace:rw`, ...(environment ? [`${environmentRoot(dataDir, environment.key)}:${environmentMount}:ro`] : [])],
+    workingDir: '/workspace',
+    timeoutMs,
+    logFile,
+    // A fresh container gets a fresh snapshot (exported while the container is created); a
+    // reattached one keeps the tree its container is using.
+    prepare: async () => {
+      await rm(ready, { force: true });
+      await recordInManifest(
+        paths.manifest,
+        { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
+        { dirs: [snapshot, ready] },
+      );
+      // The workspace holds the run's own commits (rebased, fixed) and reads the rest from the mirror.
+      await exportTree(paths.worktree, commitSha, snapshot);
+      if (environment) await linkProducts(snapshot, environment.products);
+      await handToContainerUser(snapshot);
+      await writeFile(ready, `${commitSha}\n`);
+    },
+    isPrepared: async () => existsSync(ready),
+  };
+  return { spec, logFile, step };
+}
+
 export function createGateActivities({ dataDir, hostId, docker, gatePool }: GateActivityDeps) {
   const user = containerUser();
   const cache = createGateCache({ dataDir });
-
-  /** The suite's definition digest: what decides what runs (policies/gate-cache-key.ts). */
-  const suiteDigest = (suite: GateSuite, timeoutMs: number, environment?: EnvironmentRef) =>
-    `sha256:${createHash('sha256')
-      .update(suiteDefinitionText({ suite, timeoutMs, env: suiteEnv(suite, environment), sandbox: gateSandboxVersion }))
-      .digest('hex')}`;
-
-  /** The key of a suite on a tree with the image as Docker has it now; none when Docker does not know the image (the run reports that). */
-  const currentKey = async ({ treeSha, suite, image, timeoutMs, environment }: RunGateSuiteInput): Promise<GateCacheKey | undefined> => {
-    const imageId = await docker
-      .getImage(environment?.image ?? image)
-      .inspect()
-      .then((info) => info.Id)
-      .catch(() => undefined);
-    return imageId ? { treeSha, suiteId: suite.id, suiteDigest: suiteDigest(suite, timeoutMs, environment), imageId } : undefined;
-  };
-
-  /** The container of one suite on one tree, and the snapshot of that tree it mounts. */
-  const suiteContainer = ({
-    runId,
-    repo,
-    commitSha,
-    treeSha,
-    suite,
-    image,
-    timeoutMs,
-    round,
-    evidence,
-    environment,
-  }: RunGateSuiteInput): { spec: ContainerSpec; logFile: string; step: string } => {
-    const paths = runPaths(dataDir, runId);
-    const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}${evidence ? `-${evidence}` : ''}`;
-    const snapshot = join(paths.snapshots, step);
-    // Written once the snapshot is complete: a container found never started runs on it as is.
-    const ready = `${snapshot}.ready`;
-    const logFile = join(paths.logs, `${step}.log`);
-    const spec: ContainerSpec = {
-      labels: {
-        [labelKeys.run]: runId,
-        [labelKeys.step]: step,
-        [labelKeys.role]: 'gate',
-        [labelKeys.tree]: treeSha,
-        'tarmac.suite': suite.id,
-        'tarmac.host': hostId,
-      },
-      image: environment?.image ?? image,
-      cmd: suite.run,
-      user: `${user.uid}:${user.gid}`,
-      // TARMAC_GATE_ATTEMPT: which run of the suite on this tree in this round (2: the re-run that settles a red).
-      env: [...suiteEnv(suite, environment), `TARMAC_TREE_SHA=${treeSha}`, `TARMAC_GATE_ATTEMPT=${evidence === 'same-tree' ? 2 : 1}`],
-      binds: [`${snapshot}:/workspace:rw`, ...(environment ? [`${environmentRoot(dataDir, environment.key)}:${environmentMount}:ro`] : [])],
-      workingDir: '/workspace',
-      timeoutMs,
-      logFile,
-      // A fresh container gets a fresh snapshot (exported while the container is created); a
-      // reattached one keeps the tree its container is using.
-      prepare: async () => {
-        await rm(ready, { force: true });
-        await recordInManifest(
-          paths.manifest,
-          { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
-          { dirs: [snapshot, ready] },
-        );
-        // The workspace holds the run's own commits (rebased, fixed) and reads the rest from the mirror.
-        await exportTree(paths.worktree, commitSha, snapshot);
-        if (environment) await linkProducts(snapshot, environment.products);
-        await handToContainerUser(snapshot);
-        await writeFile(ready, `${commitSha}\n`);
-      },
-      isPrepared: async () => existsSync(ready),
-    };
-    return { spec, logFile, step };
-  };
+  const currentKey = (input: RunGateSuiteInput) => currentGateKey(docker, input);
+  const suiteContainer = (input: RunGateSuiteInput) => gateSuiteContainer({ dataDir, hostId, user }, input);
 
   return {
     /**
