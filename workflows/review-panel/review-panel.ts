@@ -1,30 +1,16 @@
-import {
-  CancellationScope,
-  executeChild,
-  getExternalWorkflowHandle,
-  isCancellation,
-  log,
-  proxyActivities,
-  setHandler,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { Activities, SealedReport } from '../../activities';
+import { CancellationScope, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../../activities';
 import { hostQueue, placementQueue } from '../../core/queues';
-import type { CacheStatus, PanelMeters, PanelRequest, PanelReviewer, PanelVerdict, ResolvedPanel, ReviewerReport } from '../../core/review-types';
-import type { ConversationRef, SessionOutcome, SessionRequest } from '../../core/session-types';
+import type { CacheStatus, PanelRequest, PanelReviewer, PanelVerdict, ReviewerReport } from '../../core/review-types';
+import type { SessionOutcome } from '../../core/session-types';
 import { parseDuration } from '../../core/duration';
 import { capsule } from '../activity-options';
-import { eventsQuery, panelStatusQuery, runEventSignal } from '../../core/messages';
+import { panelStatusQuery } from '../../core/messages';
 import { metrics } from '../metrics';
-import { budgetShare } from '../../policies/budget';
-import { askAgent, QuestionDesk, undecided } from '../questions';
-import { RunJournal } from '../run-journal';
-import { causeOf } from '../run-record';
-import { childRecord } from '../../core/search-attributes';
-import { workflowTaskTimeout } from '../../core/timeouts';
-import { decidePanel, reviewerReportOf, type PanelDecision } from '../../policies/quorum';
-
-const slug = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
+import type { QuestionDesk } from '../questions';
+import type { RunJournal } from '../run-journal';
+import { ownJournal, panelMeters, panelVerdict, tally, type PanelStatus } from './record';
+import { announceCache, review, shareOf } from './reviewers';
 
 /**
  * reviewPanel: restore the findings cache (hit / partial / miss) → dispatch only the
@@ -98,95 +84,6 @@ export async function reviewPanel(input: PanelRequest, own?: { journal: RunJourn
   return verdict;
 }
 
-/** What the panel's `status` query shows. */
-interface PanelStatus {
-  state: string;
-  cache?: CacheStatus;
-  restored: string[];
-  running: string[];
-  sealed: string[];
-  verdict?: PanelVerdict;
-}
-
-/**
- * A panel on its own keeps its own live events (GET /v1/runs/:id/events: cache, sessions,
- * verdict) and its reviewers' questions; inside a landing it uses the landing's.
- */
-function ownJournal(input: PanelRequest): { journal: RunJournal; desk: QuestionDesk } {
-  const journal = new RunJournal();
-  const desk = new QuestionDesk(journal, input.reportTo);
-  setHandler(eventsQuery, ({ after, limit } = {}) => journal.page(after, limit));
-  setHandler(runEventSignal, ({ key, ...event }) => (event.kind === 'question' ? desk.adopt(event, key) : journal.record(event, key)));
-  desk.install();
-  return { journal, desk };
-}
-
-/** A reviewer's session ended: its report joins the panel's, its spend the meters. */
-function tally(
-  panel: { status: PanelStatus; reports: Map<string, ReviewerReport>; reviewers: PanelReviewer[]; spent: SessionOutcome['meters'][] },
-  harnessModel: string,
-  { report, outcome }: { report: ReviewerReport; outcome?: SessionOutcome },
-): void {
-  const { status } = panel;
-  status.running = status.running.filter((name) => name !== harnessModel);
-  if (report.status === 'delivered') status.sealed.push(harnessModel);
-  panel.reports.set(harnessModel, report);
-  if (outcome) panel.spent.push(outcome.meters);
-  panel.reviewers.push({
-    harnessModel,
-    source: 'session',
-    status: report.status,
-    ...(outcome ? { sessionStatus: outcome.status, attempts: outcome.attempts.length, respawns: outcome.meters.respawns } : {}),
-    ...(report.reason ? { reason: report.reason } : {}),
-  });
-}
-
-/** The verdict: the quorum over every reviewer's report (cached or fresh), in the panel's order. */
-function panelVerdict(
-  panel: { name: string; reviewers: string[]; quorum: number; blockingSeverities: Parameters<typeof decidePanel>[2] },
-  reports: Map<string, ReviewerReport>,
-  reviewers: PanelReviewer[],
-  { treeSha, cache, restored, misses, meters }: Pick<PanelVerdict, 'treeSha' | 'cache' | 'restored' | 'misses' | 'meters'>,
-): PanelVerdict {
-  const decision = decidePanel(
-    panel.reviewers.map((name) => reports.get(name)!),
-    panel.quorum,
-    panel.blockingSeverities,
-  );
-  return {
-    status: decision.status,
-    summary: `${panelSummary(decision, reports)} [REVIEW_CACHE=${cache}]`,
-    treeSha,
-    panel: panel.name,
-    cache,
-    restored,
-    misses,
-    reviewers: panel.reviewers.map((name) => reviewers.find((entry) => entry.harnessModel === name)!),
-    quorum: panel.quorum,
-    delivered: decision.delivered,
-    missing: decision.missing,
-    errored: decision.errored,
-    unavailable: decision.unavailable,
-    findings: decision.findings,
-    blocking: decision.blocking,
-    sessionsStarted: misses.length,
-    meters,
-  };
-}
-
-/** What the reviewer sessions spent, summed (a restored reviewer spent nothing in this run). */
-function panelMeters(sessions: SessionOutcome['meters'][]): PanelMeters {
-  const total: PanelMeters = { sessionsSpawned: 0, respawns: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
-  for (const meters of sessions) {
-    total.sessionsSpawned += meters.sessionsSpawned;
-    total.respawns += meters.respawns;
-    total.inputTokens += meters.inputTokens;
-    total.outputTokens += meters.outputTokens;
-    total.costUsd += meters.costUsd;
-  }
-  return total;
-}
-
 /** Standalone (POST /v1/reviews): a workspace of its own at the head, the facts of base...head, then the panel; cleaned up after. */
 async function standalone(
   input: PanelRequest,
@@ -205,124 +102,4 @@ async function standalone(
     own.journal.finished = true;
     await CancellationScope.nonCancellable(() => pinned['capsule.cleanupRun']({ runId: input.runId }).catch(() => undefined));
   }
-}
-
-/** The cache status goes to the run the panel works for (a landing's journal), or to the panel's own. */
-async function announceCache(request: PanelRequest, journal: RunJournal, event: { treeSha: string; cache: CacheStatus; restored: string[] }): Promise<void> {
-  if (!request.reportTo) {
-    journal.record({ kind: 'cache', ...event });
-    return;
-  }
-  await getExternalWorkflowHandle(request.reportTo)
-    .signal(runEventSignal, { kind: 'cache', ...event, key: `${workflowInfo().workflowId}:cache` })
-    .catch(() => undefined);
-}
-
-/** Reviewers run side by side: each gets an equal share of the panel's budget (when it was given one in full). */
-function shareOf(given: PanelRequest['budget'], reviewers: number): SessionRequest['budget'] | undefined {
-  if (!given || given.tokens === undefined || given.costUsd === undefined || given.sessions === undefined || given.wall === undefined) return given;
-  return {
-    ...budgetShare({ tokens: given.tokens, costUsd: given.costUsd, sessions: given.sessions, wall: given.wall }, reviewers),
-    onExhausted: given.onExhausted ?? 'stop',
-  };
-}
-
-interface ReviewSession {
-  request: PanelRequest;
-  panel: ResolvedPanel;
-  host: Activities;
-  treeSha: string;
-  headSha: string;
-  files: string[];
-  reportTo: string;
-  /** Where its reviewers' questions are asked, and how long one may wait. */
-  desk: QuestionDesk;
-  waitMs?: number;
-  budget?: SessionRequest['budget'];
-}
-
-/**
- * One missing reviewer: an agent session on the tree (read-only), its report sealed in the cache the
- * moment it arrives — a survivor of a partial panel is never lost, whatever happens next. The session
- * respawns a failed attempt per the session policy (limits.session: maxRespawns, maxAttempts); the
- * panel starts no session of its own on top, so a reviewer gets exactly the attempts the policy
- * allows. One that still did not deliver is errored (with why), never "no findings", and never sealed.
- */
-async function review(at: ReviewSession, harnessModel: string): Promise<{ report: ReviewerReport; outcome?: SessionOutcome }> {
-  const { panel, treeSha } = at;
-  let outcome: SessionOutcome;
-  try {
-    outcome = await reviewerSession(at, harnessModel);
-    // Questions first: a reviewer that asks is answered, and a follow-up in its conversation reviews.
-    for (let followUps = 1; outcome.status === 'asked'; followUps += 1) {
-      const answers = await askAgent(at.desk, outcome, `reviewing tree ${treeSha.slice(0, 12)} for panel ${panel.name}`, at.waitMs);
-      if (!('followUp' in answers)) {
-        const { summary } = undecided(answers);
-        return { report: { harnessModel, status: 'errored', findings: [], reason: summary, undecided: summary }, outcome };
-      }
-      outcome = await reviewerSession(at, harnessModel, { ...answers.followUp, n: followUps });
-    }
-  } catch (error) {
-    if (isCancellation(error)) throw error;
-    // The session workflow itself failed (terminated, …): no outcome, no verdict.
-    const { message } = causeOf(error);
-    return { report: { harnessModel, status: 'errored', findings: [], reason: `its session workflow failed: ${message}` } };
-  }
-  const report = reviewerReportOf(harnessModel, outcome);
-  const result = outcome.result;
-  if (report.status !== 'delivered' || !result) return { report, outcome };
-  const sealed: SealedReport = { summary: result.summary, findings: result.findings ?? [], usage: result.usage };
-  await at.host['review.seal']({ key: { treeSha, harnessModel, promptVersion: panel.promptVersion }, report: sealed });
-  return { report, outcome };
-}
-
-/** The reviewer's agent session: a child workflow on the landing's workspace, read-only. */
-async function reviewerSession(
-  at: ReviewSession,
-  harnessModel: string,
-  followUp?: { continues?: ConversationRef; message: string; n: number },
-): Promise<SessionOutcome> {
-  const { workflowId, taskQueue } = workflowInfo();
-  const { request, panel, treeSha } = at;
-  const answered = followUp ? `-answered-${followUp.n}` : '';
-  return (await executeChild('agentSession', {
-    workflowId: `${workflowId}.${slug(harnessModel)}${answered}`,
-    taskQueue,
-    workflowTaskTimeout,
-    ...childRecord('agent-session', { repo: request.repo, parent: workflowId, summary: { role: 'reviewer', harnessModel, treeSha } }),
-    args: [
-      {
-        runId: request.runId,
-        sessionId: `review-${treeSha.slice(0, 12)}-${slug(harnessModel)}${answered}`,
-        role: 'reviewer',
-        harnessModel,
-        ladder: [harnessModel],
-        task: { prompt: followUp ? `${followUp.message}\n\n${panel.prompt}` : panel.prompt, files: at.files },
-        ...(followUp?.continues ? { continues: followUp.continues } : {}),
-        workspace: { kind: 'run', repo: request.repo, hostId: request.hostId!, baseSha: at.headSha },
-        reportTo: at.reportTo,
-        ...(at.budget ? { budget: at.budget } : {}),
-        ...(request.recipes ? { recipes: request.recipes } : {}),
-      } satisfies SessionRequest,
-    ],
-  })) as SessionOutcome;
-}
-
-/**
- * The verdict's one line. Incomplete: every reviewer without a verdict, named with why (an errored
- * one makes it incomplete whatever the quorum); otherwise who decided, and who could not run.
- */
-function panelSummary(decision: PanelDecision, reports: Map<string, ReviewerReport>): string {
-  const why = (name: string) => `${name} (${reports.get(name)?.reason ?? 'no report'})`;
-  const notRun = decision.unavailable.length ? `; not run: ${decision.unavailable.map(why).join('; ')}` : '';
-  if (decision.status === 'review-incomplete') {
-    const rule = decision.errored.length
-      ? `an errored reviewer never yields a verdict, whatever the quorum (${decision.delivered} delivered, quorum ${decision.quorum})`
-      : `${decision.delivered} of ${decision.quorum} required report(s)`;
-    return `review-incomplete: ${rule}; missing ${decision.missing.map(why).join('; ')}`;
-  }
-  if (decision.status === 'changes-requested') {
-    return `changes requested: ${decision.blocking.length} blocking finding(s) (${decision.blocking.map((finding) => `${finding.file}:${finding.line ?? 0} ${finding.message}`).join('; ')})${notRun}`;
-  }
-  return `approved by ${decision.delivered} reviewer(s); ${decision.findings.length} non-blocking finding(s)${notRun}`;
 }
