@@ -102,6 +102,121 @@ function readBody(request: IncomingMessage, max: number): Promise<Buffer | undef
   });
 }
 
+/** What one gateway's handler works with: its options, counters, transcript and upstream connection. */
+interface ModelGatewayState {
+  provider: ModelProvider;
+  pricing: PricingTable;
+  apiKey: string | undefined;
+  limits: typeof modelGatewayLimits;
+  base: URL;
+  agent: http.Agent;
+  usage: ModelGatewayUsage;
+  transcript: ModelTranscript;
+  persist: () => Promise<void>;
+  budgetRefusal: () => Promise<string | undefined>;
+}
+
+/** Refuses a request in its provider's error shape and records the refusal in the transcript. */
+async function answer(
+  { provider, transcript }: ModelGatewayState,
+  response: ServerResponse,
+  kind: GatewayErrorKind,
+  message: string,
+  entry: Record<string, unknown>,
+): Promise<void> {
+  const error = gatewayError(provider, kind, message);
+  if (kind === 'too-large') error.headers.connection = 'close';
+  if (!response.destroyed) response.writeHead(error.status, error.headers).end(error.body);
+  await transcript.append({ ...entry, status: error.status, refused: { kind, message } });
+}
+
+/** One exchange: refused (route, size, budget) or forwarded, metered, persisted and written to the transcript. */
+async function handle(gateway: ModelGatewayState, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const { provider, pricing, apiKey, limits, base, agent, usage, transcript, persist, budgetRefusal } = gateway;
+  const started = Date.now();
+  const url = new URL(request.url ?? '/', 'http://model-gateway');
+  const entry: Record<string, unknown> = {
+    at: new Date(started).toISOString(),
+    id: randomBytes(6).toString('hex'),
+    method: request.method,
+    path: url.pathname + url.search,
+  };
+  const requestHeaders = transcriptHeaders(request.headers);
+  if (!routeAllowed(provider, request.method, url.pathname)) {
+    usage.otherRefusals += 1;
+    await persist();
+    request.resume();
+    return answer(
+      gateway,
+      response,
+      'route',
+      `tarmac: the model gateway does not forward ${request.method} ${url.pathname} (it forwards ${allowedRoutes(provider)})`,
+      {
+        ...entry,
+        request: { headers: requestHeaders },
+      },
+    );
+  }
+  const body = await readBody(request, limits.requestBytes);
+  if (!body) {
+    usage.otherRefusals += 1;
+    await persist();
+    return answer(gateway, response, 'too-large', `tarmac: the request body is over the model gateway's limit of ${limits.requestBytes} bytes`, {
+      ...entry,
+      request: { headers: requestHeaders },
+    });
+  }
+  const forwarded = forwardedRequest(provider, url.pathname, body);
+  const requestRecord = {
+    headers: requestHeaders,
+    body: transcriptBody(forwarded.body, limits.transcriptBodyChars),
+    ...(forwarded.changed ? { changed: forwarded.changed } : {}),
+  };
+  Object.assign(entry, { model: forwarded.model, stream: forwarded.stream });
+
+  const refusal = await budgetRefusal();
+  if (refusal) {
+    usage.budgetRefusals += 1;
+    usage.lastBudgetRefusal = { at: new Date().toISOString(), reason: refusal };
+    await persist();
+    return answer(gateway, response, 'budget', `tarmac: run budget exhausted (${refusal}); the request was not sent`, { ...entry, request: requestRecord });
+  }
+
+  usage.requests += 1;
+  const target = new URL(`${base.pathname.replace(/\/+$/, '')}${url.pathname}${url.search}`, base.origin);
+  const result: ExchangeResult = await forwardExchange({
+    provider,
+    target,
+    agent,
+    apiKey,
+    clientRequest: request,
+    clientResponse: response,
+    request: forwarded,
+    maxMeteredBytes: limits.meteredResponseBytes,
+    maxStreamTextChars: limits.streamTextChars,
+  });
+  const metered = result.tokens ? meterResponse(usage, pricing, result.tokens, [result.model, forwarded.model]) : undefined;
+  if (!metered) usage.unmetered += 1;
+  if (result.failure) usage.failures += 1;
+  await persist();
+  await transcript.append({
+    ...entry,
+    upstream: target.origin,
+    status: result.status,
+    durationMs: Date.now() - started,
+    firstByteMs: result.firstByteMs,
+    request: { ...requestRecord, sentHeaders: transcriptHeaders(result.sentHeaders) },
+    response: {
+      headers: result.responseHeaders ? transcriptHeaders(result.responseHeaders) : undefined,
+      ...(result.assembled ? { events: result.events, assembled: result.assembled } : { body: transcriptBody(result.body, limits.transcriptBodyChars) }),
+      ...(result.streamError !== undefined ? { streamError: result.streamError } : {}),
+    },
+    usage: result.tokens ? { ...result.tokens, ...metered, model: result.model, reported: result.usage } : undefined,
+    ...(result.meterProblem ? { meterProblem: result.meterProblem } : {}),
+    ...(result.failure ? { failure: result.failure } : {}),
+  });
+}
+
 export async function startModelGateway(options: ModelGatewayOptions): Promise<ModelGatewayHandle> {
   const limits = { ...modelGatewayLimits, ...(options.limits ?? {}) };
   const { provider, pricing, apiKey } = options;
@@ -125,96 +240,9 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
   const budgetRefusal = async (): Promise<string | undefined> =>
     'left' in options.budget ? modelBudgetRefusal(usage, options.budget.left) : await options.budget.check(structuredClone(usage));
 
-  async function answer(response: ServerResponse, kind: GatewayErrorKind, message: string, entry: Record<string, unknown>): Promise<void> {
-    const error = gatewayError(provider, kind, message);
-    if (kind === 'too-large') error.headers.connection = 'close';
-    if (!response.destroyed) response.writeHead(error.status, error.headers).end(error.body);
-    await transcript.append({ ...entry, status: error.status, refused: { kind, message } });
-  }
-
-  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const started = Date.now();
-    const url = new URL(request.url ?? '/', 'http://model-gateway');
-    const entry: Record<string, unknown> = {
-      at: new Date(started).toISOString(),
-      id: randomBytes(6).toString('hex'),
-      method: request.method,
-      path: url.pathname + url.search,
-    };
-    const requestHeaders = transcriptHeaders(request.headers);
-    if (!routeAllowed(provider, request.method, url.pathname)) {
-      usage.otherRefusals += 1;
-      await persist();
-      request.resume();
-      return answer(
-        response,
-        'route',
-        `tarmac: the model gateway does not forward ${request.method} ${url.pathname} (it forwards ${allowedRoutes(provider)})`,
-        { ...entry, request: { headers: requestHeaders } },
-      );
-    }
-    const body = await readBody(request, limits.requestBytes);
-    if (!body) {
-      usage.otherRefusals += 1;
-      await persist();
-      return answer(response, 'too-large', `tarmac: the request body is over the model gateway's limit of ${limits.requestBytes} bytes`, {
-        ...entry,
-        request: { headers: requestHeaders },
-      });
-    }
-    const forwarded = forwardedRequest(provider, url.pathname, body);
-    const requestRecord = {
-      headers: requestHeaders,
-      body: transcriptBody(forwarded.body, limits.transcriptBodyChars),
-      ...(forwarded.changed ? { changed: forwarded.changed } : {}),
-    };
-    Object.assign(entry, { model: forwarded.model, stream: forwarded.stream });
-
-    const refusal = await budgetRefusal();
-    if (refusal) {
-      usage.budgetRefusals += 1;
-      usage.lastBudgetRefusal = { at: new Date().toISOString(), reason: refusal };
-      await persist();
-      return answer(response, 'budget', `tarmac: run budget exhausted (${refusal}); the request was not sent`, { ...entry, request: requestRecord });
-    }
-
-    usage.requests += 1;
-    const target = new URL(`${base.pathname.replace(/\/+$/, '')}${url.pathname}${url.search}`, base.origin);
-    const result: ExchangeResult = await forwardExchange({
-      provider,
-      target,
-      agent,
-      apiKey,
-      clientRequest: request,
-      clientResponse: response,
-      request: forwarded,
-      maxMeteredBytes: limits.meteredResponseBytes,
-      maxStreamTextChars: limits.streamTextChars,
-    });
-    const metered = result.tokens ? meterResponse(usage, pricing, result.tokens, [result.model, forwarded.model]) : undefined;
-    if (!metered) usage.unmetered += 1;
-    if (result.failure) usage.failures += 1;
-    await persist();
-    await transcript.append({
-      ...entry,
-      upstream: target.origin,
-      status: result.status,
-      durationMs: Date.now() - started,
-      firstByteMs: result.firstByteMs,
-      request: { ...requestRecord, sentHeaders: transcriptHeaders(result.sentHeaders) },
-      response: {
-        headers: result.responseHeaders ? transcriptHeaders(result.responseHeaders) : undefined,
-        ...(result.assembled ? { events: result.events, assembled: result.assembled } : { body: transcriptBody(result.body, limits.transcriptBodyChars) }),
-        ...(result.streamError !== undefined ? { streamError: result.streamError } : {}),
-      },
-      usage: result.tokens ? { ...result.tokens, ...metered, model: result.model, reported: result.usage } : undefined,
-      ...(result.meterProblem ? { meterProblem: result.meterProblem } : {}),
-      ...(result.failure ? { failure: result.failure } : {}),
-    });
-  }
-
+  const gateway: ModelGatewayState = { provider, pricing, apiKey, limits, base, agent, usage, transcript, persist, budgetRefusal };
   const server = http.createServer((request, response) => {
-    const work = handle(request, response).catch((error: Error) => {
+    const work = handle(gateway, request, response).catch((error: Error) => {
       // A fault of the gateway itself: the client gets an error in its provider's shape, the key never.
       if (!response.headersSent && !response.destroyed) {
         const message = `tarmac: the model gateway failed: ${error.message}`;
