@@ -154,28 +154,32 @@ async function follow(
       record.harnessModel = decision.harnessModel;
       await record.report({ type: decision.action === 'respawn' ? 'respawned' : 'escalated', attempt: seen.attempt + 1, harnessModel: record.harnessModel });
       return undefined;
-    case 'give-up': {
-      if (attemptClass === 'budget-exhausted') {
-        const why = seen.modelUsage?.lastBudgetRefusal ?? 'the run budget is exhausted';
-        return record.finish('budget-exhausted', `stopped: ${why} (the model gateway refused the next request)`, undefined, {
-          recipeVersion: plan.recipeVersion,
-        });
-      }
-      if (attemptClass === 'agent-unavailable') {
-        const reasons = attempts.flatMap((entry) => (entry.unavailable ? [entry.unavailable] : []));
-        return record.fail(
-          FailureCode.agentUnavailable,
-          `agent-unavailable: ${reasons.join('; ')} (no rung of the ladder left; ${reasons.length} of ${attempts.length} attempt(s) started nothing)`,
-          { message: reasons.join('; ') },
-          { recipeVersion: plan.recipeVersion },
-        );
-      }
-      return record.finish('failed', `gave up after ${attempts.length} attempt(s): ${decision.reason}`, undefined, { recipeVersion: plan.recipeVersion });
-    }
+    case 'give-up':
+      return giveUp(record, plan, seen, decision.reason, attemptClass);
     case 'collect':
       // The activity already collects a finished container's result.
       return record.finish('failed', `unexpected policy decision ${decision.action}`);
   }
+}
+
+/** How a session that gives up ends: out of budget, with no agent to run, or failed. */
+function giveUp(record: SessionRecord, plan: DispatchPlan, seen: SessionAttemptReport, reason: string, attemptClass: AttemptClass): SessionOutcome {
+  if (attemptClass === 'budget-exhausted') {
+    const why = seen.modelUsage?.lastBudgetRefusal ?? 'the run budget is exhausted';
+    return record.finish('budget-exhausted', `stopped: ${why} (the model gateway refused the next request)`, undefined, {
+      recipeVersion: plan.recipeVersion,
+    });
+  }
+  if (attemptClass === 'agent-unavailable') {
+    const reasons = record.attempts.flatMap((entry) => (entry.unavailable ? [entry.unavailable] : []));
+    return record.fail(
+      FailureCode.agentUnavailable,
+      `agent-unavailable: ${reasons.join('; ')} (no rung of the ladder left; ${reasons.length} of ${record.attempts.length} attempt(s) started nothing)`,
+      { message: reasons.join('; ') },
+      { recipeVersion: plan.recipeVersion },
+    );
+  }
+  return record.finish('failed', `gave up after ${record.attempts.length} attempt(s): ${reason}`, undefined, { recipeVersion: plan.recipeVersion });
 }
 
 /**

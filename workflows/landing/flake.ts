@@ -15,7 +15,7 @@ import type { LandingStepContext } from './step-context';
  * red round now issues more commands (the quarantine check, the base's tree, the evidence runs, a
  * quarantine), so a landing recorded before replays its red rounds as they ran.
  */
-export const flakeEvidencePatch = 'gate-flake-evidence';
+const flakeEvidencePatch = 'gate-flake-evidence';
 
 /** What settling a red needs beyond the round: the base the head is rebased onto, the host's activities, the worker's local ones. */
 export interface SettleWith {
@@ -54,8 +54,36 @@ export async function settleRed(
   // Green rounds, and landings recorded before this, issue no new command.
   if (red.length === 0 || !patched(flakeEvidencePatch)) return;
   const policy = flakePolicy(request.recipes?.limits.gate);
-  const { repo, target } = request;
-  const quarantines = await tracker.step(
+  const unsettled = await excuseQuarantined(ctx, red, round, using);
+  if (unsettled.length === 0 || !wantsEvidence(policy)) return;
+  const base = await tracker.step(
+    'capsule.treeOf',
+    'capsule',
+    () => using.host['capsule.treeOf']({ runId, sha: using.baseSha }),
+    (value) => `base ${using.baseSha.slice(0, 12)}: tree ${value.treeSha.slice(0, 12)}`,
+  );
+  const baseEnvironment = using.environmentOnBase ? await using.environmentOnBase() : undefined;
+  const redRound: RedRound = { pinned, gate, round, commitSha, treeSha, using, policy, baseTreeSha: base.treeSha, baseEnvironment };
+  for (const record of unsettled) await settleByEvidence(ctx, redRound, record);
+}
+
+/** The red round being settled, and what its evidence runs need. */
+interface RedRound {
+  pinned: string;
+  gate: GateFile;
+  round: number;
+  commitSha: string;
+  treeSha: string;
+  using: SettleWith;
+  policy: ReturnType<typeof flakePolicy>;
+  baseTreeSha: string;
+  baseEnvironment: EnvironmentRef | undefined;
+}
+
+/** Excuses the reds of suites quarantined on the target; returns the reds still to settle. */
+async function excuseQuarantined(ctx: LandingStepContext, red: GateSuiteResult[], round: number, using: SettleWith): Promise<GateSuiteResult[]> {
+  const { repo, target } = ctx.request;
+  const quarantines = await ctx.tracker.step(
     'quarantine.active',
     'capsule',
     () => using.local['quarantine.active']({ repo, target }),
@@ -71,52 +99,68 @@ export async function settleRed(
     record.excused = { by: 'quarantine', until: quarantine.until };
     journalSettled(ctx, record, round);
   }
-  if (unsettled.length === 0 || !wantsEvidence(policy)) return;
-  const base = await tracker.step(
-    'capsule.treeOf',
-    'capsule',
-    () => using.host['capsule.treeOf']({ runId, sha: using.baseSha }),
-    (value) => `base ${using.baseSha.slice(0, 12)}: tree ${value.treeSha.slice(0, 12)}`,
-  );
-  const baseEnvironment = using.environmentOnBase ? await using.environmentOnBase() : undefined;
-  for (const record of unsettled) {
-    const suite = gate.suites.find((entry) => entry.id === record.suiteId);
-    if (!suite) continue;
-    const [again, onBase] = await Promise.all([
-      // A red the gate cache answered is that tree's latest run (a green re-run would have replaced
-      // it): it stands as the run again, and no container is burnt on a tree known red.
-      record.cache === 'hit'
-        ? Promise.resolve<GateEvidenceRun>({
-            on: 'same-tree',
-            commitSha,
-            treeSha,
-            status: record.status,
-            exitCode: record.exitCode,
-            logRef: record.logRef,
-            durationMs: record.durationMs,
-            cache: 'hit',
-          })
-        : evidenceRun(ctx, pinned, gate, suite, round, { on: 'same-tree', commitSha, treeSha }, using.environment),
-      evidenceRun(ctx, pinned, gate, suite, round, { on: 'base', commitSha: using.baseSha, treeSha: base.treeSha }, baseEnvironment),
-    ]);
-    record.settled = settle(again.status, onBase.status);
-    record.evidence = [again, onBase];
-    const decision = decide(record.settled, policy);
-    if (decision.quarantine && record.settled !== 'failed') {
-      const forMs = parseDuration(policy.quarantineFor) ?? 7 * 24 * 3_600_000;
-      const asked = { suiteId: suite.id, forMs, settled: record.settled, landingId: runId, treeSha, logRefs: [record.logRef, again.logRef, onBase.logRef] };
-      const entry = await tracker.step(
-        `quarantine.add:${suite.id}`,
-        'capsule',
-        () => using.local['quarantine.add']({ repo, target, request: asked }),
-        (value) => `${value.suiteId} quarantined on ${target} until ${value.until}`,
-      );
-      record.excused = { by: 'quarantine', until: entry.until };
-    } else if (decision.excusedBy) {
-      record.excused = { by: decision.excusedBy };
-    }
-    journalSettled(ctx, record, round);
+  return unsettled;
+}
+
+/** One red suite settled by its two runs side by side (again on the same tree, on the base), then excused or quarantined as the policy decides. */
+async function settleByEvidence(ctx: LandingStepContext, on: RedRound, record: GateSuiteResult): Promise<void> {
+  const { pinned, gate, round, using, policy } = on;
+  const suite = gate.suites.find((entry) => entry.id === record.suiteId);
+  if (!suite) return;
+  const [again, onBase] = await Promise.all([
+    sameTreeAgain(ctx, on, record, suite),
+    evidenceRun(ctx, pinned, gate, suite, round, { on: 'base', commitSha: using.baseSha, treeSha: on.baseTreeSha }, on.baseEnvironment),
+  ]);
+  record.settled = settle(again.status, onBase.status);
+  record.evidence = [again, onBase];
+  const decision = decide(record.settled, policy);
+  if (decision.quarantine && record.settled !== 'failed') {
+    await quarantineSuite(ctx, on, record, suite, record.settled, [record.logRef, again.logRef, onBase.logRef]);
+  } else if (decision.excusedBy) {
+    record.excused = { by: decision.excusedBy };
   }
+  journalSettled(ctx, record, round);
+}
+
+/**
+ * The run again on the same tree. A red the gate cache answered is that tree's latest run (a green
+ * re-run would have replaced it): it stands as the run again, and no container is burnt on a tree known red.
+ */
+function sameTreeAgain(ctx: LandingStepContext, on: RedRound, record: GateSuiteResult, suite: GateSuite): Promise<GateEvidenceRun> {
+  const { pinned, gate, round, commitSha, treeSha } = on;
+  if (record.cache !== 'hit') return evidenceRun(ctx, pinned, gate, suite, round, { on: 'same-tree', commitSha, treeSha }, on.using.environment);
+  return Promise.resolve<GateEvidenceRun>({
+    on: 'same-tree',
+    commitSha,
+    treeSha,
+    status: record.status,
+    exitCode: record.exitCode,
+    logRef: record.logRef,
+    durationMs: record.durationMs,
+    cache: 'hit',
+  });
+}
+
+/** Quarantines a suite on the target for the policy's time, and excuses its red until then. */
+async function quarantineSuite(
+  ctx: LandingStepContext,
+  on: RedRound,
+  record: GateSuiteResult,
+  suite: GateSuite,
+  settled: Exclude<GateSuiteResult['settled'], 'failed' | undefined>,
+  logRefs: GateSuiteResult['logRef'][],
+): Promise<void> {
+  const { runId, request, tracker } = ctx;
+  const { repo, target } = request;
+  const forMs = parseDuration(on.policy.quarantineFor) ?? 7 * 24 * 3_600_000;
+  const asked = { suiteId: suite.id, forMs, settled, landingId: runId, treeSha: on.treeSha, logRefs };
+  const entry = await tracker.step(
+    `quarantine.add:${suite.id}`,
+    'capsule',
+    () => on.using.local['quarantine.add']({ repo, target, request: asked }),
+    (value) => `${value.suiteId} quarantined on ${target} until ${value.until}`,
+  );
+  record.excused = { by: 'quarantine', until: entry.until };
 }
 
 /** One evidence run of a suite: its own step and container (never the round's), recorded in the journal. */

@@ -104,62 +104,84 @@ async function untilResolved<Done extends { status: 'done' }>(
   onto: string,
   step: (resolvedHead?: string) => Promise<Done | Conflict>,
 ): Promise<Done | { outcome: LandingOutcome }> {
-  const { tracker } = ctx;
-  let resolvers = 0;
+  const resolvers = { started: 0 };
   let resolvedHead: string | undefined;
   for (;;) {
     const rebased = await step(resolvedHead);
     if (rebased.status === 'done') return rebased;
-    const what = `rebase of ${rebased.branch} ${onto}`;
-    const prompt = [
-      `A rebase of branch ${rebased.branch} ${onto} stopped at commit ${rebased.commit} "${rebased.subject}".`,
-      `Conflicted files: ${rebased.files.join(', ')}.`,
-      'Resolve each conflict keeping the intent of both sides, stage the files and run `GIT_EDITOR=true git rebase --continue`;',
-      'repeat while the rebase stops again. Never drop a commit silently: list any you must drop in droppedCommits with a reason.',
-    ].join('\n');
-    let followUp: { continues?: ConversationRef; message: string } | undefined;
-    let resolved: SessionOutcome;
-    do {
-      if (resolvers >= maxResolverSessions) {
-        return {
-          outcome: tracker.fail(
-            FailureCode.conflictUnresolved,
-            `${what} still conflicts at ${rebased.commit.slice(0, 12)} "${rebased.subject}" after ${resolvers} resolver session(s); nothing was merged`,
-            {
-              message: `conflicted files: ${rebased.files.join(', ')}`,
-            },
-          ),
-        };
-      }
-      resolvers += 1;
-      resolved = await session(
-        ctx,
-        'resolver',
-        `resolver-${resolvers}`,
-        rebased.baseSha,
-        state.hostId,
-        { prompt: followUp ? `${followUp.message}\n\n${prompt}` : prompt, files: rebased.files },
-        followUp?.continues,
-      );
-      // No resolver can run here: say so now, naming what is missing, instead of trying again.
-      if (resolved.status === 'agent-unavailable') {
-        return {
-          outcome: tracker.fail(
-            FailureCode.agentUnavailable,
-            `${what} conflicts in ${rebased.files.join(', ')} and no resolver could start: ${resolved.summary}; nothing was merged`,
-            {
-              message: resolved.failure?.message ?? resolved.summary,
-            },
-          ),
-        };
-      }
-      if (resolved.status === 'asked') {
-        const answered = await answerAgent(ctx, resolved, `the ${what} stopped at a conflict in ${rebased.files.join(', ')}`);
-        if ('stopped' in answered) return { outcome: answered.stopped };
-        followUp = answered.followUp;
-      }
-    } while (resolved.status === 'asked');
+    const session = await resolveConflict(ctx, state, rebased, onto, resolvers);
+    if ('outcome' in session) return session;
+    const { resolved } = session;
     for (const drop of resolved.result?.droppedCommits ?? []) state.declaredDrops.set(drop.sha, drop.reason);
     resolvedHead = resolved.status === 'delivered' ? resolved.headSha : undefined;
   }
+}
+
+/**
+ * One conflict to a resolver session (counted in `resolvers`, across the landing's conflicts); an
+ * agent that asks is answered and followed up in its conversation until it ends another way.
+ */
+async function resolveConflict(
+  ctx: LandingContext,
+  state: LandingState,
+  rebased: Conflict,
+  onto: string,
+  resolvers: { started: number },
+): Promise<{ resolved: SessionOutcome } | { outcome: LandingOutcome }> {
+  const { tracker } = ctx;
+  const what = `rebase of ${rebased.branch} ${onto}`;
+  const prompt = resolverPrompt(rebased, onto);
+  let followUp: { continues?: ConversationRef; message: string } | undefined;
+  let resolved: SessionOutcome;
+  do {
+    if (resolvers.started >= maxResolverSessions) {
+      return {
+        outcome: tracker.fail(
+          FailureCode.conflictUnresolved,
+          `${what} still conflicts at ${rebased.commit.slice(0, 12)} "${rebased.subject}" after ${resolvers.started} resolver session(s); nothing was merged`,
+          {
+            message: `conflicted files: ${rebased.files.join(', ')}`,
+          },
+        ),
+      };
+    }
+    resolvers.started += 1;
+    resolved = await session(
+      ctx,
+      'resolver',
+      `resolver-${resolvers.started}`,
+      rebased.baseSha,
+      state.hostId,
+      { prompt: followUp ? `${followUp.message}\n\n${prompt}` : prompt, files: rebased.files },
+      followUp?.continues,
+    );
+    // No resolver can run here: say so now, naming what is missing, instead of trying again.
+    if (resolved.status === 'agent-unavailable') {
+      return {
+        outcome: tracker.fail(
+          FailureCode.agentUnavailable,
+          `${what} conflicts in ${rebased.files.join(', ')} and no resolver could start: ${resolved.summary}; nothing was merged`,
+          {
+            message: resolved.failure?.message ?? resolved.summary,
+          },
+        ),
+      };
+    }
+    if (resolved.status === 'asked') {
+      const answered = await answerAgent(ctx, resolved, `the ${what} stopped at a conflict in ${rebased.files.join(', ')}`);
+      if ('stopped' in answered) return { outcome: answered.stopped };
+      followUp = answered.followUp;
+    }
+  } while (resolved.status === 'asked');
+  return { resolved };
+}
+
+/** What a resolver is asked to do about a conflict. */
+function resolverPrompt(rebased: Conflict, onto: string): string {
+  return [
+    `A rebase of branch ${rebased.branch} ${onto} stopped at commit ${rebased.commit} "${rebased.subject}".`,
+    `Conflicted files: ${rebased.files.join(', ')}.`,
+    'Resolve each conflict keeping the intent of both sides, stage the files and run `GIT_EDITOR=true git rebase --continue`;',
+    'repeat while the rebase stops again. Never drop a commit silently: list any you must drop in droppedCommits with a reason.',
+  ].join('\n');
 }
