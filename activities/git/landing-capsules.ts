@@ -97,6 +97,84 @@ function createVerifyFacts(dataDir: string) {
   };
 }
 
+/**
+ * Moves the target on origin to exactly the verified SHA, fast-forward only, and
+ * only from the value the landing verified against (`expectedTargetSha`).
+ * Idempotent: a retry after a push that landed finds the target containing the
+ * verified head (equal to it, or with later commits on top: ancestry, not
+ * equality) and reports `alreadyMerged` instead of a moved target.
+ */
+async function fastForwardTarget(
+  dataDir: string,
+  { runId, repo, target, expectedTargetSha, headSha }: FastForwardInput,
+): Promise<{ mergedSha: string; alreadyMerged: boolean }> {
+  const worktree = runPaths(dataDir, runId).worktree;
+  // Every command here talks to the origin: only its own protocol, no prompt (originGit).
+  const git = originGit(worktree, repo);
+  const targetRef = `refs/heads/${target}`;
+  const remoteHead = async () => (await git.listRemote([repo, targetRef])).trim().split(/\s+/)[0] ?? '';
+  /** True when the target's history (as origin has it now) already holds the verified head. */
+  const targetContainsHead = async (seen: string): Promise<boolean> => {
+    if (seen === headSha) return true;
+    if (!seen) return false;
+    // Fetched into FETCH_HEAD only (no ref of the workspace changes): the commits on top are new to us.
+    try {
+      await git.raw(['fetch', '--no-tags', '--quiet', repo, targetRef]);
+    } catch {
+      return false;
+    }
+    return (await gitExitCode(worktree, ['merge-base', '--is-ancestor', headSha, 'FETCH_HEAD'])) === 0;
+  };
+  const merged = (how: string) => {
+    log.info(how, { target, headSha });
+    return { mergedSha: headSha, alreadyMerged: true };
+  };
+
+  // Not read before the push: the lease below makes origin check the target under the ref's
+  // lock, and only a refused push needs to know what the target is now.
+  if ((await gitExitCode(worktree, ['merge-base', '--is-ancestor', expectedTargetSha, headSha])) !== 0) {
+    throw failure(
+      FailureCode.notFastForward,
+      `${headSha.slice(0, 12)} does not descend from ${target} at ${expectedTargetSha.slice(0, 12)}; nothing was pushed`,
+    );
+  }
+  try {
+    // Never a force push, although the option is spelled "force": the refspec has no `+`,
+    // the lease pins the target's old value to exactly `expectedTargetSha` (origin checks
+    // it under the ref's lock, so a target moved by anyone since is refused, not
+    // overwritten), and the check just above makes `expectedTargetSha` an ancestor of
+    // `headSha`: the only update this push can make is that one fast-forward.
+    const pushed = await git.raw([
+      'push',
+      '--porcelain',
+      '--no-verify',
+      `--force-with-lease=${targetRef}:${expectedTargetSha}`,
+      repo,
+      `${headSha}:${targetRef}`,
+    ]);
+    // `=`: the target already is the head (a retry after a push that landed); git checks no lease then.
+    if (pushed.split('\n').some((line) => line.startsWith('=\t'))) return merged('target already is the verified head');
+  } catch (error) {
+    const now = await remoteHead();
+    // A retry after a push that landed is refused by the lease: the target already holds the head.
+    if (await targetContainsHead(now)) return merged(now === headSha ? 'target already is the verified head' : 'the target already contains the verified head');
+    if (now !== expectedTargetSha) {
+      throw failure(FailureCode.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12) || '(deleted)'}; the push was refused`, {
+        expected: expectedTargetSha,
+        actual: now,
+      });
+    }
+    // The origin answered and refused (a hook, a protected branch): a retry would be refused the
+    // same way. Anything else (the transport) may pass on a retry.
+    const refused = /\[remote rejected\][^\n]*|\[rejected\][^\n]*/.exec(error instanceof Error ? error.message : String(error));
+    if (refused)
+      throw failure(FailureCode.pushRefused, `the origin refused the push of ${headSha.slice(0, 12)} to ${target}: ${refused[0].trim()}; nothing was pushed`);
+    throw error;
+  }
+  log.info('target fast-forwarded', { target, from: expectedTargetSha, to: headSha });
+  return { mergedSha: headSha, alreadyMerged: false };
+}
+
 /** Capsules of a landing that work in its run workspace (`runs/<id>/worktree`). */
 export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; hostId: string }) {
   const workspaceGit = (runId: string) => automationGit(runPaths(dataDir, runId).worktree);
@@ -222,90 +300,8 @@ export function createLandingCapsules({ dataDir, hostId }: { dataDir: string; ho
       });
     },
 
-    /**
-     * Moves the target on origin to exactly the verified SHA, fast-forward only, and
-     * only from the value the landing verified against (`expectedTargetSha`).
-     * Idempotent: a retry after a push that landed finds the target containing the
-     * verified head (equal to it, or with later commits on top: ancestry, not
-     * equality) and reports `alreadyMerged` instead of a moved target.
-     */
-    fastForwardTarget: async ({
-      runId,
-      repo,
-      target,
-      expectedTargetSha,
-      headSha,
-    }: FastForwardInput): Promise<{ mergedSha: string; alreadyMerged: boolean }> => {
-      const worktree = runPaths(dataDir, runId).worktree;
-      // Every command here talks to the origin: only its own protocol, no prompt (originGit).
-      const git = originGit(worktree, repo);
-      const targetRef = `refs/heads/${target}`;
-      const remoteHead = async () => (await git.listRemote([repo, targetRef])).trim().split(/\s+/)[0] ?? '';
-      /** True when the target's history (as origin has it now) already holds the verified head. */
-      const targetContainsHead = async (seen: string): Promise<boolean> => {
-        if (seen === headSha) return true;
-        if (!seen) return false;
-        // Fetched into FETCH_HEAD only (no ref of the workspace changes): the commits on top are new to us.
-        try {
-          await git.raw(['fetch', '--no-tags', '--quiet', repo, targetRef]);
-        } catch {
-          return false;
-        }
-        return (await gitExitCode(worktree, ['merge-base', '--is-ancestor', headSha, 'FETCH_HEAD'])) === 0;
-      };
-      const merged = (how: string) => {
-        log.info(how, { target, headSha });
-        return { mergedSha: headSha, alreadyMerged: true };
-      };
-
-      // Not read before the push: the lease below makes origin check the target under the ref's
-      // lock, and only a refused push needs to know what the target is now.
-      if ((await gitExitCode(worktree, ['merge-base', '--is-ancestor', expectedTargetSha, headSha])) !== 0) {
-        throw failure(
-          FailureCode.notFastForward,
-          `${headSha.slice(0, 12)} does not descend from ${target} at ${expectedTargetSha.slice(0, 12)}; nothing was pushed`,
-        );
-      }
-      try {
-        // Never a force push, although the option is spelled "force": the refspec has no `+`,
-        // the lease pins the target's old value to exactly `expectedTargetSha` (origin checks
-        // it under the ref's lock, so a target moved by anyone since is refused, not
-        // overwritten), and the check just above makes `expectedTargetSha` an ancestor of
-        // `headSha`: the only update this push can make is that one fast-forward.
-        const pushed = await git.raw([
-          'push',
-          '--porcelain',
-          '--no-verify',
-          `--force-with-lease=${targetRef}:${expectedTargetSha}`,
-          repo,
-          `${headSha}:${targetRef}`,
-        ]);
-        // `=`: the target already is the head (a retry after a push that landed); git checks no lease then.
-        if (pushed.split('\n').some((line) => line.startsWith('=\t'))) return merged('target already is the verified head');
-      } catch (error) {
-        const now = await remoteHead();
-        // A retry after a push that landed is refused by the lease: the target already holds the head.
-        if (await targetContainsHead(now))
-          return merged(now === headSha ? 'target already is the verified head' : 'the target already contains the verified head');
-        if (now !== expectedTargetSha) {
-          throw failure(FailureCode.targetMoved, `target ${target} moved during the push to ${now.slice(0, 12) || '(deleted)'}; the push was refused`, {
-            expected: expectedTargetSha,
-            actual: now,
-          });
-        }
-        // The origin answered and refused (a hook, a protected branch): a retry would be refused the
-        // same way. Anything else (the transport) may pass on a retry.
-        const refused = /\[remote rejected\][^\n]*|\[rejected\][^\n]*/.exec(error instanceof Error ? error.message : String(error));
-        if (refused)
-          throw failure(
-            FailureCode.pushRefused,
-            `the origin refused the push of ${headSha.slice(0, 12)} to ${target}: ${refused[0].trim()}; nothing was pushed`,
-          );
-        throw error;
-      }
-      log.info('target fast-forwarded', { target, from: expectedTargetSha, to: headSha });
-      return { mergedSha: headSha, alreadyMerged: false };
-    },
+    /** Moves the target on origin to exactly the verified SHA, fast-forward only (fastForwardTarget above). */
+    fastForwardTarget: async (input: FastForwardInput): Promise<{ mergedSha: string; alreadyMerged: boolean }> => await fastForwardTarget(dataDir, input),
 
     /** Fetches the target's current head into the mirror and returns it (did it move while we waited?). */
     currentTarget: async ({ repo, target }: { repo: string; target: string }): Promise<string> => {
