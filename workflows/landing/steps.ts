@@ -303,6 +303,13 @@ export async function reviewTree(
       }) as Promise<PanelVerdict>,
     (value) => `${value.status}; REVIEW_CACHE=${value.cache}${value.restored.length ? ` (restored: ${value.restored.join(', ')})` : ''}`,
   );
+  recordReview(ctx, verdict);
+  return verdict;
+}
+
+/** The review panel's verdict in the landing's record, and its spend in the landing's meters. */
+function recordReview(ctx: LandingStepContext, verdict: PanelVerdict): void {
+  const { runId, tracker } = ctx;
   // A verdict of a panel that ran before panels reported their meters counts its sessions only.
   const spent = verdict.meters ?? { sessionsSpawned: verdict.sessionsStarted, respawns: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
   tracker.desk.withdraw(`${runId}.review-${tracker.reviews.length + 1}`);
@@ -323,7 +330,6 @@ export async function reviewTree(
   tracker.meters.inputTokens += spent.inputTokens;
   tracker.meters.outputTokens += spent.outputTokens;
   tracker.meters.costUsd += spent.costUsd;
-  return verdict;
 }
 
 /** A fixup round for a red gate: a child fixLoop in this run's workspace, its repro the failing suites (in the gate's environment, when there is one). */
@@ -378,6 +384,13 @@ export async function fixRedGate(
     (value) => `${value.outcome}${value.playbookUsed ? ` (playbook ${value.playbookUsed})` : ''}: ${value.summary}`,
     (value) => (value.outcome === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
   );
+  recordFix(ctx, label, result);
+  return result;
+}
+
+/** The fixup round's outcome in the landing's record: its loop, its sessions, its meters. */
+function recordFix(ctx: LandingStepContext, label: string, result: FixOutcome): void {
+  const { runId, tracker } = ctx;
   tracker.desk.withdraw(`${runId}.${label}`);
   tracker.fixLoops.push({
     id: `${runId}.${label}`,
@@ -401,7 +414,6 @@ export async function fixRedGate(
   tracker.meters.inputTokens += result.meters.inputTokens;
   tracker.meters.outputTokens += result.meters.outputTokens;
   tracker.meters.costUsd += result.meters.costUsd;
-  return result;
 }
 
 export function redSummary(ctx: LandingStepContext, gate: GateFile, treeSha: string, round: number): { summary: string; message: string } {
