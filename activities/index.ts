@@ -28,7 +28,7 @@ import { hostBoundCapsules, type HostBoundCapsule } from '../core/host-bound';
 import { loadRecipes } from '../core/node/recipes';
 import type { RecipeSnapshot } from '../core/recipe-schemas';
 
-export interface ActivityDeps {
+interface ActivityDeps {
   dataDir: string;
   hostId: string;
   /**

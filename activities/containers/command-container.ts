@@ -22,7 +22,7 @@ import { environmentMount, environmentRoot, environmentsDir, linkProducts, readE
  */
 
 /** The role label of a command container. */
-export const commandRole = 'command';
+const commandRole = 'command';
 
 /** The step of an attempt's command container, from the session's own step (`session-<id>-a<n>`). */
 export const commandStep = (sessionStep: string) => `${sessionStep}-command`;
@@ -38,7 +38,7 @@ const waitScript = 'sleep infinity 2>/dev/null; while sleep 86400; do :; done';
 const unsayable = (product: string) => /[\n\r]/.test(product);
 
 /** A path as an anchored line of a gitignore file, its pattern characters and trailing spaces escaped. */
-export const excludeLine = (path: string) => `/${path.replace(/[\\*?[]/g, (char) => `\\${char}`).replace(/ +$/, (spaces) => spaces.replaceAll(' ', '\\ '))}`;
+const excludeLine = (path: string) => `/${path.replace(/[\\*?[]/g, (char) => `\\${char}`).replace(/ +$/, (spaces) => spaces.replaceAll(' ', '\\ '))}`;
 
 /**
  * Links the environment's products into a fresh workspace copy (where the tree has nothing, never
@@ -67,7 +67,7 @@ export async function linkEnvironment(copy: string, products: string[]): Promise
   return linked;
 }
 
-export interface CommandContainerInput {
+interface CommandContainerInput {
   docker: Docker;
   dataDir: string;
   runId: string;

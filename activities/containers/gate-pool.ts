@@ -44,7 +44,7 @@ import { createPoolSlots, gatePoolId, poolLabelKeys, type SlotFile } from './gat
 import { containerUser } from '../git/git';
 import { writeFileAtomic } from '../stores/run-store';
 
-export { gatePoolId, goScript, poolLabelKeys, poolWaiter } from './gate-pool-slot';
+export { gatePoolId, goScript, poolLabelKeys } from './gate-pool-slot';
 
 /** The containers waiting for one kind of suite: the default runner's, or one environment key's. */
 interface Shelf {
@@ -57,7 +57,7 @@ interface Shelf {
   skipped?: boolean;
 }
 
-export interface GatePoolDeps {
+interface GatePoolDeps {
   dataDir: string;
   hostId: string;
   docker: Docker;

@@ -18,10 +18,10 @@ import { heartbeatWith } from '../containers/heartbeat-details';
  * Dockerfile's path, the build args), so the same context is built once per host; its ID is part of
  * the environment's key.
  */
-export type BaseImage = { ok: true; image: string; imageId: string } | { ok: false; why: string; log: string };
+type BaseImage = { ok: true; image: string; imageId: string } | { ok: false; why: string; log: string };
 
 /** Tag of the image a Dockerfile builds: from its context's tree, its path and args. */
-export function dockerfileTag(contextTree: string, dockerfile: string, args: Record<string, string>): string {
+function dockerfileTag(contextTree: string, dockerfile: string, args: Record<string, string>): string {
   return `tarmac/env-base:${createHash('sha256').update(canonicalJson({ contextTree, dockerfile, args })).digest('hex').slice(0, 24)}`;
 }
 

@@ -27,7 +27,7 @@ import {
 } from './environment-records';
 
 /** What a build needs of the environment activities' dependencies (environments.ts), defaults taken. */
-export interface BuildContext {
+interface BuildContext {
   dataDir: string;
   hostId: string;
   docker: Docker;

@@ -32,14 +32,14 @@ export const egressToolsMount = '/opt/tarmac/egress';
 export const egressPort = 3128;
 
 /** Exit codes of the wrapper itself (the setup's own commands keep theirs). */
-export const wrapperExit = { forwarder: 70, inputs: 71, result: 72 } as const;
+const wrapperExit = { forwarder: 70, inputs: 71, result: 72 } as const;
 
 /**
  * The wrapper: a trusted text that runs in the untrusted image. fd 3 is the result stream (the
  * container's stdout); every command writes to the log (stderr) and gets no fd 3. Markers name the
  * command that failed; a setup can forge them, but they only shape its own failure's message.
  */
-export const setupWrapper = `#!/bin/sh
+const setupWrapper = `#!/bin/sh
 exec 3>&1 1>&2
 cp -a ${setupMount}/inputs/. /workspace/ || { echo "[tarmac] the environment's inputs could not be copied into /workspace"; exit ${wrapperExit.inputs}; }
 if [ -S ${egressMount}/egress.sock ]; then
@@ -81,7 +81,7 @@ export async function writeSetupFiles(setupDir: string, commands: string[]): Pro
   await chmod(join(setupDir, 'commands'), 0o755);
 }
 
-export interface SetupContainerSpec {
+interface SetupContainerSpec {
   labels: Record<string, string> & { 'tarmac.run': string; 'tarmac.step': string };
   image: string;
   user: string;
@@ -96,7 +96,7 @@ export interface SetupContainerSpec {
   maxLogBytes: number;
 }
 
-export interface SetupContainerResult {
+interface SetupContainerResult {
   exitCode: number | null;
   timedOut: boolean;
   oomKilled: boolean;

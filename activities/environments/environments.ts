@@ -25,15 +25,12 @@ import {
 } from './environment-records';
 
 export {
-  egressEntry,
   environmentMount,
   environmentRoot,
   environmentsDir,
   linkProducts,
   listEnvironments,
-  listProducts,
   readEnvironment,
-  readInputs,
   type EnvironmentRecord,
   type PrepareEnvironmentInput,
   type PrepareEnvironmentResult,

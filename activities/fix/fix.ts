@@ -43,7 +43,7 @@ const PlaybooksRecipeSchema = Type.Object({
 });
 
 /** recipes/playbooks.json, validated; errors name the file and the field. */
-export interface FixLimits {
+interface FixLimits {
   maxRepairs: number;
   /** Tool calls one session may make through the gateway. */
   maxToolIterations: number;
@@ -51,14 +51,14 @@ export interface FixLimits {
   sessionTimeout: string;
 }
 
-export interface PlaybooksRecipe {
+interface PlaybooksRecipe {
   playbooks: Playbook[];
   grounding: GroundingRules;
   limits: FixLimits;
 }
 
 /** recipes/playbooks.json from its file (default: the repository's recipes/). */
-export function loadPlaybooks(dir: string = defaultRecipesDir): PlaybooksRecipe {
+function loadPlaybooks(dir: string = defaultRecipesDir): PlaybooksRecipe {
   return playbooksFrom(JSON.parse(readFileSync(join(dir, 'playbooks.json'), 'utf8')));
 }
 

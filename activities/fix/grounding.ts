@@ -19,14 +19,14 @@ import { mirrorPath, recordInManifest, runPaths } from '../stores/run-store';
 import { leanRun } from '../git/lean-spawn';
 
 /** Most regular files listed in the facts (a workflow carries them). */
-export const maxFactFiles = 5_000;
+const maxFactFiles = 5_000;
 /** Largest manifest read (package.json, a makefile read as text). */
 const maxManifestBytes = 1024 * 1024;
 /** Most bytes of make's database kept and parsed. */
 const maxDatabaseBytes = 8 * 1024 * 1024;
 const makefileNames = ['GNUmakefile', 'makefile', 'Makefile'];
 
-export interface TreeEntry {
+interface TreeEntry {
   mode: string;
   size: number;
   path: string;
@@ -170,5 +170,3 @@ export function createGroundingActivities({ dataDir, hostId, docker }: { dataDir
     },
   };
 }
-
-export type GroundingActivities = ReturnType<typeof createGroundingActivities>;

@@ -23,7 +23,7 @@ import { serveHttpPrivately } from './private-socket';
  * It adds nothing of the worker's: no credentials, no headers, nothing read from its environment.
  */
 
-export const egressGatewayLimits = {
+const egressGatewayLimits = {
   /** Tunnels and forwarded requests open at once; one more is answered 503. */
   connections: 256,
   /** The request line and headers, in bytes; more is answered 431 by Node's parser. */
@@ -57,7 +57,7 @@ export interface EgressConnection {
   endedAt: string;
 }
 
-export interface EgressGatewayOptions {
+interface EgressGatewayOptions {
   /** Names the socket's directory (listenPrivately): the same `dir` finds the same socket after a restart. */
   dir: string;
   /** The socket's file name (default `egress.sock`). */

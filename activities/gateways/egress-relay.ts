@@ -8,7 +8,7 @@ import net, { type Socket } from 'node:net';
  */
 
 /** What a relay counts as it goes, into the connection's record. */
-export interface RelayCounts {
+interface RelayCounts {
   bytesUp: number;
   bytesDown: number;
   /** The status the client got (a forwarded request's is the upstream's). */

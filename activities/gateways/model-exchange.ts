@@ -30,7 +30,7 @@ export interface ExchangeResult {
   meterProblem?: string;
 }
 
-export interface ExchangeInput {
+interface ExchangeInput {
   provider: ModelProvider;
   /** The upstream URL this request goes to (base + the request's path and query). */
   target: URL;

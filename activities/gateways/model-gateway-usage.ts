@@ -43,7 +43,7 @@ export const ModelGatewayUsageSchema = Type.Object({
 
 export type ModelGatewayUsage = Static<typeof ModelGatewayUsageSchema>;
 
-export function emptyUsage(provider: ModelProvider): ModelGatewayUsage {
+function emptyUsage(provider: ModelProvider): ModelGatewayUsage {
   return {
     provider,
     ...zeroTokens,

@@ -72,7 +72,7 @@ export function usageOfBody(provider: ModelProvider, body: unknown): { tokens?: 
 }
 
 /** What a streamed response amounted to, for the meter and the transcript. */
-export interface StreamSummary {
+interface StreamSummary {
   tokens?: TokenCounts;
   model?: string;
   /** The provider's usage object(s) as sent. */

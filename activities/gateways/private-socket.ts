@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Owner } from '../stores/confined-fs';
 
-export interface PrivateSocket {
+interface PrivateSocket {
   listener: Server;
   /** The directory holding the socket (mode 0700, owned by `owner`): mount it, not the socket file. */
   socketDir: string;

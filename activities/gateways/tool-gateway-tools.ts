@@ -36,7 +36,7 @@ export interface GatewayState extends BreakerState {
 }
 
 /** Sizes the gateway holds to, whatever the agent asks for. */
-export const gatewayLimits = {
+const gatewayLimits = {
   /** read_file and edit_file refuse larger files. */
   readBytes: 2 * 1024 * 1024,
   /** write_file and edit_file refuse to write more. */
@@ -105,7 +105,7 @@ const fileOwner = (): Owner | undefined => (process.getuid?.() === 0 ? container
 type ToolAnswer = ReturnType<typeof text>;
 
 /** What a tool's handler is given: the call, the gateway's options and state, and how to record or refuse. */
-export interface ToolCall {
+interface ToolCall {
   name: string;
   args: Record<string, unknown>;
   /** When the call came in (ms). */
@@ -117,7 +117,7 @@ export interface ToolCall {
   refuse(tool: string, reason: string, extra?: Record<string, unknown>): Promise<ToolAnswer>;
 }
 
-export type ToolHandler = (call: ToolCall) => Promise<ToolAnswer>;
+type ToolHandler = (call: ToolCall) => Promise<ToolAnswer>;
 
 /** Applies a breaker event to the session's state. */
 function note(call: ToolCall, event: Parameters<typeof applyToolEvent>[1]): void {

@@ -25,7 +25,7 @@ import { text, toolHandlers, tools, type GatewayState, type ToolName, type ToolO
  * whatever comes back is capped while it is read. The socket is reachable by the
  * container's user only (private-socket.ts).
  */
-export interface GatewayOptions extends ToolOptions {
+interface GatewayOptions extends ToolOptions {
   /** Directory holding the socket, the persisted state and the telemetry (mounted into the container). */
   dir: string;
   /** Tool calls the session may make in all (default unlimited); beyond it every call is refused. */
@@ -41,8 +41,6 @@ export interface GatewayHandle {
   state(): GatewayState;
   close(): Promise<void>;
 }
-
-export { gatewayLimits } from './tool-gateway-tools';
 
 export async function startGateway(options: GatewayOptions): Promise<GatewayHandle> {
   mkdirSync(options.dir, { recursive: true });

@@ -13,7 +13,7 @@ export interface StackedMember {
   treeSha: string;
 }
 
-export interface StackResult {
+interface StackResult {
   stacked: StackedMember[];
   /** Members left off the stack, and why (they go on alone). */
   left: { landingId: string; reason: string }[];
@@ -89,5 +89,3 @@ async function undoRebase(workspace: string): Promise<void> {
   if (!existsSync(join(workspace, '.git', 'rebase-merge')) && !existsSync(join(workspace, '.git', 'rebase-apply'))) return;
   if ((await gitExitCode(workspace, ['rebase', '--abort'])) !== 0) await gitExitCode(workspace, ['rebase', '--quit']);
 }
-
-export type BatchActivities = ReturnType<typeof createBatchActivities>;

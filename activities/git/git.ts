@@ -30,7 +30,7 @@ export function gitArgs(baseDir: string, ...args: string[]): string[] {
  * (activities/git/lean-spawn.ts: a fork of the worker costs 6–25 ms, the helper's ~1 ms; a landing
  * runs a few dozen of these). A failure throws with git's own message (stderr).
  */
-export interface AutomationGit {
+interface AutomationGit {
   /** stdout of `git <args>`. */
   raw(args: string[]): Promise<string>;
   /** stdout of `git rev-parse <args>`. */
@@ -96,7 +96,7 @@ async function runGit(baseDir: string, args: string[]): Promise<string> {
 }
 
 /** Git for the commands that talk to a run's origin (originGit): fetch, ls-remote, push. */
-export interface OriginGit {
+interface OriginGit {
   /** stdout of `git <args>`; a failure throws with what git said (stderr, then stdout). */
   raw(args: string[]): Promise<string>;
   /** stdout of `git ls-remote <args>`. */
@@ -172,7 +172,7 @@ export async function objectAt(git: AutomationGit, sha: string, path: string): P
   return type && oid ? { type, oid } : null;
 }
 
-export interface GitActivityDeps {
+interface GitActivityDeps {
   dataDir: string;
   hostId: string;
 }

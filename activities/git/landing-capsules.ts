@@ -11,14 +11,14 @@ import { automationGit, catFileBatch, changedPaths, ensureMirror, ensureWorkspac
 import { gateFileFactsIn } from './gate-file-facts';
 import { recordInManifest, runPaths } from '../stores/run-store';
 
-export interface WorkspaceHead {
+interface WorkspaceHead {
   headSha: string;
   treeSha: string;
   /** Commits on HEAD that are not on `since`. */
   commitsSince: number;
 }
 
-export interface VerifyLandingInput {
+interface VerifyLandingInput {
   runId: string;
   targetSha: string;
   headSha: string;
@@ -31,7 +31,7 @@ export interface VerifyLandingInput {
   approvedGateFile?: GateFileApproval;
 }
 
-export interface FastForwardInput {
+interface FastForwardInput {
   runId: string;
   repo: string;
   target: string;

@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-export interface LeanStep {
+interface LeanStep {
   command: string;
   args: string[];
   cwd?: string;
@@ -30,7 +30,7 @@ export interface LeanStep {
   maxStdoutBytes?: number;
 }
 
-export interface LeanResult {
+interface LeanResult {
   code: number | null;
   signal: NodeJS.Signals | null;
   stdout: Buffer;

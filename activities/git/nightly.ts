@@ -3,7 +3,7 @@ import { failure, FailureCode } from '../../core/failures';
 import type { BranchHead } from '../../core/types';
 import { originGit } from './git';
 
-export interface PinnedLanding {
+interface PinnedLanding {
   /** The landing's workflow id, from the same business key the API uses (`landingId`). */
   landingId: string;
   targetSha: string;

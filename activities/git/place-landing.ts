@@ -14,7 +14,7 @@ import { runPaths } from '../stores/run-store';
 import type { LandingCapsules } from './landing-capsules';
 import type { RebaseActivities, RebaseResult } from './rebase';
 
-export interface PlaceLandingResult {
+interface PlaceLandingResult {
   inspected: InspectTargetResult;
   /** The first rebase of the branches onto the target (absent when the gate file is invalid: nothing is made). */
   rebased?: RebaseResult;

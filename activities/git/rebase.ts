@@ -16,7 +16,7 @@ interface RebaseState {
   inProgress?: string;
 }
 
-export interface RebaseInput {
+interface RebaseInput {
   runId: string;
   targetSha: string;
   heads: BranchHead[];
@@ -28,7 +28,7 @@ export interface RebaseInput {
 }
 
 /** A rebase onto a moved target: the new head, or the conflict it stopped at (left stopped for a resolver). */
-export type RebaseOntoResult = { status: 'done'; headSha: string } | Extract<RebaseResult, { status: 'conflict' }>;
+type RebaseOntoResult = { status: 'done'; headSha: string } | Extract<RebaseResult, { status: 'conflict' }>;
 
 export type RebaseResult =
   | {
@@ -55,7 +55,7 @@ export interface ProvenanceEntry {
   how: 'identical' | 'resolved' | 'already-upstream' | 'dropped';
 }
 
-export interface PatchCheckInput {
+interface PatchCheckInput {
   runId: string;
   targetSha: string;
   heads: BranchHead[];

@@ -38,7 +38,7 @@ export interface RetentionReport {
 }
 
 /** The log of removals, one JSON line each, in the data dir: what was removed, when, and why. */
-export const retentionLogName = 'retention.jsonl';
+const retentionLogName = 'retention.jsonl';
 
 /** Bytes under a path, without following symbolic links (a link counts as itself). */
 async function sizeOf(path: string): Promise<number> {
@@ -74,7 +74,7 @@ async function workflowStatus(client: Client, runId: string): Promise<RunWorkflo
   }
 }
 
-export interface RetentionDeps {
+interface RetentionDeps {
   dataDir: string;
   hostId: string;
   /** The Temporal client to ask about runs; default the activity's (the worker's) client. */

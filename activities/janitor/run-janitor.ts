@@ -27,7 +27,7 @@ export const cleanupMarker = 'cleanup-pending.json';
 /** What the janitor did: `{ removedPaths, removedContainers, at }`, or `{ error, at }`. */
 export const cleanupRecord = 'cleanup.json';
 
-export interface RunJanitorDeps {
+interface RunJanitorDeps {
   dataDir: string;
   /** Removes the run's labelled containers; answers how many. */
   removeContainers: (runId: string) => Promise<number>;

@@ -4,7 +4,7 @@ import type { ModelProvider } from '../../core/model-pricing';
 import type { Harness } from '../../core/recipe-schemas';
 import { defaultModelUpstreams } from '../gateways/model-protocol';
 
-export interface AvailabilityDeps {
+interface AvailabilityDeps {
   docker: Docker;
   /** The worker's environment (keys are looked at, never copied). */
   secrets: NodeJS.ProcessEnv;

@@ -9,7 +9,7 @@ import { writeFileAtomic } from '../stores/run-store';
 const maxResultBytes = 1024 * 1024;
 
 /** What an attempt delivered: its result, or why there is none. */
-export interface DeliveredResult {
+interface DeliveredResult {
   delivered?: SessionResult;
   resultProblem?: string;
 }

@@ -79,7 +79,7 @@ export interface RunSessionInput {
 }
 
 /** The session activities' dependencies with their defaults taken. */
-export type AttemptDeps = Required<Pick<SessionActivityDeps, 'dataDir' | 'hostId' | 'docker' | 'secrets' | 'modelUpstreams'>> &
+type AttemptDeps = Required<Pick<SessionActivityDeps, 'dataDir' | 'hostId' | 'docker' | 'secrets' | 'modelUpstreams'>> &
   Pick<SessionActivityDeps, 'recipesDir' | 'scriptScenariosDir'>;
 
 /** The container's loopback port of the model forwarder (images/shared/tarmac-forward). */

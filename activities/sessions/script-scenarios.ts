@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseScriptScenario, scenarioNameProblem, splitScriptModel, type ScriptScenario } from '../../core/script-scenario';
 
-export type ScenarioLoad = { ok: true; scenario: ScriptScenario } | { ok: false; reason: string };
+type ScenarioLoad = { ok: true; scenario: ScriptScenario } | { ok: false; reason: string };
 
 /**
  * The scenario a script model names (`fixer:<name>`), read from the worker's scenarios directory

@@ -29,7 +29,7 @@ export interface AttemptWorkspace {
 }
 
 /** Bundles larger than this are refused (an agent's commits, not a dump of the disk). */
-export const maxBundleBytes = 512 * 1024 * 1024;
+const maxBundleBytes = 512 * 1024 * 1024;
 
 export function attemptWorkspace(attemptDir: string): AttemptWorkspace {
   return { copy: join(attemptDir, 'workspace'), exportDir: join(attemptDir, 'export') };
@@ -110,7 +110,7 @@ const exportScript = [
   'printf "%s %s\\n" "$head" "$state" > "$out/head"',
 ].join('\n');
 
-export interface ExportInput {
+interface ExportInput {
   docker: Docker;
   runId: string;
   /** The session's step label; the export's step is derived from it. */

@@ -9,12 +9,12 @@ import type { ResolvedPanel } from '../../core/review-types';
 import type { SessionAttemptReport } from '../../core/session-types';
 import { runAttempt, type RunSessionInput, type SessionActivityDeps } from './attempt';
 
-export type { RunSessionInput, SessionActivityDeps } from './attempt';
+export type { RunSessionInput } from './attempt';
 import { defaultModelUpstreams } from '../gateways/model-protocol';
 import { availabilityFacts } from './agent-availability';
 import { agentAvailability, runnableLadder } from '../../core/agent-availability';
 
-export interface ValidateDispatchInput {
+interface ValidateDispatchInput {
   /** harness#model of the first attempt; empty → the ladder's first rung. */
   harnessModel: string;
   ladder?: string[];
@@ -128,5 +128,3 @@ export function createSessionActivities({
       await runAttempt({ dataDir, hostId, docker, secrets, modelUpstreams, recipesDir, scriptScenariosDir }, input),
   };
 }
-
-export type SessionActivities = ReturnType<typeof createSessionActivities>;

@@ -112,5 +112,3 @@ function refused(path: string, reason: string): string {
   log.warn('gate cache entry refused; the suite runs again', { path, reason });
   return reason;
 }
-
-export type GateCache = ReturnType<typeof createGateCache>;

@@ -35,13 +35,13 @@ function digestOf(key: FindingsCacheKey, report: SealedReport): string {
   return `sha256:${createHash('sha256').update(canonical).digest('hex')}`;
 }
 
-export interface RestoreInput {
+interface RestoreInput {
   treeSha: string;
   promptVersion: string;
   reviewers: string[];
 }
 
-export interface RestoreResult {
+interface RestoreResult {
   restored: { harnessModel: string; report: SealedReport }[];
   misses: { harnessModel: string; reason: string }[];
 }
