@@ -28,7 +28,7 @@ import { quarantineRoutes } from './routes/quarantines';
 import { queueRoutes } from './routes/queues';
 import { environmentRoutes } from './routes/environments';
 
-export interface AppDeps {
+interface AppDeps {
   client: Client;
   config: Config;
   /** Docker client for the health check; default one on `config.dockerSocket`. */

@@ -4,7 +4,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { NotFound } from './errors';
 
 /** Where `npm run build:dashboard` writes the dashboard (scripts/build-dashboard.ts). */
-export const builtDashboardDir = resolve(__dirname, '..', 'dist', 'dashboard');
+const builtDashboardDir = resolve(__dirname, '..', 'dist', 'dashboard');
 
 /**
  * The page's Content-Security-Policy: everything from this origin only; no inline script or

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import { LandingPhase, LandingStatus } from '../core/types';
 
 /** Prometheus text exposition: one metric family with its HELP and TYPE lines. */
-export interface MetricFamily {
+interface MetricFamily {
   name: string;
   help: string;
   type: 'counter' | 'gauge';

@@ -2,7 +2,7 @@ import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** One complete line of a runner log, and the file's byte offset just after it. */
-export interface LogLine {
+interface LogLine {
   file: string;
   line: string;
   /** Docker's timestamp of the line, when the log has one. */

@@ -1,9 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 
 /** Default cron of a nightly schedule: every day at 03:00 in the schedule's time zone. */
-export const defaultNightlyCron = '0 3 * * *';
+const defaultNightlyCron = '0 3 * * *';
 /** Default time zone of a nightly schedule. */
-export const defaultNightlyTimezone = 'UTC';
+const defaultNightlyTimezone = 'UTC';
 
 const harnessModel = Type.String({ minLength: 3, maxLength: 200, description: 'harness#model' });
 

@@ -51,7 +51,7 @@ export const LandingCreateSchema = Type.Object(
 );
 export type LandingCreate = Static<typeof LandingCreateSchema>;
 
-export const HeadSchema = Type.Object({ branch: Type.String(), sha: Type.String() });
+const HeadSchema = Type.Object({ branch: Type.String(), sha: Type.String() });
 
 export const LandingCreatedSchema = Type.Object({
   id: Type.String({ description: 'workflow id, derived from repo, target and branch heads' }),
@@ -213,7 +213,7 @@ export const ReviewSchema = Type.Object(
 );
 
 /** A question a run asks (its own or its agents'), with its answer once there is one. */
-export const QuestionSchema = Type.Object({
+const QuestionSchema = Type.Object({
   id: Type.String(),
   question: Type.String(),
   from: Type.Optional(Type.String({ description: 'who asked: the landing itself, or an agent session (`resolver-1 (resolver, harness#model)`)' })),
@@ -223,7 +223,7 @@ export const QuestionSchema = Type.Object({
   withdrawn: Type.Optional(Type.Boolean({ description: 'the child that asked ended before an answer came' })),
 });
 
-export const BudgetViewSchema = Type.Object(
+const BudgetViewSchema = Type.Object(
   {
     tokens: Type.Number(),
     costUsd: Type.Number(),
@@ -648,4 +648,3 @@ export const QueueViewSchema = Type.Object({
   recentTurnMs: Type.Array(Type.Integer(), { description: 'durations of recent turns (a landing’s hold, or a whole batch), newest last' }),
 });
 export type QueueView = Static<typeof QueueViewSchema>;
-export type QueueEntry = Static<typeof QueueEntrySchema>;

@@ -27,7 +27,7 @@ const StreamEventSchema = Type.Object({
 /** How long closing the app waits for the event streams' loops to finish the read each is in. */
 const loopsCloseWaitMs = 3_000;
 
-export interface EventRouteOptions {
+interface EventRouteOptions {
   client: Client;
   config: Config;
   /** How often an open stream looks for new events; default 500 ms, backing off to 4× that while nothing happens. */

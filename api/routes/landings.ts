@@ -22,7 +22,7 @@ import { landingView, queuedFor } from '../services/landing-view';
 import { listRuns, readerFilter, runSummary } from '../services/run-list';
 import { startLanding } from '../services/start-landing';
 
-export interface LandingRouteOptions {
+interface LandingRouteOptions {
   client: Client;
   config: Config;
 }

@@ -6,7 +6,7 @@ import type { Config } from '../../core/node/config';
 import { landingFamilies, renderMetrics, type RequestCounter } from '../metrics';
 import { ErrorSchema } from '../schemas';
 
-export interface OpsRouteOptions {
+interface OpsRouteOptions {
   client: Client;
   docker: Docker;
   config: Config;

@@ -19,7 +19,7 @@ const QueueParams = Type.Object({
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 431: ErrorSchema, 500: ErrorSchema };
 
 /** The queue's answer as the view reads it: the ETA of each waiting landing from the queue's recent turns. */
-export function queueView(repo: string, target: string, queueId: string, status: QueueStatusView | undefined, now: number) {
+function queueView(repo: string, target: string, queueId: string, status: QueueStatusView | undefined, now: number) {
   if (!status) return { repo, target, queueId, running: false, waiting: [], admitted: 0, batches: 0, recentTurnMs: [] };
   const recent = status.recentTurnMs ?? [];
   const tickets = status.tickets ?? status.waiting.map((landingId, seq) => ({ landingId, lane: 0, seq, batchable: false, batchSize: 1 }));

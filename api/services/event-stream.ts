@@ -7,7 +7,7 @@ import { readNewLogLines } from '../run-logs';
 import type { RunEvent } from '../schemas';
 import { EarlierRuns, readJournal } from './run-journal';
 
-export interface EventStreamOptions {
+interface EventStreamOptions {
   client: Client;
   handle: WorkflowHandle;
   /** Where the stream resumes (journal number and log offsets); it advances with each event sent. */

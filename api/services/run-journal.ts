@@ -7,7 +7,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { RunEvent } from '../../core/events';
 import { eventsQuery } from '../../core/messages';
 
-export interface JournalState {
+interface JournalState {
   events: RunEvent[];
   /** More journal events are waiting right now (the page was full). */
   more: boolean;

@@ -10,7 +10,7 @@ import { normaliseRepo, resolveHeads } from '../repo';
 import { startRun } from '../start-run';
 
 /** What a landing is asked for: by POST /v1/landings, or again by POST /v1/landings/:id/retry. */
-export interface LandingStart {
+interface LandingStart {
   /** As the request names it; made canonical (and allow-listed) here. */
   repo: string;
   target: string;
@@ -22,7 +22,7 @@ export interface LandingStart {
   priority?: number;
 }
 
-export interface LandingStarted {
+interface LandingStarted {
   id: string;
   duplicate: boolean;
   repo: string;
