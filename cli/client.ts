@@ -38,10 +38,10 @@ import { ApiCallError, CliError } from './errors';
 export type { BudgetCommand, EnvironmentView, LandingView, QuarantineView, QueueView, RunSummary, ScheduleSummary, ScheduleView };
 
 /** GET /v1/runs filters, as the command line gives them; every one optional. */
-export type RunListFilter = { [Name in keyof Static<typeof RunListQuery>]?: string | number };
+type RunListFilter = { [Name in keyof Static<typeof RunListQuery>]?: string | number };
 
 /** POST /v1/schedules as a client sends it: the fields with a default may be left out. */
-export type ScheduleCreate = Omit<ScheduleCreateBody, 'cron' | 'timezone' | 'paused'> & Partial<Pick<ScheduleCreateBody, 'cron' | 'timezone' | 'paused'>>;
+type ScheduleCreate = Omit<ScheduleCreateBody, 'cron' | 'timezone' | 'paused'> & Partial<Pick<ScheduleCreateBody, 'cron' | 'timezone' | 'paused'>>;
 
 /** What a failed `fetch` means to the user: the URL and the reason. */
 export function unreachable(url: string, error: unknown): CliError {

@@ -47,7 +47,7 @@ export class SilentDisplay implements Display {
   finish(): void {}
 }
 
-export interface TtyOptions {
+interface TtyOptions {
   /** Least time between two redraws; default 100 ms. */
   throttleMs?: number;
   /** The clock (tests pass their own). */

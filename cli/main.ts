@@ -40,7 +40,7 @@ const commands = {
   environments: environmentsCommand,
 } as const satisfies Record<string, (args: string[], context: CliContext) => Promise<ExitCode>>;
 
-export type ClientCommand = keyof typeof commands;
+type ClientCommand = keyof typeof commands;
 
 export function isClientCommand(name: string | undefined): name is ClientCommand {
   return name !== undefined && Object.hasOwn(commands, name);

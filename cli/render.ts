@@ -11,7 +11,7 @@ import type { Meters } from '../core/types';
 import type { LandingView, QueueView, RunSummary, ScheduleSummary, ScheduleView } from './client';
 import type { OutcomeLike, WatchEvent, WatchState } from './watch-state';
 
-export const marks = { started: '▸', running: '▸', done: '✓', passed: '✓', failed: '✗', skipped: '–', 'timed-out': '⧗' } as const;
+const marks = { started: '▸', running: '▸', done: '✓', passed: '✓', failed: '✗', skipped: '–', 'timed-out': '⧗' } as const;
 const mark = (status: string) => (marks as Record<string, string>)[status] ?? '·';
 
 /** Who asked a question and why, as the CLI shows it: ` (from resolver-1 (…); the rebase … stopped …)`. */
@@ -132,7 +132,7 @@ export function outcomeLines(outcome: OutcomeLike | undefined, meters?: Partial<
   return lines;
 }
 
-export interface ScreenOptions {
+interface ScreenOptions {
   /** Current time (ms since epoch): the wall clock of a running run. */
   now: number;
   /** Terminal width: longer lines are cut so a redraw never wraps. */

@@ -99,7 +99,7 @@ export class SseParser {
   }
 }
 
-export interface StreamOptions {
+interface StreamOptions {
   /** Resume after this cursor (sent as `Last-Event-ID`); default from the start. */
   lastEventId?: string;
   /** Called for every message, in order. Return `'stop'` to end the stream early. */

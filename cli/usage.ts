@@ -235,7 +235,7 @@ const docs = {
   },
 } as const satisfies Record<string, CommandDoc>;
 
-export type DocumentedCommand = keyof typeof docs;
+type DocumentedCommand = keyof typeof docs;
 
 export function isDocumentedCommand(name: string | undefined): name is DocumentedCommand {
   return name !== undefined && Object.hasOwn(docs, name);

@@ -6,7 +6,7 @@ import { columns, second } from '../render';
 import { repoArgument } from './land';
 
 /** `3f9a0c1d2e4b`: an environment's key as its step details name it (`ENV_CACHE=hit <key12>`). */
-export const shortKey = (key: string) => key.replace(/^sha256:/, '').slice(0, 12);
+const shortKey = (key: string) => key.replace(/^sha256:/, '').slice(0, 12);
 
 /** `tarmac environments`: one environment a row, most recently used first (the API's order). */
 export function environmentLines(environments: readonly EnvironmentView[]): string[] {

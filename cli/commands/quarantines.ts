@@ -4,7 +4,7 @@ import { parseCommand, positionals, writeLines, type CliContext } from '../conte
 import { repoArgument } from './land';
 
 /** One line per quarantine: the suite, where, until when, why and which landing's evidence. */
-export function quarantineLines(quarantines: readonly QuarantineView[]): string[] {
+function quarantineLines(quarantines: readonly QuarantineView[]): string[] {
   if (quarantines.length === 0) return ['no suite is quarantined'];
   return quarantines.map(
     (entry) =>

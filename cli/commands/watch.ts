@@ -7,7 +7,7 @@ import { streamRunEvents } from '../sse';
 import { applyEvent, decodeEvent, initialWatchState, isReplay, type WatchState } from '../watch-state';
 import { parseCommand, positionals, writeLines, type CliContext } from '../context';
 
-export interface WatchOptions {
+interface WatchOptions {
   /** Plain lines also on a terminal. */
   plain?: boolean;
   /** Print runner log lines in plain mode too. */
@@ -17,11 +17,11 @@ export interface WatchOptions {
 }
 
 /** The runs with an event stream, by what the API calls their workflow type. */
-export type WatchedKind = 'landing' | 'review-panel' | 'fix-loop';
+type WatchedKind = 'landing' | 'review-panel' | 'fix-loop';
 const kindOfWorkflowType: Record<string, WatchedKind> = { landing: 'landing', reviewPanel: 'review-panel', fixLoop: 'fix-loop' };
 
 /** What kind of run `id` is (one request); a run without an event stream is refused, naming what it is. */
-export async function watchedKind(client: TarmacClient, id: string): Promise<WatchedKind> {
+async function watchedKind(client: TarmacClient, id: string): Promise<WatchedKind> {
   const run = await client.run(id);
   const kind = kindOfWorkflowType[run.type];
   if (!kind)
@@ -62,7 +62,7 @@ export async function followRun(context: CliContext, id: string, options: WatchO
   return state;
 }
 
-export interface WatchRunOptions extends WatchOptions {
+interface WatchRunOptions extends WatchOptions {
   /** A fix loop's repo and branch, to print how to land its fix branch. */
   landOnto?: { repo: string; branch: string };
 }
