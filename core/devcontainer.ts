@@ -44,7 +44,7 @@ export const defaultDevcontainerInputs: readonly string[] = [
   ...['go.mod', 'go.sum', 'Cargo.toml', 'Cargo.lock'],
 ];
 
-export type DevcontainerParse = { ok: true; declaration: EnvironmentDeclaration } | { ok: false; field: string; message: string };
+type DevcontainerParse = { ok: true; declaration: EnvironmentDeclaration } | { ok: false; field: string; message: string };
 
 /** Keys that change what the container is or does, which Tarmac cannot honour, and what to write instead. */
 const unsupportedKeys: Record<string, string> = {

@@ -10,8 +10,8 @@
  * ports 443 and 80 only, and checks each name's addresses itself.
  */
 
-export type EgressHostParse = { ok: true; host: string } | { ok: false; message: string };
-export type EgressAllowParse = { ok: true; hosts: string[] } | { ok: false; entry: string; message: string };
+type EgressHostParse = { ok: true; host: string } | { ok: false; message: string };
+type EgressAllowParse = { ok: true; hosts: string[] } | { ok: false; entry: string; message: string };
 
 const labelPattern = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 

@@ -13,10 +13,10 @@ import { parseEgressHost } from './egress-hosts';
 export const imagePattern = '^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$';
 
 /** How long an environment's whole setup may take when the declaration names no `timeout`. */
-export const defaultEnvironmentTimeout = '20m';
+const defaultEnvironmentTimeout = '20m';
 
 /** Where cache paths live: the home of the user a setup runs as. */
-export const cacheRoot = '/tmp/home/';
+const cacheRoot = '/tmp/home/';
 
 export const environmentLimits = { setupCommands: 32, commandLength: 4096, valueLength: 4096, inputs: 64, cache: 8, egress: 64 } as const;
 
@@ -34,7 +34,7 @@ export function inputsWithDockerfile(inputs: readonly string[], dockerfile: stri
   return [...inputs, dockerfile];
 }
 
-export interface FieldProblem {
+interface FieldProblem {
   field: string;
   message: string;
 }
@@ -78,7 +78,7 @@ export const EnvironmentSchema = Type.Object(
   { additionalProperties: false, description: 'the environment the gates and agents run in' },
 );
 
-export type EnvironmentFields = Static<typeof EnvironmentSchema>;
+type EnvironmentFields = Static<typeof EnvironmentSchema>;
 
 const hasControlCharacter = (text: string) => [...text].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f);
 
@@ -96,7 +96,7 @@ export function repositoryPathProblem(path: string): string | undefined {
 }
 
 /** Why a cache path is refused, or undefined. */
-export function cachePathProblem(path: string): string | undefined {
+function cachePathProblem(path: string): string | undefined {
   if (!path.startsWith(cacheRoot) || path.length === cacheRoot.length)
     return `must be a directory under ${cacheRoot} (the home of the setup's user), e.g. "/tmp/home/.npm"`;
   if (hasControlCharacter(path)) return 'contains a control character';
@@ -108,7 +108,7 @@ export function cachePathProblem(path: string): string | undefined {
 }
 
 /** Why an egress entry is refused, or undefined; entries are written as the gateway compares them. */
-export function egressEntryProblem(entry: string): string | undefined {
+function egressEntryProblem(entry: string): string | undefined {
   const parsed = parseEgressHost(entry);
   if (!parsed.ok) return parsed.message;
   return parsed.host === entry ? undefined : `must be written "${parsed.host}" (lowercase, no trailing dot)`;
@@ -119,7 +119,7 @@ export function egressEntryProblem(entry: string): string | undefined {
 const proxyVariables = new Set(['http_proxy', 'https_proxy', 'no_proxy', 'all_proxy', 'ftp_proxy']);
 
 /** Why a variable name (in `env`, `args`, `containerEnv`, `build.args`) is refused, or undefined. */
-export function variableNameProblem(name: string): string | undefined {
+function variableNameProblem(name: string): string | undefined {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return 'is not a variable name (letters, digits and "_", not starting with a digit)';
   if (name.toUpperCase().startsWith('TARMAC_')) return "starts with TARMAC_, which is kept for Tarmac's own settings";
   if (proxyVariables.has(name.toLowerCase())) return 'is set by Tarmac: the setup reaches the network only through the egress gateway';

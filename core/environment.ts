@@ -3,8 +3,7 @@ import { covers, environmentTimeoutMs, inputsWithDockerfile } from './environmen
 import type { EnvironmentDeclaration } from './environment-types';
 
 export type { EnvironmentDeclaration } from './environment-types';
-export { defaultDevcontainerInputs, devcontainerPath, parseDevcontainer, type DevcontainerParse } from './devcontainer';
-export { defaultEnvironmentTimeout, inputsWithDockerfile } from './environment-fields';
+export { devcontainerPath, parseDevcontainer } from './devcontainer';
 
 /** An input as read from the tree under test: a blob or tree (`oid`, git's `mode`), or nothing at that path. */
 export type EnvironmentKeyInput = { path: string; oid: string; mode: string } | { path: string; absent: true };

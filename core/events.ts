@@ -4,7 +4,7 @@
  *
  * Wire format (one SSE message per event):
  *   id: <cursor>          resume point; send it back as Last-Event-ID to continue after this event
- *   event: <kind>         one of RunEventKind, or `log` (a runner log line) or `end` (stream closes)
+ *   event: <kind>         the event's `kind` (RunEventBody below), or `log` (a runner log line) or `end` (stream closes)
  *   data: <JSON>          the event object below; for `log`: { file, line, at? }; for `end`: { workflowStatus, outcome? }
  * `end` carries no id: it is not a resume point (a client reconnecting after it gets `end` again).
  *
@@ -12,21 +12,6 @@
  * so their numbers survive worker restarts and a resumed stream neither skips nor repeats one.
  */
 import type { Meters } from './types';
-
-export const RunEventKind = {
-  phase: 'phase',
-  step: 'step',
-  gate: 'gate',
-  session: 'session',
-  cache: 'cache',
-  meters: 'meters',
-  question: 'question',
-  budget: 'budget',
-  host: 'host',
-  outcome: 'outcome',
-  trimmed: 'trimmed',
-} as const;
-export type RunEventKind = (typeof RunEventKind)[keyof typeof RunEventKind];
 
 /** What happened to an agent session, in the order it usually happens. */
 export const SessionEventType = {

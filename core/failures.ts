@@ -54,7 +54,7 @@ interface AnsweredRow extends BaseRow {
   readonly http: number;
 }
 
-export type FailureRow = ThrownRow | RecordedRow | AnsweredRow;
+type FailureRow = ThrownRow | RecordedRow | AnsweredRow;
 
 /** Ends a run of any kind as `failed`: a failure that has no status of its own there. */
 const failed = { landing: 'failed', session: 'failed', nightly: 'failed' } as const satisfies Ends;
@@ -291,11 +291,11 @@ export const failureTable = {
 type Table = typeof failureTable;
 type AnyRow = Table[keyof Table];
 
-export type FailureName = keyof Table;
+type FailureName = keyof Table;
 /** Every code of the table. */
 export type FailureCode = AnyRow['code'];
 /** Codes that travel as an ApplicationFailure (`failure(...)` throws only these). */
-export type ThrownFailureCode = Extract<AnyRow, { raised: 'thrown' }>['code'];
+type ThrownFailureCode = Extract<AnyRow, { raised: 'thrown' }>['code'];
 /** Codes a run can end on (its outcome's `failure.type`), each with a status per run kind. */
 export type RunFailureCode = Extract<AnyRow, { ends: Ends }>['code'];
 /** Codes of the API's error shape, each with its HTTP status. */
@@ -327,7 +327,7 @@ export function httpStatus(code: ApiErrorCode): number {
 }
 
 /** Whether Temporal may retry an activity that failed with `code`. */
-export function isRetryable(code: ThrownFailureCode): boolean {
+function isRetryable(code: ThrownFailureCode): boolean {
   return (failureRow(code) as ThrownRow).retryable;
 }
 

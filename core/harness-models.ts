@@ -10,7 +10,7 @@ export interface HarnessModelRegistry {
 }
 
 /** `model` is the registry's model (a script model without its scenario); `scenario` the one named, if any. */
-export type HarnessModelCheck = { ok: true; harness: string; model: string; scenario?: string } | { ok: false; message: string; nearest: string[] };
+type HarnessModelCheck = { ok: true; harness: string; model: string; scenario?: string } | { ok: false; message: string; nearest: string[] };
 
 /** Levenshtein distance, for "did you mean" suggestions. */
 export function editDistance(a: string, b: string): number {
@@ -28,7 +28,7 @@ export function editDistance(a: string, b: string): number {
 }
 
 /** The known names closest to `name` (at most three, nearest first). */
-export function nearestNames(name: string, known: readonly string[]): string[] {
+function nearestNames(name: string, known: readonly string[]): string[] {
   return [...known]
     .map((candidate) => ({ candidate, distance: editDistance(name.toLowerCase(), candidate.toLowerCase()) }))
     .sort((a, b) => a.distance - b.distance || a.candidate.localeCompare(b.candidate))

@@ -5,7 +5,7 @@
  * Strings are copied as they are, escapes and all: a `//` in "http://x" is part of the string.
  * Anything else that is not JSON is left for JSON.parse to report.
  */
-export type JsoncStrip = { ok: true; json: string } | { ok: false; message: string };
+type JsoncStrip = { ok: true; json: string } | { ok: false; message: string };
 
 const blank = (text: string) => text.replace(/[^\n]/g, ' ');
 

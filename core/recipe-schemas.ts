@@ -62,8 +62,8 @@ export const BudgetSchema = Type.Object(
 );
 
 /** What follows a red gate suite settled by evidence (policies/flake.ts); each field has a default there. */
-export const flakyActions = ['retry', 'quarantine', 'fail'] as const;
-export const preExistingActions = ['allow', 'quarantine', 'fail'] as const;
+const flakyActions = ['retry', 'quarantine', 'fail'] as const;
+const preExistingActions = ['allow', 'quarantine', 'fail'] as const;
 export const GateLimitsSchema = Type.Object(
   {
     flaky: Type.Optional(
@@ -126,7 +126,7 @@ export const LimitsRecipeSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const severities = ['blocking', 'major', 'minor', 'info'] as const;
+const severities = ['blocking', 'major', 'minor', 'info'] as const;
 
 const PanelSchema = Type.Object(
   {
@@ -148,7 +148,6 @@ export type Panel = Static<typeof PanelSchema>;
 
 export type HarnessesRecipe = Static<typeof HarnessesRecipeSchema>;
 export type Harness = HarnessesRecipe['harnesses'][string];
-export type LadderRecipe = Static<typeof LadderRecipeSchema>;
 export type SessionLimits = Static<typeof SessionLimitsSchema>;
 export type Budget = Static<typeof BudgetSchema>;
 export type LimitsRecipe = Static<typeof LimitsRecipeSchema>;

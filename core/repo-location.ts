@@ -16,8 +16,8 @@
  * git's remote-helper syntax (`ext::sh -c …` runs a command), other schemes, a leading `-`.
  */
 
-export const gitProtocols = ['file', 'https', 'http', 'ssh', 'git'] as const;
-export type GitProtocol = (typeof gitProtocols)[number];
+const gitProtocols = ['file', 'https', 'http', 'ssh', 'git'] as const;
+type GitProtocol = (typeof gitProtocols)[number];
 
 const remoteSchemes = ['https', 'http', 'ssh', 'git'] as const;
 type RemoteScheme = (typeof remoteSchemes)[number];
@@ -28,10 +28,10 @@ export type RepoLocation =
   | { kind: 'url'; scheme: RemoteScheme; user?: string; host: string; port?: number; segments: readonly string[] }
   | { kind: 'scp'; user?: string; host: string; absolute: boolean; segments: readonly string[] };
 
-export type RepoLocationParse = { ok: true; location: RepoLocation; canonical: string } | { ok: false; problem: string };
+type RepoLocationParse = { ok: true; location: RepoLocation; canonical: string } | { ok: false; problem: string };
 
 /** What to do instead of putting a secret in the location; part of every credentials refusal. */
-export const credentialsAdvice =
+const credentialsAdvice =
   'must not carry credentials (user:password@ or token@): give the location without them and let the worker authenticate with a git credential helper or its environment (an SSH key, GIT_ASKPASS)';
 
 const urlPattern = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)(.*)$/s;
@@ -187,7 +187,7 @@ function originOf(location: RepoLocation): string {
  * prefix of the location's, whole segments only (`/srv/repos` admits `/srv/repos/a.git`,
  * not `/srv/repos-evil/a.git`).
  */
-export function allowEntryAdmits(entry: RepoLocation, location: RepoLocation): boolean {
+function allowEntryAdmits(entry: RepoLocation, location: RepoLocation): boolean {
   if (originOf(entry) !== originOf(location) || entry.segments.length > location.segments.length) return false;
   return entry.segments.every((segment, index) => segment === location.segments[index]);
 }

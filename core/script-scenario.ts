@@ -12,10 +12,10 @@ import { Value, ValueErrorType } from '@sinclair/typebox/value';
 import { fieldName } from './gate-file';
 
 /** A scenario's name: a file name of the scenarios directory without `.json`, never a path. */
-export const scenarioNamePattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const scenarioNamePattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /** Separates a script model's behaviour from its scenario: `fixer:write-fixed`. */
-export const scenarioSeparator = ':';
+const scenarioSeparator = ':';
 
 /** A script model split into the behaviour (what `images/agent-script` runs) and the scenario it names, if any. */
 export function splitScriptModel(model: string): { behaviour: string; scenario?: string } {

@@ -28,10 +28,7 @@ export const SessionResultSchema = Type.Object({
 });
 
 export type SessionResult = Static<typeof SessionResultSchema>;
-export type Usage = Static<typeof UsageSchema>;
 export type Finding = Static<typeof FindingSchema>;
-
-export const zeroUsage: Usage = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
 
 /** Validates a parsed result; `undefined` result means the session did not deliver. */
 export function checkSessionResult(data: unknown): { ok: true; result: SessionResult } | { ok: false; problem: string } {
@@ -41,7 +38,7 @@ export function checkSessionResult(data: unknown): { ok: true; result: SessionRe
 }
 
 /** The structured part a CLI agent puts at the end of its final message (its result.json, in effect). */
-export const ResultBlockSchema = Type.Object(
+const ResultBlockSchema = Type.Object(
   {
     findings: Type.Optional(Type.Array(FindingSchema, { maxItems: 1000 })),
     questions: Type.Optional(Type.Array(Type.String({ maxLength: 4000 }), { maxItems: 20 })),
@@ -49,7 +46,7 @@ export const ResultBlockSchema = Type.Object(
   },
   { additionalProperties: false },
 );
-export type ResultBlock = Static<typeof ResultBlockSchema>;
+type ResultBlock = Static<typeof ResultBlockSchema>;
 
 /** The fence a CLI agent's block opens with. */
 export const resultFence = 'tarmac-result';

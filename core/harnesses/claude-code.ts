@@ -8,7 +8,7 @@ import { containerPaths, conversationId, jsonLines, num, tarmacRun, text, withPr
  * content) from adding tools, hooks or permissions; the user settings live in the session's own
  * conversation directory.
  */
-export const claudeCodeToolFlags = `--tools "" --strict-mcp-config --mcp-config /opt/tarmac/shared/mcp.json --allowedTools mcp__tarmac --setting-sources user`;
+const claudeCodeToolFlags = `--tools "" --strict-mcp-config --mcp-config /opt/tarmac/shared/mcp.json --allowedTools mcp__tarmac --setting-sources user`;
 
 /**
  * Claude Code: `claude -p --output-format json` with the prompt on stdin prints one result

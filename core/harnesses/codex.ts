@@ -1,10 +1,10 @@
 import { containerPaths, jsonLines, num, tarmacRun, text, type HarnessAdapter } from './types';
 
 /** Codex's home in a session: its recorded sessions (what a follow-up resumes), per attempt. */
-export const codexHome = `${containerPaths.conversation}/codex`;
+const codexHome = `${containerPaths.conversation}/codex`;
 
 /** What the image carries for Codex (images/agent-codex/codex/): config.toml, models.json, instructions.md. */
-export const codexImageDir = '/opt/tarmac/codex';
+const codexImageDir = '/opt/tarmac/codex';
 
 /**
  * The session script; the model arrives as `$1`, the base URL as `$TARMAC_MODEL_BASE_URL` (see

@@ -15,8 +15,6 @@ export const adapters: Record<AdapterName, HarnessAdapter> = {
   aider,
 };
 
-export type { HarnessAdapter } from './types';
-
 /**
  * Which provider protocol a CLI harness speaks for a model (the provider of its model
  * gateway); undefined for the script harness, which calls no model.

@@ -29,7 +29,7 @@ export function containerName(run: string, step: string): string {
   return `${clean}-${digest}`;
 }
 
-export type NetworkCheck = { ok: true } | { ok: false; message: string };
+type NetworkCheck = { ok: true } | { ok: false; message: string };
 
 /**
  * Every container Tarmac runs holds untrusted code (an agent, or a gate suite: the

@@ -21,7 +21,7 @@ export interface EnvironmentConfig {
 }
 
 /** `4g`, `512m`, `100k`, `1073741824`: bytes; undefined when malformed. */
-export function parseBytes(text: string): number | undefined {
+function parseBytes(text: string): number | undefined {
   const match = /^([0-9]{1,13})([kmgt]?)$/i.exec(text.trim());
   if (!match) return undefined;
   const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[match[2]!.toLowerCase() as '' | 'k' | 'm' | 'g' | 't'];

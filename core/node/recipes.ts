@@ -25,7 +25,7 @@ export { RecipeError };
 export const defaultRecipesDir = resolve(__dirname, '..', '..', 'recipes');
 
 /** The texts of the recipe files, by the name of the field they fill. */
-export interface RecipeTexts {
+interface RecipeTexts {
   harnesses: string;
   ladder: string;
   limits: string;
@@ -35,7 +35,7 @@ export interface RecipeTexts {
 }
 
 /** Every recipe file by its field, in the order the version hashes them. */
-export const recipeFiles: Readonly<Record<keyof RecipeTexts, string>> = {
+const recipeFiles: Readonly<Record<keyof RecipeTexts, string>> = {
   harnesses: 'harnesses.json',
   ladder: 'ladder.json',
   limits: 'limits.json',
