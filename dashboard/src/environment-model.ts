@@ -23,7 +23,7 @@ export interface EgressHost {
 }
 
 /** `3f9a0c1d2e4b`: a key as the step details name it (`ENV_CACHE=hit <key12>`). */
-export const shortKey = (key: string) => key.replace(/^sha256:/, '').slice(0, 12);
+const shortKey = (key: string) => key.replace(/^sha256:/, '').slice(0, 12);
 
 /** The hosts of an egress record, one per host, port and verdict, refused first, then by name. */
 export function egressHosts(entries: readonly EgressEntry[]): EgressHost[] {
@@ -46,7 +46,7 @@ export function egressHosts(entries: readonly EgressEntry[]): EgressHost[] {
     .map(({ bytes, ...rest }) => ({ ...rest, traffic: formatBytes(bytes) }));
 }
 
-export interface EnvironmentRow {
+interface EnvironmentRow {
   key: string;
   shortKey: string;
   repo: string;
@@ -75,7 +75,7 @@ export function environmentRows(environments: readonly EnvironmentView[]): Envir
   }));
 }
 
-export interface EnvironmentUseRow {
+interface EnvironmentUseRow {
   key: string;
   shortKey: string;
   /** The tree gated in it, else the commit that keyed it (10 characters). */

@@ -40,7 +40,7 @@ export type Marker =
   | 'batched'
   | 'culprit';
 
-export interface PhaseEntry {
+interface PhaseEntry {
   phase: string;
   at: string;
   /** Until the next phase (or the outcome); absent while it is the current one. */
@@ -60,7 +60,7 @@ export function phaseTimeline(events: readonly RunEvent[], finished: boolean): P
   });
 }
 
-export interface StepNode {
+interface StepNode {
   name: string;
   /** What kind of step (`capsule`, `gate`, `review`, `session`, `fix`, `queue`) and its subject (suite, panel, session id). */
   kind: string;
@@ -73,7 +73,7 @@ export interface StepNode {
 }
 
 /** Sessions seen in the journal, by session id: what happened to each. */
-export function sessionEvents(events: readonly RunEvent[]): Map<string, Extract<RunEvent, { kind: 'session' }>[]> {
+function sessionEvents(events: readonly RunEvent[]): Map<string, Extract<RunEvent, { kind: 'session' }>[]> {
   const sessions = new Map<string, Extract<RunEvent, { kind: 'session' }>[]>();
   for (const event of events) {
     if (event.kind !== 'session') continue;
@@ -87,7 +87,7 @@ export function sessionEvents(events: readonly RunEvent[]): Map<string, Extract<
 const gateKey = (suiteId: string, round: number) => `${suiteId}#${round}`;
 
 /** Red gate results a later green one retired: `suite#round`. */
-export function supersededGates(outcome: Pick<LandingOutcome, 'supersedes'> | undefined): Set<string> {
+function supersededGates(outcome: Pick<LandingOutcome, 'supersedes'> | undefined): Set<string> {
   return new Set((outcome?.supersedes ?? []).map((entry) => gateKey(entry.suiteId, entry.red.round)));
 }
 
@@ -146,7 +146,7 @@ function sessionMarkers(events: readonly Extract<RunEvent, { kind: 'session' }>[
   return markers;
 }
 
-export interface GateRound {
+interface GateRound {
   round: number;
   treeSha: string;
   results: (GateSuiteResult & { markers: Marker[] })[];
@@ -243,7 +243,7 @@ export function sessionRows(
   });
 }
 
-export interface MeterRow {
+interface MeterRow {
   name: string;
   used: number;
   /** The budget's limit for it, when the run has a budget. */
@@ -276,7 +276,7 @@ export function humanDuration(ms: number): string {
  * A landing's merge-queue lineage: the speculative batch it merged in (with the landings of that
  * fast-forward), and the batches that named it their culprit.
  */
-export interface BatchLineage {
+interface BatchLineage {
   batch?: { id: string; round: number; treeSha: string; stackedSha: string; members: { id: string; self: boolean }[] };
   culprits: { batchId: string; round: number; treeSha: string; failing: string[] }[];
 }
@@ -320,7 +320,7 @@ export function batchMembers(
   });
 }
 
-export interface QueuePanel {
+interface QueuePanel {
   /** Who holds the target: a landing merging itself, or a speculative batch with its members. */
   holder?: { kind: 'landing'; id: string } | { kind: 'batch'; id: string; members: string[] };
   /** How long the turn in flight has run. */

@@ -10,7 +10,7 @@ import { SseParser, type SseMessage } from './sse';
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting' | 'ended' | 'closed' | 'failed';
 
-export interface StreamHandlers {
+interface StreamHandlers {
   message(message: SseMessage): void;
   state(state: StreamState, detail?: string): void;
 }
