@@ -39,14 +39,14 @@ export interface Answer {
   usage: Usage;
 }
 
-export type Resolution =
+type Resolution =
   | { kind: 'turn'; conversation: string; turn: number; answer: Answer }
   | { kind: 'side'; answer: Answer }
   | { kind: 'refused'; conversation?: string; turn?: number; message: string };
 
-export const defaultSideText = 'Scripted session';
+const defaultSideText = 'Scripted session';
 
-export function fullUsage(usage: ScriptUsage | undefined): Usage {
+function fullUsage(usage: ScriptUsage | undefined): Usage {
   return {
     inputTokens: usage?.inputTokens ?? 0,
     outputTokens: usage?.outputTokens ?? 0,

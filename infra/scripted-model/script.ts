@@ -29,7 +29,7 @@ export const ToolCallSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const TurnSchema = Type.Object(
+const TurnSchema = Type.Object(
   {
     text: Type.Optional(Type.String({ description: 'the text the model says; a turn without tool calls is a final answer' })),
     toolCalls: Type.Optional(Type.Array(ToolCallSchema, { minItems: 1 })),
@@ -38,7 +38,7 @@ export const TurnSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const ConversationSchema = Type.Object(
+const ConversationSchema = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, description: 'shown in errors and request records; default "#<index>"' })),
     match: Type.Optional(
@@ -49,7 +49,7 @@ export const ConversationSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const SideCallsSchema = Type.Object(
+const SideCallsSchema = Type.Object(
   {
     detect: Type.Optional(Type.Union([Type.Literal('no-tools'), Type.Literal('never')], { description: 'one of "no-tools", "never"; default "no-tools"' })),
     text: Type.Optional(Type.String({ description: 'default "Scripted session"' })),
@@ -68,7 +68,6 @@ export const ScriptSchema = Type.Object(
 );
 
 export type Script = Static<typeof ScriptSchema>;
-export type ScriptTurn = Static<typeof TurnSchema>;
 export type ScriptToolCall = Static<typeof ToolCallSchema>;
 export type ScriptUsage = Static<typeof UsageSchema>;
 

@@ -40,7 +40,7 @@ export interface RecordedRequest {
   message?: string;
 }
 
-export interface ScriptedModelOptions {
+interface ScriptedModelOptions {
   /** The script as data, or the path of a JSON script file; validated either way. */
   script: Script | string;
   /** Listen on this unix socket path (it must not exist; it is removed on close). */
