@@ -1,6 +1,6 @@
 import type { QueueTicket } from '../core/batch-types';
 
-export type { BatchTicket, QueueTicket } from '../core/batch-types';
+export type { QueueTicket } from '../core/batch-types';
 
 /**
  * Speculative batches (issue 17): the target queue stacks the next N admitted landings on the
@@ -15,7 +15,7 @@ export type { BatchTicket, QueueTicket } from '../core/batch-types';
 /** A gate result of one prefix of the stack (its length → green or red). */
 export type PrefixResults = Readonly<Record<number, 'green' | 'red'>>;
 
-export type BisectStep =
+type BisectStep =
   /** Gate the stack's first `prefix` members (their stacked head's tree). */
   | { kind: 'gate'; prefix: number }
   /**

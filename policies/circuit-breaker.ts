@@ -21,7 +21,7 @@ export function emptyBreaker(): BreakerState {
 }
 
 /** Normalises a command line so trivially different spellings count as the same command. */
-export function commandKey(command: string): string {
+function commandKey(command: string): string {
   return command.trim().replace(/\s+/g, ' ');
 }
 

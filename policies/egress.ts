@@ -1,6 +1,6 @@
 import { endsInNumber, hostMatches, isHostName, normaliseHostName, parseEgressHost } from '../core/egress-hosts';
 
-export { parseEgressAllow, parseEgressHost, type EgressAllowParse, type EgressHostParse } from '../core/egress-hosts';
+export { parseEgressAllow } from '../core/egress-hosts';
 
 /**
  * What an environment's setup may reach through the egress gateway. The gateway asks twice: before
@@ -11,13 +11,13 @@ export { parseEgressAllow, parseEgressHost, type EgressAllowParse, type EgressHo
  */
 
 /** Ports a setup may reach: HTTPS, and plain HTTP for apt-style mirrors. */
-export const egressPorts: readonly number[] = [443, 80];
+const egressPorts: readonly number[] = [443, 80];
 
 export type AddressClass = 'loopback' | 'private' | 'link-local' | 'unspecified' | 'multicast' | 'reserved' | 'public';
 
 export type EgressDecision = { allow: true; host: string } | { allow: false; reason: string };
 
-export interface EgressAllowNarrowing {
+interface EgressAllowNarrowing {
   /** The entries the setup may reach. */
   hosts: string[];
   /** Declared entries the operator's list does not cover (or that are not entries at all): left out. */

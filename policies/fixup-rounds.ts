@@ -9,7 +9,7 @@
  */
 
 /** The default of a landing started before runs carried their recipes (what every landing used then). */
-export const legacyFixupRounds = 1;
+const legacyFixupRounds = 1;
 
 export function fixupRoundsAllowed(gateFileRounds: number | undefined, recipeRounds: number | undefined): number {
   return gateFileRounds ?? recipeRounds ?? legacyFixupRounds;

@@ -55,7 +55,7 @@ export function settle(again: Status, onBase: Status): GateSettlement {
 }
 
 /** What a settled red means for the landing: whether it blocks, why not, and whether the suite is quarantined. */
-export interface FlakeDecision {
+interface FlakeDecision {
   blocks: boolean;
   /** Why it does not block (absent when it blocks). */
   excusedBy?: 'retry' | 'quarantine' | 'pre-existing';

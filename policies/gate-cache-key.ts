@@ -64,7 +64,7 @@ export interface SuiteRunFacts {
   logKept: boolean;
 }
 
-export type SealDecision = { seal: true } | { seal: false; reason: string };
+type SealDecision = { seal: true } | { seal: false; reason: string };
 
 /**
  * Which results are sealed: a pass and a red exit are verdicts on the tree (a red one is reused

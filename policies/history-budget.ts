@@ -4,7 +4,7 @@
  * take thousands of steps hands its state to a fresh run well before that. Pure: the workflow
  * passes what `workflowInfo()` says.
  */
-export interface HistoryFacts {
+interface HistoryFacts {
   /** Events in the current run's history so far. */
   length: number;
   /** Its size in bytes (0 when the server does not say). */
@@ -15,7 +15,7 @@ export interface HistoryFacts {
   journalSize?: number;
 }
 
-export interface HistoryBudget {
+interface HistoryBudget {
   events: number;
   bytes: number;
   /** Journal events kept in memory: continuing before the journal's cap (2000) means no event is ever trimmed away. */

@@ -4,8 +4,6 @@
  */
 import type { Intent } from '../core/fix-types';
 
-export type { Intent };
-
 const rules: { intent: Intent; pattern: RegExp }[] = [
   { intent: 'design-question', pattern: /\b(should (we|i)|design|architecture|approach|trade-?offs?|which (library|pattern)|how should)\b/i },
   { intent: 'boot-fix', pattern: /\b(start(s|ing)?|boot(s|ing)?|run(s|ning)? locally|dev server|up\b|launch|serve)\b/i },

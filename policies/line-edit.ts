@@ -14,8 +14,8 @@ export interface LineEdit {
 }
 
 /** The most lines one edit may replace, and put in: a playbook's repair is a line or a short rule. */
-export const maxRemovedLines = 2;
-export const maxInsertedLines = 4;
+const maxRemovedLines = 2;
+const maxInsertedLines = 4;
 /** The most edits one patch may make. */
 export const maxEdits = 3;
 

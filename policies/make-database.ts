@@ -8,7 +8,7 @@
 import type { MakeDatabase, MakeTarget } from '../core/fix-types';
 
 /** The phony goal the fix loop's database run asks make for, so make updates nothing else. */
-export const databaseGoal = 'tarmac-database';
+const databaseGoal = 'tarmac-database';
 
 /**
  * The shell line that prints make's database in the runner container: `-p` prints it, `-q` runs no
@@ -18,7 +18,7 @@ export const databaseGoal = 'tarmac-database';
 export const makeDatabaseScript = `make -pq -r '--eval=.PHONY: ${databaseGoal}' '--eval=${databaseGoal}: ; @:' ${databaseGoal} 2>/dev/null`;
 
 /** Most targets kept of one database (a workflow carries them). */
-export const maxMakeTargets = 2_000;
+const maxMakeTargets = 2_000;
 
 /** Special targets (`.PHONY`, `.DEFAULT`, …) and pattern rules are no names a user runs. */
 const isUserTarget = (name: string) => name !== databaseGoal && !/^\.[A-Z_]+$/.test(name) && !/[%$]/.test(name) && name.trim() === name && name !== '';

@@ -5,7 +5,7 @@
  */
 
 /** Case and `-`/`_` do not count: `Start_All` and `start-all` are the same name spelled twice. */
-export const normalisedName = (name: string): string => name.toLowerCase().replace(/_/g, '-');
+const normalisedName = (name: string): string => name.toLowerCase().replace(/_/g, '-');
 
 /**
  * Edit distance with adjacent transpositions (optimal string alignment): insertions, deletions,
@@ -28,7 +28,7 @@ export function typoDistance(a: string, b: string): number {
  * How many typos a name of this length may carry and still be a near miss: none for names of up to
  * three characters (`up` is not a typo of `ps`), one up to five, two beyond.
  */
-export function typosAllowed(name: string): number {
+function typosAllowed(name: string): number {
   return name.length <= 3 ? 0 : name.length <= 5 ? 1 : 2;
 }
 
@@ -37,7 +37,7 @@ export function typosAllowed(name: string): number {
  * distance when it is within what the name's length allows, undefined otherwise (and for the same
  * name: a name that is defined is no miss).
  */
-export function nearness(name: string, candidate: string): number | undefined {
+function nearness(name: string, candidate: string): number | undefined {
   if (name === candidate) return undefined;
   const a = normalisedName(name);
   const b = normalisedName(candidate);

@@ -3,7 +3,7 @@
  */
 import type { NightlyStatus } from '../core/nightly-types';
 
-export { repairPlan, shellCommand, type RepairPlan } from './repair-plan';
+export { repairPlan, shellCommand } from './repair-plan';
 
 /**
  * The run id of a nightly from its workflow id. A Schedule names each run
@@ -27,7 +27,7 @@ export function nightlyRunId(workflowId: string): string {
  */
 export const repairRequest = 'The nightly full gate of the target is red: a gate suite fails. Fix the cause so the suite passes.';
 
-export type AfterFix = { kind: 'land'; branch: string } | { kind: 'stop'; status: NightlyStatus; summary: string };
+type AfterFix = { kind: 'land'; branch: string } | { kind: 'stop'; status: NightlyStatus; summary: string };
 
 /**
  * After the fix loop: land its branch only when the loop fixed the repro (a branch

@@ -31,7 +31,7 @@ export interface Playbook {
   kind: PlaybookKind;
 }
 
-export interface PlaybookPatch {
+interface PlaybookPatch {
   playbookId: string;
   edits: LineEdit[];
   summary: string;
@@ -45,7 +45,7 @@ export interface PlaybookTree {
   make: MakeDatabase | null;
 }
 
-export type Matcher = (groups: Readonly<Record<string, string | undefined>>, tree: PlaybookTree) => { edits: LineEdit[]; summary: string } | undefined;
+type Matcher = (groups: Readonly<Record<string, string | undefined>>, tree: PlaybookTree) => { edits: LineEdit[]; summary: string } | undefined;
 
 const makefileNames = ['GNUmakefile', 'makefile', 'Makefile'];
 /** A path inside the repository as make or a trace names it (no absolute path, no `..`). */
@@ -161,7 +161,7 @@ const npmScriptAlias: Matcher = ({ script }, tree) => {
 };
 
 /** Paths joined and tidied (`a/b` + `../c` → `a/c`); undefined when they leave the repository. */
-export function joinPath(dir: string, relative: string): string | undefined {
+function joinPath(dir: string, relative: string): string | undefined {
   const parts: string[] = [];
   for (const part of `${dir}/${relative}`.split('/')) {
     if (part === '' || part === '.') continue;
@@ -174,7 +174,7 @@ export function joinPath(dir: string, relative: string): string | undefined {
 }
 
 /** The specifier that reaches `to` from a file in `fromDir` (`./x`, `../y/z`). */
-export function relativeSpecifier(fromDir: string, to: string): string {
+function relativeSpecifier(fromDir: string, to: string): string {
   const from = fromDir === '' ? [] : fromDir.split('/');
   const target = to.split('/');
   let common = 0;

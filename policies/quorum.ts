@@ -17,7 +17,7 @@ export interface PanelDecision {
 }
 
 /** A finding's identity across reviewers: where it is and what it says, not who said it. */
-export function fingerprint(finding: Finding): string {
+function fingerprint(finding: Finding): string {
   const what = (finding.rule ?? finding.message).toLowerCase().replace(/\s+/g, ' ').trim();
   return `${finding.file}:${finding.line ?? 0}:${what}`;
 }

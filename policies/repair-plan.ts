@@ -9,7 +9,7 @@ export function shellCommand(argv: readonly string[]): string {
   return argv.map((word) => (/^[A-Za-z0-9_./=:@%+,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
 
-export type RepairPlan = { kind: 'green' } | { kind: 'repair'; failing: string[]; reproCommand: string };
+type RepairPlan = { kind: 'green' } | { kind: 'repair'; failing: string[]; reproCommand: string };
 
 /**
  * After the full gate: green, or a repair whose repro command runs every failing

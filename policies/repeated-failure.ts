@@ -50,7 +50,7 @@ export type NextMove =
   /** Back to the playbooks with this failure; `orThrash`: when none applies, end command-thrashing. */
   | { move: 'playbook'; orThrash: boolean; why: string };
 
-export interface AfterFailureInput {
+interface AfterFailureInput {
   /** How often each sighting (sightingKey) has been seen, this one included. */
   seen: Readonly<Record<string, number>>;
   latest: FailureSighting;

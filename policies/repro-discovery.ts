@@ -17,7 +17,7 @@
  */
 import type { Intent, RepoFacts, ReproSource } from '../core/fix-types';
 
-export interface ReproInput {
+interface ReproInput {
   request: string;
   reproCommand?: string;
   intent: Intent;
@@ -28,7 +28,7 @@ export interface ReproInput {
 export type ReproChoice = { command: string; source: ReproSource; reason: string } | { command: null; source: null; reason: string };
 
 /** Names a repository's own definitions are looked up by, per intent, most likely first. */
-export const repositoryNames: Readonly<Record<Exclude<Intent, 'design-question'>, readonly string[]>> = {
+const repositoryNames: Readonly<Record<Exclude<Intent, 'design-question'>, readonly string[]>> = {
   'boot-fix': ['start', 'dev', 'serve', 'up', 'run', 'start-all'],
   'build-fix': ['build', 'compile', 'all'],
   'test-fix': ['test', 'check', 'tests', 'unit'],

@@ -25,7 +25,7 @@ export interface RunFacts {
   lastWriteMs: number;
 }
 
-export type RetentionDecision = { remove: true; finishedAt: number; reason: string } | { remove: false; reason: string };
+type RetentionDecision = { remove: true; finishedAt: number; reason: string } | { remove: false; reason: string };
 
 const age = (ms: number) => {
   const hours = ms / 3_600_000;
@@ -53,7 +53,7 @@ export function runRetention(facts: RunFacts, { now, retentionMs, hostId }: { no
   return { remove: true, finishedAt, reason: `${how}: older than the retention (${age(retentionMs)})` };
 }
 
-export interface MirrorFacts {
+interface MirrorFacts {
   /** Runs kept on this host whose manifest names this mirror. */
   usedBy: string[];
   /** The last fetch into it (ms): a run being placed fetches before its manifest exists. */

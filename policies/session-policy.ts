@@ -12,7 +12,7 @@ export interface AttemptRecord {
   class: AttemptClass;
 }
 
-export interface SessionPolicyInput {
+interface SessionPolicyInput {
   attempts: readonly AttemptRecord[];
   ladder: readonly string[];
   /** Respawns of one harness#model for the same failure class before escalating. */
