@@ -16,7 +16,7 @@ import type { WorkerOptions } from '@temporalio/worker';
 export const repositoryRoot = resolve(__dirname, '..');
 
 /** The folders (relative to the root) whose files are the workflow bundle's sources, and the one excluded. */
-export const bundleSourceFolders = ['workflows', 'core', 'policies'] as const;
+const bundleSourceFolders = ['workflows', 'core', 'policies'] as const;
 const excludedFolders = [join('core', 'node')];
 
 /** Where the prebuilt bundle lives under a root; its meta (key, digest) sits beside it. */
@@ -24,12 +24,12 @@ export function prebuiltBundlePath(root = repositoryRoot): string {
   return join(root, 'dist', 'workflow-bundle.js');
 }
 /** The workflows' entry under a root (what the Worker bundles without a prebuilt bundle). */
-export function workflowsEntry(root = repositoryRoot): string {
+function workflowsEntry(root = repositoryRoot): string {
   return join(root, 'workflows', 'index.ts');
 }
 const metaPathOf = (bundlePath: string) => bundlePath.replace(/\.js$/, '.json');
 
-export interface BundleMeta {
+interface BundleMeta {
   /** The source key the bundle was built from (`workflowSourceKey`). */
   key: string;
   /** sha256 of the bundle's code: a bundle file that is not the one built is not current either. */
@@ -66,8 +66,7 @@ export function workflowSourceKey(root = repositoryRoot): string {
   return sha256(files.map((path) => `${path.split(sep).join('/')}\0${sha256(readFileSync(join(root, path)))}\n`).join(''));
 }
 
-export type PrebuiltState =
-  { state: 'current'; path: string; meta: BundleMeta } | { state: 'missing'; path: string } | { state: 'stale'; path: string; why: string };
+type PrebuiltState = { state: 'current'; path: string; meta: BundleMeta } | { state: 'missing'; path: string } | { state: 'stale'; path: string; why: string };
 
 /** Whether the prebuilt bundle at `path` was built from the sources under `root` as they are now. */
 export function prebuiltBundleState(root = repositoryRoot, path = prebuiltBundlePath(root)): PrebuiltState {
@@ -92,7 +91,7 @@ const quietLogger = {
   error() {},
 };
 
-export interface BuiltBundle {
+interface BuiltBundle {
   code: string;
   key: string;
   /** The project files (relative to the root) webpack read. */
