@@ -13,7 +13,7 @@ export const heartbeatEveryMs = 2_000;
  * where Temporal's usual 10 s left the run idle for most of that; a slow but live worker gets three
  * periods before a retry runs beside it. Measured by the chaos suite (docs/BENCHMARKS.md).
  */
-export const heartbeatTimeout = '6s';
+const heartbeatTimeout = '6s';
 
 /**
  * Capsules: deterministic host-side steps of about a second. Retried a few times for

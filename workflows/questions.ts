@@ -6,7 +6,7 @@ import type { Question } from '../core/types';
 import type { RunJournal } from './run-journal';
 
 /** What came of a question: the answer's text (trimmed; empty is a decision not to go on), or no answer in time. */
-export type Answered = { answer: string } | { timedOut: true; waitedMs: number };
+type Answered = { answer: string } | { timedOut: true; waitedMs: number };
 
 type QuestionEvent = Extract<RunEventBody, { kind: 'question' }>;
 
@@ -143,7 +143,7 @@ export function askedBy(outcome: { sessionId: string; role: string; harnessModel
 }
 
 /** What came of an agent's questions: the follow-up that carries the answers, or why the run does not go on. */
-export type AgentAnswers =
+type AgentAnswers =
   | { followUp: { continues?: ConversationRef; message: string } }
   | { declined: Pick<Question, 'id' | 'question' | 'from'> }
   | { unanswered: Pick<Question, 'id' | 'question' | 'from'>; waitedMs: number };

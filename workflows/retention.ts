@@ -9,7 +9,7 @@ export interface RetentionSweepRequest {
 }
 
 /** What a sweep is doing: waiting for its host, or done (with its report). */
-export const retentionStatusQuery = defineQuery<{ hostId: string; state: 'sweeping' | 'done'; report?: RetentionReport }>('status');
+const retentionStatusQuery = defineQuery<{ hostId: string; state: 'sweeping' | 'done'; report?: RetentionReport }>('status');
 
 /**
  * retentionSweep: one sweep of one host's data dir, started by that host's schedule

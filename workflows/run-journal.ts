@@ -1,9 +1,9 @@
 import type { JournalHandoff, RunEvent, RunEventBody, RunEventsPage } from '../core/events';
 
 /** Most events one `events` query answer carries; a client asks again for the rest. */
-export const maxEventsPerPage = 500;
+const maxEventsPerPage = 500;
 
-export interface JournalLimits {
+interface JournalLimits {
   /** Most events kept; past it the journal is trimmed. Default 2000. */
   maxEvents?: number;
   /** The newest events a trim always keeps, whatever their kind. Default half of `maxEvents`. */

@@ -11,13 +11,13 @@ import type { Meters } from '../core/types';
  */
 
 /** The status each kind of run ends with; a fix loop's comes from its own table (`fixFailureTable`). */
-export interface RunEnds extends Ends {
+interface RunEnds extends Ends {
   readonly fix: FixOutcome['outcome'];
 }
-export type RunKind = keyof RunEnds;
+type RunKind = keyof RunEnds;
 
 /** The failure codes of each kind's vocabulary. */
-export type FailureCodeOf<Kind extends RunKind> = Kind extends 'fix' ? FixFailureType : RunFailureCode;
+type FailureCodeOf<Kind extends RunKind> = Kind extends 'fix' ? FixFailureType : RunFailureCode;
 
 /** The status a run of `kind` ends with when `code` ends it: the failure table's row. */
 export function outcomeOf<Kind extends RunKind>(kind: Kind, code: FailureCodeOf<Kind>): RunEnds[Kind] {
@@ -26,7 +26,7 @@ export function outcomeOf<Kind extends RunKind>(kind: Kind, code: FailureCodeOf<
 }
 
 /** Where in a file a failure points (a landing's gate file or environment), when it does. */
-export interface FailureDetail {
+interface FailureDetail {
   field?: string;
   file?: string;
 }

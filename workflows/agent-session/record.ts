@@ -6,7 +6,7 @@ import type { BudgetCommand, SessionDecisionRecord, SessionMeters, SessionOutcom
 import { RunRecord, type RunFailure } from '../run-record';
 import { budgetCommandProblem, budgetExhausted, extendBudget, type BudgetLimits } from '../../policies/budget';
 
-export function emptySessionMeters(): SessionMeters {
+function emptySessionMeters(): SessionMeters {
   return {
     sessionsSpawned: 0,
     respawns: 0,

@@ -8,7 +8,7 @@ import { hostQueue } from '../../core/queues';
 import { environmentBuild } from '../activity-options';
 import type { LandingStepContext } from './step-context';
 
-export type ReadyEnvironment = { environment?: EnvironmentRef } | { failed: EnvironmentFailure };
+type ReadyEnvironment = { environment?: EnvironmentRef } | { failed: EnvironmentFailure };
 
 /**
  * The repository's environment for one tree (issue 24): reused when the host has its key

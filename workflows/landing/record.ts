@@ -28,7 +28,7 @@ export interface TrackerEffects {
   finished(status: LandingStatus): void;
 }
 
-export const workflowEffects: TrackerEffects = {
+const workflowEffects: TrackerEffects = {
   phaseEntered: (phase, ended) => {
     if (ended) metrics.phaseEnded(ended.phase, ended.durationMs);
     upsertSearchAttributes([{ key: searchAttributes.phase, value: phase }]);

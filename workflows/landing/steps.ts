@@ -33,7 +33,7 @@ import type { LandingStepContext } from './step-context';
  * hand to it. Spent → `stop` ends the landing (budget-exhausted); `pause` waits for an
  * operator to extend or stop it (`POST /v1/runs/<id>/budget`). No budget → the child's own.
  */
-export async function budgetForChild(ctx: LandingStepContext): Promise<SessionRequest['budget'] | undefined> {
+async function budgetForChild(ctx: LandingStepContext): Promise<SessionRequest['budget'] | undefined> {
   const { tracker, budgetControl } = ctx;
   for (;;) {
     const limits = tracker.budget;
@@ -126,7 +126,7 @@ export async function session(
  * limit (`ctx.questionWaitMs`), until it passes. The answer (trimmed), or the landing's outcome when
  * no decision to go on came: no answer in time → needs-decision, the wait named.
  */
-export async function ask(ctx: LandingStepContext, question: Omit<Question, 'answer' | 'owner'>): Promise<{ answer: string } | { stopped: LandingOutcome }> {
+async function ask(ctx: LandingStepContext, question: Omit<Question, 'answer' | 'owner'>): Promise<{ answer: string } | { stopped: LandingOutcome }> {
   const { tracker } = ctx;
   const answered = await tracker.desk.ask(question, ctx.questionWaitMs);
   if ('answer' in answered) return answered;
