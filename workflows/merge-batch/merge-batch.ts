@@ -127,24 +127,30 @@ async function stackGateMerge(
       onto = merged;
     }
     if (decided.culprit === undefined) return;
-    const culprit = stacked[decided.culprit]!;
-    const red = outcome.rounds.find((round) => round.prefix === decided.culprit! + 1 && round.headSha === culprit.headSha)!;
-    const failing = [
-      ...red.gates.filter((result) => result.status !== 'passed' && !result.excused).map((result) => result.suiteId),
-      ...(red.environmentFailed ? ['environment'] : []),
-    ];
-    await report(culprit.landingId, {
-      kind: 'culprit',
-      batchId,
-      failing,
-      treeSha: red.treeSha,
-      round: red.round,
-      summary: `in batch ${batchId} the stack up to this landing was red (round ${red.round}, tree ${red.treeSha.slice(0, 12)}: ${failing.join(', ')} failed${red.environmentFailed ? ` (${red.environmentFailed.why})` : ''}; log: ${[...red.gates.filter((result) => result.status !== 'passed').map((result) => result.logRef), ...(red.environmentFailed ? [red.environmentFailed.logRef] : [])].join(', ')}) while the stack before it was ${decided.culprit === 0 ? 'the target itself' : 'green'}`,
-    });
-    const after = new Set(stacked.slice(decided.culprit + 1).map((member) => member.landingId));
-    pending = request.members.filter((member) => after.has(member.landingId));
-    log.info('batch culprit found; the rest is stacked again', { batchId, hostId, culprit: culprit.landingId, rest: pending.length });
+    pending = await reportCulprit(request, outcome, stacked, decided.culprit, report);
+    log.info('batch culprit found; the rest is stacked again', { batchId, hostId, culprit: stacked[decided.culprit]!.landingId, rest: pending.length });
   }
+}
+
+/** Tells the culprit why it is one (its red round, the suites, the logs); the members after it, to be stacked again. */
+async function reportCulprit(request: BatchRequest, outcome: BatchOutcome, stacked: StackedMember[], at: number, report: Report): Promise<BatchMember[]> {
+  const { batchId } = outcome;
+  const culprit = stacked[at]!;
+  const red = outcome.rounds.find((round) => round.prefix === at + 1 && round.headSha === culprit.headSha)!;
+  const failing = [
+    ...red.gates.filter((result) => result.status !== 'passed' && !result.excused).map((result) => result.suiteId),
+    ...(red.environmentFailed ? ['environment'] : []),
+  ];
+  await report(culprit.landingId, {
+    kind: 'culprit',
+    batchId,
+    failing,
+    treeSha: red.treeSha,
+    round: red.round,
+    summary: `in batch ${batchId} the stack up to this landing was red (round ${red.round}, tree ${red.treeSha.slice(0, 12)}: ${failing.join(', ')} failed${red.environmentFailed ? ` (${red.environmentFailed.why})` : ''}; log: ${[...red.gates.filter((result) => result.status !== 'passed').map((result) => result.logRef), ...(red.environmentFailed ? [red.environmentFailed.logRef] : [])].join(', ')}) while the stack before it was ${at === 0 ? 'the target itself' : 'green'}`,
+  });
+  const after = new Set(stacked.slice(at + 1).map((member) => member.landingId));
+  return request.members.filter((member) => after.has(member.landingId));
 }
 
 /**
@@ -200,87 +206,99 @@ async function gateRound(
 ): Promise<BatchRound> {
   const number = outcome.rounds.length + 1;
   const gates: BatchRound['gates'] = [];
+  const close = (green: boolean, environmentFailed?: BatchRound['environmentFailed']): BatchRound => {
+    const round: BatchRound = {
+      round: number,
+      prefix,
+      headSha: head.headSha,
+      treeSha: head.treeSha,
+      green,
+      gates,
+      ...(environmentFailed ? { environmentFailed } : {}),
+    };
+    outcome.rounds.push(round);
+    return round;
+  };
   // The prefix's tree runs in its own environment (its inputs may be a member's): a setup that fails makes the round red.
   let environment: EnvironmentRef | undefined;
   if (declaration) {
-    const builder = proxyActivities<Activities>({
-      ...environmentBuild(declaration.timeoutMs),
-      taskQueue: hostQueue(request.hostId),
-      ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}),
-    });
-    const ready = await builder['environment.prepare']({
-      runId: outcome.batchId,
-      repo: request.repo,
-      commitSha: head.headSha,
-      baseSha: onto,
-      declaration,
-      fallbackImage: gate.image ?? defaultRunnerImage,
-    });
-    if (!ready.ok) {
-      const round: BatchRound = {
-        round: number,
-        prefix,
-        headSha: head.headSha,
-        treeSha: head.treeSha,
-        green: false,
-        gates,
-        environmentFailed: { why: ready.failure.why, logRef: ready.failure.logRef },
-      };
-      outcome.rounds.push(round);
-      return round;
-    }
+    const ready = await prepareEnvironment(request, gate, outcome, head, onto, declaration);
+    if (!ready.ok) return close(false, { why: ready.failure.why, logRef: ready.failure.logRef });
     environment = ready.environment;
   }
-  for (const suite of gate.suites) {
-    const timeoutMs = suiteTimeoutMs(suite);
-    const runner = proxyActivities<Activities>({
-      ...gateSuite(timeoutMs),
-      taskQueue: hostQueue(request.hostId),
-      ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}),
-    });
-    const input = {
-      runId: outcome.batchId,
-      repo: request.repo,
+  for (const suite of gate.suites) gates.push(await gateSuiteOnce(request, gate, outcome, head, number, suite, environment));
+  return close(gates.every((result) => result.status === 'passed' || result.excused !== undefined));
+}
+
+/** The environment of a prefix's tree, built on the batch's host. */
+function prepareEnvironment(
+  request: BatchRequest,
+  gate: GateFile,
+  outcome: BatchOutcome,
+  head: StackedMember,
+  onto: string,
+  declaration: EnvironmentDeclaration,
+) {
+  const builder = proxyActivities<Activities>({
+    ...environmentBuild(declaration.timeoutMs),
+    taskQueue: hostQueue(request.hostId),
+    ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}),
+  });
+  return builder['environment.prepare']({
+    runId: outcome.batchId,
+    repo: request.repo,
+    commitSha: head.headSha,
+    baseSha: onto,
+    declaration,
+    fallbackImage: gate.image ?? defaultRunnerImage,
+  });
+}
+
+/** One suite on a prefix's tree; a red not from the cache is run once more, and green then is a flake excused by the retry. */
+async function gateSuiteOnce(
+  request: BatchRequest,
+  gate: GateFile,
+  outcome: BatchOutcome,
+  head: StackedMember,
+  number: number,
+  suite: GateFile['suites'][number],
+  environment: EnvironmentRef | undefined,
+): Promise<BatchRound['gates'][number]> {
+  const timeoutMs = suiteTimeoutMs(suite);
+  const runner = proxyActivities<Activities>({
+    ...gateSuite(timeoutMs),
+    taskQueue: hostQueue(request.hostId),
+    ...(request.hostLostAfterMs ? { scheduleToStartTimeout: request.hostLostAfterMs } : {}),
+  });
+  const input = {
+    runId: outcome.batchId,
+    repo: request.repo,
+    commitSha: head.headSha,
+    treeSha: head.treeSha,
+    suite,
+    image: gate.image ?? defaultRunnerImage,
+    timeoutMs,
+    round: number,
+    ...(environment ? { environment } : {}),
+  };
+  const result = await runner['gate.runSuite'](input);
+  if (result.status === 'passed' || result.cache === 'hit') return { ...result, round: number };
+  const again = await runner['gate.runSuite']({ ...input, reuse: false, evidence: 'same-tree' });
+  const evidence = [
+    {
+      on: 'same-tree' as const,
       commitSha: head.headSha,
       treeSha: head.treeSha,
-      suite,
-      image: gate.image ?? defaultRunnerImage,
-      timeoutMs,
-      round: number,
-      ...(environment ? { environment } : {}),
-    };
-    const result = await runner['gate.runSuite'](input);
-    if (result.status === 'passed' || result.cache === 'hit') {
-      gates.push({ ...result, round: number });
-      continue;
-    }
-    const again = await runner['gate.runSuite']({ ...input, reuse: false, evidence: 'same-tree' });
-    const evidence = [
-      {
-        on: 'same-tree' as const,
-        commitSha: head.headSha,
-        treeSha: head.treeSha,
-        status: again.status,
-        exitCode: again.exitCode,
-        logRef: again.logRef,
-        durationMs: again.durationMs,
-        ...(again.cache ? { cache: again.cache } : {}),
-      },
-    ];
-    gates.push(
-      again.status === 'passed' ? { ...result, round: number, settled: 'flaky', evidence, excused: { by: 'retry' } } : { ...result, round: number, evidence },
-    );
-  }
-  const round: BatchRound = {
-    round: number,
-    prefix,
-    headSha: head.headSha,
-    treeSha: head.treeSha,
-    green: gates.every((result) => result.status === 'passed' || result.excused !== undefined),
-    gates,
-  };
-  outcome.rounds.push(round);
-  return round;
+      status: again.status,
+      exitCode: again.exitCode,
+      logRef: again.logRef,
+      durationMs: again.durationMs,
+      ...(again.cache ? { cache: again.cache } : {}),
+    },
+  ];
+  return again.status === 'passed'
+    ? { ...result, round: number, settled: 'flaky', evidence, excused: { by: 'retry' } }
+    : { ...result, round: number, evidence };
 }
 
 /**
