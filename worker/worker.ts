@@ -42,13 +42,8 @@ let runtimeInstalled = false;
 /** See the shared worker's options below; a busy worker that misses it replays the run from its history (slower, not wrong). */
 export const stickyQueueScheduleToStartTimeout = '2s';
 
-/**
- * Starts this host's workers: one on the shared queue (workflows and capsules any
- * host can run) and one on the host's own queue (steps that touch this host's
- * worktrees and Docker daemon), or only the one `TARMAC_WORKER_QUEUES` names.
- * This is the only place real clients are made.
- */
-export async function startWorker(config: Config, logger: Logger): Promise<WorkerHandle> {
+/** The SDK's runtime, once a process: its log filter and, when a port is set, the Prometheus endpoint. */
+function installRuntime(config: Config): void {
   if (!runtimeInstalled) {
     Runtime.install({
       telemetryOptions: {
@@ -62,10 +57,11 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
     });
     runtimeInstalled = true;
   }
-  const docker = new Docker({ socketPath: config.dockerSocket });
-  await docker.ping();
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const deps = {
+}
+
+/** What the activities are built from: the config's parts they use, and the host's Docker client. */
+function activityDeps(config: Config, docker: Docker) {
+  return {
     dataDir: config.dataDir,
     hostId: config.hostId,
     servesHost: config.workerQueues.includes('host'),
@@ -82,27 +78,10 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
       cacheMaxBytes: config.environments.envCacheMaxBytes,
     },
   };
-  const hostLog = {
-    info: (message: string, meta?: Record<string, unknown>) => logger.info(meta ?? {}, message),
-    warn: (message: string, meta?: Record<string, unknown>) => logger.warn(meta ?? {}, message),
-  };
-  // The host's warm gate pool (activities/containers/gate-pool.ts): gate containers started before any landing needs one.
-  const gatePool =
-    config.workerQueues.includes('host') && config.gatePool > 0
-      ? createGatePool({
-          dataDir: config.dataDir,
-          hostId: config.hostId,
-          docker,
-          size: config.gatePool,
-          image: defaultRunnerImage,
-          environments: config.gatePoolEnvironments,
-          log: hostLog,
-        })
-      : undefined;
-  await gatePool?.start().catch((error: unknown) => logger.warn({ err: error }, 'the gate pool did not start; gates start their own containers'));
-  // The landings' cleanups once their runs have closed (activities/janitor/run-janitor.ts): resumed below for this host's data dir.
-  const runJanitor = createHostRunJanitor({ ...deps, ...(gatePool ? { gatePool } : {}), janitorLog: hostLog });
-  const activities = createActivities({ ...deps, ...(gatePool ? { gatePool } : {}), runJanitor });
+}
+
+/** The workers of the queues this process serves, created in order: shared, then the host's and the placements'. */
+async function createWorkers(config: Config, logger: Logger, connection: NativeConnection, activities: ReturnType<typeof createActivities>): Promise<Worker[]> {
   // TARMAC_WORKER_QUEUES: a deployment may run workflow workers and host workers as separate processes.
   const workers: Worker[] = [];
   // Every running activity is heartbeated (its own details repeated): a dead worker's step is retried in seconds.
@@ -150,6 +129,43 @@ export async function startWorker(config: Config, logger: Logger): Promise<Worke
       }),
     );
   }
+  return workers;
+}
+
+/**
+ * Starts this host's workers: one on the shared queue (workflows and capsules any
+ * host can run) and one on the host's own queue (steps that touch this host's
+ * worktrees and Docker daemon), or only the one `TARMAC_WORKER_QUEUES` names.
+ * This is the only place real clients are made.
+ */
+export async function startWorker(config: Config, logger: Logger): Promise<WorkerHandle> {
+  installRuntime(config);
+  const docker = new Docker({ socketPath: config.dockerSocket });
+  await docker.ping();
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const deps = activityDeps(config, docker);
+  const hostLog = {
+    info: (message: string, meta?: Record<string, unknown>) => logger.info(meta ?? {}, message),
+    warn: (message: string, meta?: Record<string, unknown>) => logger.warn(meta ?? {}, message),
+  };
+  // The host's warm gate pool (activities/containers/gate-pool.ts): gate containers started before any landing needs one.
+  const gatePool =
+    config.workerQueues.includes('host') && config.gatePool > 0
+      ? createGatePool({
+          dataDir: config.dataDir,
+          hostId: config.hostId,
+          docker,
+          size: config.gatePool,
+          image: defaultRunnerImage,
+          environments: config.gatePoolEnvironments,
+          log: hostLog,
+        })
+      : undefined;
+  await gatePool?.start().catch((error: unknown) => logger.warn({ err: error }, 'the gate pool did not start; gates start their own containers'));
+  // The landings' cleanups once their runs have closed (activities/janitor/run-janitor.ts): resumed below for this host's data dir.
+  const runJanitor = createHostRunJanitor({ ...deps, ...(gatePool ? { gatePool } : {}), janitorLog: hostLog });
+  const activities = createActivities({ ...deps, ...(gatePool ? { gatePool } : {}), runJanitor });
+  const workers = await createWorkers(config, logger, connection, activities);
   // The registry hears this host before it takes work, so the API knows at once what it can run.
   const clientConnection = await Connection.connect({ address: config.temporalAddress });
   const client = new Client({ connection: clientConnection, namespace: config.namespace });
