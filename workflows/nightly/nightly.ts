@@ -14,13 +14,14 @@ import type { Activities } from '../../activities';
 import { parseDuration } from '../../core/duration';
 import { FailureCode } from '../../core/failures';
 import type { FixOutcome, FixRequest } from '../../core/fix-types';
-import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath } from '../../core/gate-file';
+import { defaultRunnerImage, defaultSuiteTimeout, gateFilePath, type GateFile } from '../../core/gate-file';
 import type { NightlyOutcome, NightlyRequest } from '../../core/nightly-types';
 import { hostQueue, placementQueue } from '../../core/queues';
 import type { RecipeSnapshot } from '../../core/recipe-schemas';
 import type { GateSuiteResult, LandingOutcome, LandingRequest } from '../../core/types';
 import { capsule, environmentBuild, gateSuite } from '../activity-options';
 import type { EnvironmentRef } from '../../core/environment-types';
+import type { EnvironmentDeclaration } from '../../core/environment';
 import { environmentFailureText } from '../../policies/environment-text';
 import { afterFix, afterLanding, repairPlan, repairRequest } from '../../policies/nightly';
 import { gateVerdict } from '../../policies/supersedes';
@@ -128,40 +129,11 @@ async function gateTarget(record: NightlyRecord, placed: { host?: Activities }):
   const declaration = inspected.environment?.ok ? inspected.environment.declaration : undefined;
   let environment: EnvironmentRef | undefined;
   if (declaration) {
-    const builder = proxyActivities<Activities>({ ...environmentBuild(declaration.timeoutMs), taskQueue: hostQueue(inspected.hostId) });
-    const ready = await builder['environment.prepare']({
-      runId,
-      repo: request.repo,
-      commitSha: inspected.targetSha,
-      baseSha: inspected.targetSha,
-      declaration,
-      fallbackImage: gate.image ?? defaultRunnerImage,
-    });
-    if (!ready.ok) {
-      const { summary, message } = environmentFailureText(ready.failure);
-      return record.fail(FailureCode.environmentFailed, summary, { message });
-    }
+    const ready = await prepareEnvironment(record, inspected.hostId, inspected.targetSha, gate, declaration);
+    if ('outcome' in ready) return ready.outcome;
     environment = ready.environment;
   }
-  for (const suite of gate.suites) {
-    const timeoutMs = parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
-    const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(inspected.hostId) });
-    meters.containersRun += 1;
-    // A nightly observes the target as it is tonight (time, the world outside the tree): never a reused result.
-    const result: GateSuiteResult = await runner['gate.runSuite']({
-      runId,
-      repo: request.repo,
-      commitSha: inspected.targetSha,
-      treeSha,
-      suite,
-      image: gate.image ?? defaultRunnerImage,
-      timeoutMs,
-      round: 1,
-      reuse: false,
-      ...(environment ? { environment } : {}),
-    });
-    view.gates.push({ ...result, round: 1 });
-  }
+  await runSuites(record, inspected.hostId, inspected.targetSha, treeSha, gate, environment);
   const verdict = gateVerdict(
     view.gates.map((entry) => ({ ...entry, round: 1 })),
     gate.suites.map((suite) => suite.id),
@@ -176,6 +148,62 @@ async function gateTarget(record: NightlyRecord, placed: { host?: Activities }):
   }
   record.failingSuites = plan.failing;
   return { failing: plan.failing, reproCommand: plan.reproCommand, targetSha: inspected.targetSha };
+}
+
+/** The repository's environment of the target's tree, or the run's outcome when it could not be set up. */
+async function prepareEnvironment(
+  record: NightlyRecord,
+  hostId: string,
+  targetSha: string,
+  gate: GateFile,
+  declaration: EnvironmentDeclaration,
+): Promise<{ environment: EnvironmentRef } | { outcome: NightlyOutcome }> {
+  const { request, runId } = record;
+  const builder = proxyActivities<Activities>({ ...environmentBuild(declaration.timeoutMs), taskQueue: hostQueue(hostId) });
+  const ready = await builder['environment.prepare']({
+    runId,
+    repo: request.repo,
+    commitSha: targetSha,
+    baseSha: targetSha,
+    declaration,
+    fallbackImage: gate.image ?? defaultRunnerImage,
+  });
+  if (!ready.ok) {
+    const { summary, message } = environmentFailureText(ready.failure);
+    return { outcome: record.fail(FailureCode.environmentFailed, summary, { message }) };
+  }
+  return { environment: ready.environment };
+}
+
+/** Every suite of the gate, one after another, on the target's tree; each result goes on the view. */
+async function runSuites(
+  record: NightlyRecord,
+  hostId: string,
+  targetSha: string,
+  treeSha: string,
+  gate: GateFile,
+  environment: EnvironmentRef | undefined,
+): Promise<void> {
+  const { request, runId, meters, view } = record;
+  for (const suite of gate.suites) {
+    const timeoutMs = parseDuration(suite.timeout ?? defaultSuiteTimeout) ?? 600_000;
+    const runner = proxyActivities<Activities>({ ...gateSuite(timeoutMs), taskQueue: hostQueue(hostId) });
+    meters.containersRun += 1;
+    // A nightly observes the target as it is tonight (time, the world outside the tree): never a reused result.
+    const result: GateSuiteResult = await runner['gate.runSuite']({
+      runId,
+      repo: request.repo,
+      commitSha: targetSha,
+      treeSha,
+      suite,
+      image: gate.image ?? defaultRunnerImage,
+      timeoutMs,
+      round: 1,
+      reuse: false,
+      ...(environment ? { environment } : {}),
+    });
+    view.gates.push({ ...result, round: 1 });
+  }
 }
 
 /** fix: a child fix loop whose repro is the failing suites; its fixes go to a run-owned branch. */
