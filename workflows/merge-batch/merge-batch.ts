@@ -1,9 +1,8 @@
-import { CancellationScope, getExternalWorkflowHandle, isCancellation, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { BatchMemberResult, BatchOutcome, BatchRequest } from '../../core/batch-types';
-import { batchMemberGoneSignal, batchResultSignal, batchStatusQuery, type BatchStatusView } from '../../core/messages';
-import { metrics } from '../metrics';
+import { CancellationScope, isCancellation, log, workflowInfo } from '@temporalio/workflow';
+import type { BatchOutcome, BatchRequest } from '../../core/batch-types';
 import { pinnedTo } from '../pinned';
 import { stackGateMerge } from './phases';
+import { batchRecord, batchSummary } from './record';
 
 /**
  * mergeBatch: the target queue's speculative batch (policies/batch.ts). The members' verified
@@ -25,26 +24,7 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
   const { target, hostId } = request;
   const host = pinnedTo(hostId, request.hostLostAfterMs);
   const outcome: BatchOutcome = { batchId, target, merges: [], rounds: [], results: {}, summary: '' };
-  // Members that ended while the batch runs (cancelled, failed: the queue forwards their release): never merged.
-  const gone = new Set<string>();
-  setHandler(batchMemberGoneSignal, ({ landingId }) => void gone.add(landingId));
-  const progress: { state: BatchStatusView['state'] } = { state: 'stacking' };
-  setHandler(batchStatusQuery, () => ({
-    state: progress.state,
-    members: request.members.map((member) => member.landingId),
-    rounds: [...outcome.rounds],
-    merges: [...outcome.merges],
-    results: { ...outcome.results },
-  }));
-  const report = async (landingId: string, result: BatchMemberResult) => {
-    if (outcome.results[landingId]) return;
-    outcome.results[landingId] = result;
-    metrics.batchResult(result.kind);
-    // A member that is gone (cancelled, ended) has nobody to tell.
-    await getExternalWorkflowHandle(landingId)
-      .signal(batchResultSignal, result)
-      .catch(() => undefined);
-  };
+  const { gone, progress, report } = batchRecord(request, outcome);
   try {
     await stackGateMerge(request, host, outcome, report, gone, progress);
   } catch (error) {
@@ -60,12 +40,6 @@ export async function mergeBatch(request: BatchRequest): Promise<BatchOutcome> {
     });
     progress.state = 'done';
   }
-  if (!outcome.summary) {
-    const landed = Object.values(outcome.results).filter((result) => result.kind === 'landed').length;
-    const culprits = Object.entries(outcome.results)
-      .filter(([, result]) => result.kind === 'culprit')
-      .map(([id]) => id);
-    outcome.summary = `${landed} of ${request.members.length} landed in ${outcome.merges.length} fast-forward(s) after ${outcome.rounds.length} gate round(s)${culprits.length ? `; culprit(s): ${culprits.join(', ')}` : ''}`;
-  }
+  if (!outcome.summary) outcome.summary = batchSummary(request, outcome);
   return outcome;
 }

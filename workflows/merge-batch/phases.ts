@@ -1,6 +1,6 @@
 import { CancellationScope, condition, isCancellation, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities, StackedMember } from '../../activities';
-import type { BatchMember, BatchMemberResult, BatchOutcome, BatchRequest, BatchRound } from '../../core/batch-types';
+import type { BatchMember, BatchOutcome, BatchRequest, BatchRound } from '../../core/batch-types';
 import { FailureCode } from '../../core/failures';
 import { defaultRunnerImage, suiteTimeoutMs, type GateFile } from '../../core/gate-file';
 import type { BatchStatusView } from '../../core/messages';
@@ -10,13 +10,12 @@ import { environmentBuild, gateSuite } from '../activity-options';
 import type { EnvironmentDeclaration } from '../../core/environment';
 import type { EnvironmentRef } from '../../core/environment-types';
 import { causeOf } from '../run-record';
+import type { Report } from './record';
 
 /*
  * The batch's phases: stack the members on the target → bisect by gating prefixes (each a gate
  * round) → merge the green prefix → name the culprit and stack the rest again.
  */
-
-export type Report = (landingId: string, result: BatchMemberResult) => Promise<void>;
 
 /** A round or merge given up because a member of its prefix ended meanwhile: the stack is built again without it. */
 const memberGone = Symbol('member gone');
