@@ -172,6 +172,10 @@ describe('Codex against the scripted model endpoint (Responses API)', { skip }, 
           '[mcp_servers.tarmac]',
           `command = ${JSON.stringify(server.command)}`,
           `args = ${JSON.stringify(server.args)}`,
+          // As the image's config: the turn waits for the server (a loaded machine starts it slowly)
+          // instead of going on without its tools, and fails if it never comes.
+          'required = true',
+          'startup_timeout_sec = 60',
           '',
         ].join('\n'),
       );
