@@ -25,6 +25,7 @@ npx tsc --noEmit -p tsconfig.json >"$typecheck_out" 2>&1 &
 typecheck_pid=$!
 lint_status=0
 npx eslint . || lint_status=$?
+npx knip || lint_status=$?
 typecheck_status=0
 wait "$typecheck_pid" || typecheck_status=$?
 cat "$typecheck_out"; rm -f "$typecheck_out"
