@@ -395,7 +395,7 @@ export const EnvironmentListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** One environment of the API's host (activities/environments.ts EnvironmentRecord, read from its data dir). */
+/** One environment of the API's host (activities/environments/environments.ts EnvironmentRecord, read from its data dir). */
 export const EnvironmentSchema = Type.Object({
   key: Type.String({ description: 'sha256:<hex> of the declaration, the base image ID and the content of the inputs' }),
   repo: Type.String(),

@@ -229,8 +229,8 @@ export const gitTransportArgs: readonly string[] = gitTransportSettings.flatMap(
 
 /**
  * The protocol rule of `gitTransportEnv` as `-c` settings (every protocol off, then these on),
- * for simple-git, which drops `GIT_*` variables it was not told about. simple-git needs
- * `unsafe.allowUnsafeProtocolOverride` for them: here they only ever narrow.
+ * for the git commands the spawn helper runs (activities/git/git.ts puts them on every command's
+ * argv, so the rule holds whatever environment reaches git): here they only ever narrow.
  */
 export function gitProtocolSettings(protocols: readonly GitProtocol[]): string[] {
   return [

@@ -51,7 +51,7 @@ export function gateSuite(suiteTimeoutMs: number): ActivityOptions {
 }
 
 /**
- * An environment's build (activities/environments.ts): its setup's own timeout plus room to
+ * An environment's build (activities/environments/environments.ts): its setup's own timeout plus room to
  * unpack what it made. A killed worker's build is retried within the heartbeat timeout and starts
  * over cleanly (the half-built directory is never used).
  */

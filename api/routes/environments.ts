@@ -50,7 +50,7 @@ function environmentView(entry: Listed): Static<typeof EnvironmentSchema> {
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 431: ErrorSchema, 500: ErrorSchema };
 
 /**
- * The environments this API's host keeps (activities/environments.ts), read from its data dir: the
+ * The environments this API's host keeps (activities/environments/environments.ts), read from its data dir: the
  * workers of the same host build and use them. A worker on another host has its own, not listed here.
  */
 export const environmentRoutes: FastifyPluginAsyncTypebox<{ dataDir: string }> = async (app, { dataDir }) => {

@@ -52,7 +52,7 @@ function queueView(repo: string, target: string, queueId: string, status: QueueS
 }
 
 /**
- * Target queues (workflows/target-queue.ts): who holds the target, the batch in flight, the waiting
+ * Target queues (workflows/target-queue/target-queue.ts): who holds the target, the batch in flight, the waiting
  * line by lane and arrival with each landing's ETA from the queue's recent turns. Read from the
  * target's entity workflow, so any API instance answers for every host.
  */

@@ -227,7 +227,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   return stack;
 }
 
-/** Removes the containers of one gate pool (activities/gate-pool.ts), found by its label. */
+/** Removes the containers of one gate pool (activities/containers/gate-pool.ts), found by its label. */
 export async function removePoolContainers(docker: Docker, poolId: string): Promise<number> {
   const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${poolLabelKeys.pool}=${poolId}`] }) });
   await Promise.all(
@@ -241,7 +241,7 @@ export async function removePoolContainers(docker: Docker, poolId: string): Prom
   return found.length;
 }
 
-/** What a host's run janitor recorded for a run it cleaned up after the run closed (activities/run-janitor.ts). */
+/** What a host's run janitor recorded for a run it cleaned up after the run closed (activities/janitor/run-janitor.ts). */
 export interface CleanupRecord {
   workflowStatus: string;
   removedPaths?: string[];

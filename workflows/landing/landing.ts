@@ -172,7 +172,7 @@ async function finale({ runId, tracker, queue }: LandingContext, state: LandingS
     if (patched(finishOnHostPatch)) {
       // On the host, in this workflow task (a local activity there): the target freed, the outcome
       // stored, the run marked for the host's janitor, which removes its containers and workspace
-      // once the run has closed (activities/run-janitor.ts) — no trip, no task after it.
+      // once the run has closed (activities/janitor/run-janitor.ts) — no trip, no task after it.
       await tracker.step(
         'capsule.finishRun',
         'capsule',
