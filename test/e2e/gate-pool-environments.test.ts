@@ -34,7 +34,7 @@ function repoWith(name: string, environment: Record<string, unknown>, count: num
 }
 
 /**
- * The warm gate pool's containers for repository environments (activities/gate-pool.ts,
+ * The warm gate pool's containers for repository environments (activities/containers/gate-pool.ts,
  * gate-pool-environments.ts) on the real stack: a key a landing used gets a container made for it
  * alone — its base image, its files read-only at /tarmac/env — which the next landing of that key
  * runs its gate in, seeing exactly its tree and the products linked; a landing of another key never

@@ -51,7 +51,7 @@ const sleepy = (name: string, branch: string, run: string[]) =>
   });
 
 /**
- * The host's warm gate pool (activities/gate-pool.ts): containers started before any landing, each
+ * The host's warm gate pool (activities/containers/gate-pool.ts): containers started before any landing, each
  * running only a wait, claimed by a landing's placement for its first suite once the tree is known.
  * The suite must see exactly what a round's own container shows it (tree, environment, sandbox), its
  * deadline counts from the go, a killed worker's step reattaches to it, and nothing is claimed for a

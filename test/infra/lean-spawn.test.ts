@@ -26,7 +26,7 @@ const until = async (check: () => boolean, ms: number) => {
 const helperPid = async () => Number((await leanRun({ command: 'sh', args: ['-c', 'echo $PPID'] })).stdout.toString().trim());
 
 /**
- * The spawn helper (activities/spawn-helper.mts, activities/lean-spawn.ts) runs the host's git, tar
+ * The spawn helper (activities/git/spawn-helper.mts, activities/git/lean-spawn.ts) runs the host's git, tar
  * and chown for the worker: real commands, real processes. What the worker gets back must be what
  * a spawn of its own would have given, and the helper must neither outlive the worker nor keep it
  * alive, nor take a command's failure for its own.

@@ -16,7 +16,7 @@ import { TemporalStandIn } from '../helpers/temporal-stand-in';
 
 /**
  * GET /v1/environments through `app.inject`: environments written into a temp data dir the way
- * activities/environments.ts leaves them (`cache/environments/<hex>/environment.json` beside
+ * activities/environments/environments.ts leaves them (`cache/environments/<hex>/environment.json` beside
  * `root/`, a run's mark under `runs/<id>/environments/<hex>`), read by its own `listEnvironments`.
  * And a landing's outcome with `environments` going through GET /v1/landings/:id whole.
  */

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { goScript } from '../../activities/containers/gate-pool';
 
 /**
- * The go file of a pooled gate container (activities/gate-pool.ts): the suite's environment and argv
+ * The go file of a pooled gate container (activities/containers/gate-pool.ts): the suite's environment and argv
  * come from the gate file (attacker input) and must reach the suite exactly, as data, never as shell.
  */
 describe('goScript: the suite environment and argv, exactly, whatever they hold', () => {
