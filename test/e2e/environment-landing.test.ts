@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { branchHead, createFixtureRepo, gateFile, type FixtureRepo } from '../../infra/fixture-repo';
 import { npmRegistry, pypiHosts, npmLockfile } from '../helpers/registries';
-import { containersCreated, landingFinished, startStack, stepRunning, type Stack } from '../helpers/stack';
+import { containersCreated, landingFinished, startStack, stepRunning, waitFor, type Stack } from '../helpers/stack';
 
 const registry = npmRegistry();
 const pypi = pypiHosts();
@@ -236,7 +236,13 @@ describe('environment landings: a Node repository with real dependencies lands, 
     const id = created.body.id as string;
     await stepRunning(stack, id, 'environment.prepare', 'the environment build running');
     const environments = join(stack.dataDir, 'cache', 'environments');
-    const building = readdirSync(environments).filter((name) => name.includes('.build-'));
+    // The step starts before its build directory is made (the key, the lock): wait for the directory.
+    const building = await waitFor(
+      async () => readdirSync(environments).filter((name) => name.includes('.build-')),
+      (names) => names.length > 0,
+      60_000,
+      'the build directory',
+    );
     assert.equal(building.length, 1, `one build in progress: ${readdirSync(environments).join(', ')}`);
     await stack.killWorker('SIGKILL');
     await stack.startWorker();
