@@ -123,7 +123,7 @@ export interface SessionMeters {
 
 export interface SessionDecisionRecord {
   afterAttempt: number;
-  action: 'done' | 'ask' | 'wait' | 'collect' | 'respawn' | 'escalate' | 'give-up' | 'pause' | 'resume' | 'stop';
+  action: 'done' | 'ask' | 'collect' | 'respawn' | 'escalate' | 'give-up' | 'pause' | 'resume' | 'stop';
   harnessModel?: string;
   reason: string;
 }
