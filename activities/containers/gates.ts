@@ -63,7 +63,7 @@ export interface RunGateSuiteInput {
 const gateSandboxVersion = 'gate-sandbox-1';
 
 /** Writes the exact tree of a commit into a fresh directory (no .git, nothing else). */
-export async function exportTree(repository: string, commitSha: string, dir: string): Promise<void> {
+async function exportTree(repository: string, commitSha: string, dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   const [archive, tar] = await leanPipe(
@@ -107,8 +107,6 @@ function gateSuiteContainer(
   const paths = runPaths(dataDir, runId);
   const step = `gate-${suite.id}-${treeSha.slice(0, 12)}-r${round}${evidence ? `-${evidence}` : ''}`;
   const snapshot = join(paths.snapshots, step);
-  // Written once the snapshot is complete: a container found never started runs on it as is.
-  const ready = `${snapshot}.ready`;
   const logFile = join(paths.logs, `${step}.log`);
   const spec: ContainerSpec = {
     labels: {
@@ -128,8 +126,23 @@ function gateSuiteContainer(
     workingDir: '/workspace',
     timeoutMs,
     logFile,
-    // A fresh container gets a fresh snapshot (exported while the container is created); a
-    // reattached one keeps the tree its container is using.
+    ...snapshotPreparation({ dataDir, hostId, runId, repo, commitSha, snapshot }, environment ? (dir) => linkProducts(dir, environment.products) : undefined),
+  };
+  return { spec, logFile, step };
+}
+
+/**
+ * A step container's snapshot of one commit: a fresh container gets a fresh snapshot (exported while
+ * the container is created, recorded in the run's manifest first so cleanup finds it); a reattached
+ * one keeps the tree its container is using (`<snapshot>.ready` is written once it is complete).
+ */
+export function snapshotPreparation(
+  { dataDir, hostId, runId, repo, commitSha, snapshot }: { dataDir: string; hostId: string; runId: string; repo: string; commitSha: string; snapshot: string },
+  link?: (snapshot: string) => Promise<unknown>,
+): Pick<ContainerSpec, 'prepare' | 'isPrepared'> {
+  const paths = runPaths(dataDir, runId);
+  const ready = `${snapshot}.ready`;
+  return {
     prepare: async () => {
       await rm(ready, { force: true });
       await recordInManifest(
@@ -139,13 +152,12 @@ function gateSuiteContainer(
       );
       // The workspace holds the run's own commits (rebased, fixed) and reads the rest from the mirror.
       await exportTree(paths.worktree, commitSha, snapshot);
-      if (environment) await linkProducts(snapshot, environment.products);
+      if (link) await link(snapshot);
       await handToContainerUser(snapshot);
       await writeFile(ready, `${commitSha}\n`);
     },
     isPrepared: async () => existsSync(ready),
   };
-  return { spec, logFile, step };
 }
 
 export function createGateActivities({ dataDir, hostId, docker, gatePool }: GateActivityDeps) {

@@ -5,17 +5,16 @@
  * host. Make's database (`make -p`, which sees included makefiles) can only come from make itself:
  * it runs in the runner container on an export of that head, network none, like a gate suite.
  */
-import { existsSync } from 'node:fs';
-import { mkdir, open, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import type { MakeDatabase, RepoFacts } from '../../core/fix-types';
 import { makeDatabaseScript, parseMakeDatabase, textualMakeTargets } from '../../policies/make-database';
 import { parsePackageJson } from '../../policies/line-edit';
 import { labelKeys, runStepContainer } from '../containers/containers';
-import { exportTree } from '../containers/gates';
-import { catFileBatch, containerUser, gitArgs, handToContainerUser } from '../git/git';
-import { mirrorPath, recordInManifest, runPaths } from '../stores/run-store';
+import { snapshotPreparation } from '../containers/gates';
+import { catFileBatch, containerUser, gitArgs } from '../git/git';
+import { runPaths } from '../stores/run-store';
 import { leanRun } from '../git/lean-spawn';
 
 /** Most regular files listed in the facts (a workflow carries them). */
@@ -80,7 +79,6 @@ export function createGroundingActivities({ dataDir, hostId, docker }: { dataDir
   }): Promise<Omit<MakeDatabase, 'source'> | undefined> {
     const paths = runPaths(dataDir, runId);
     const snapshot = join(paths.snapshots, step);
-    const ready = `${snapshot}.ready`;
     const output = join(paths.runDir, 'grounding', `${step}.txt`);
     await mkdir(join(paths.runDir, 'grounding'), { recursive: true });
     const result = await runStepContainer(docker, {
@@ -95,18 +93,7 @@ export function createGroundingActivities({ dataDir, hostId, docker }: { dataDir
       // The database is data for the loop, not a log for the event stream: kept beside the logs.
       logFile: output,
       maxLogBytes: maxDatabaseBytes,
-      prepare: async () => {
-        await rm(ready, { force: true });
-        await recordInManifest(
-          paths.manifest,
-          { runId, repo, mirror: mirrorPath(dataDir, repo), hostId, createdAt: new Date().toISOString(), containerRunLabel: runId },
-          { dirs: [snapshot, ready] },
-        );
-        await exportTree(paths.worktree, commitSha, snapshot);
-        await handToContainerUser(snapshot);
-        await writeFile(ready, `${commitSha}\n`);
-      },
-      isPrepared: async () => existsSync(ready),
+      ...snapshotPreparation({ dataDir, hostId, runId, repo, commitSha, snapshot }),
     });
     await rm(snapshot, { recursive: true, force: true });
     if (result.timedOut) return undefined;
