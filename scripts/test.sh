@@ -46,18 +46,17 @@ mkdir -p "$(dirname "$record")"
 rm -f "$record"
 status=0
 
-# One `node --test` over a list of files: spec output to the log, a TAP record (appended to $record:
-# when the run fails, its failing entries — with a file's exit code and signal, which the spec
-# reporter leaves out — and the diagnostics the files printed are printed again last, where a log's
-# tail shows them) and the time of each file (test/reporters/file-times.mts).
+# One run over a list of files (test/run-files.ts: `node --test`'s runner, the files in the order
+# given): spec output to the log, a TAP record (appended to $record: when the run fails, its failing
+# entries — with a file's exit code and signal, which the spec reporter leaves out — and the
+# diagnostics the files printed are printed again last, where a log's tail shows them) and the time of
+# each file (test/reporters/file-times.mts). The files start slowest first (test/order-files.ts).
 run_files() {
   local n="$1" part="$2"; shift 2
   echo "[test] $# test files, $n at a time"
-  node --import tsx --test --test-concurrency="$n" \
-    --test-reporter=spec --test-reporter-destination=stdout \
-    --test-reporter=tap --test-reporter-destination="$record.$part" \
-    --test-reporter=./test/reporters/file-times.mts --test-reporter-destination=stdout \
-    "$@" || status=$?
+  local ordered
+  mapfile -t ordered < <(node --import tsx test/order-files.ts "$@")
+  node --import tsx test/run-files.ts "$n" "$record.$part" "${ordered[@]}" || status=$?
   cat "$record.$part" >>"$record"; rm -f "$record.$part"
   echo "[test] $part: $(elapsed)"
 }
