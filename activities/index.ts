@@ -117,6 +117,7 @@ export function createActivities(deps: ActivityDeps) {
       rebase,
       gates,
       environments,
+      panelReadiness: sessions.panelReadiness,
     }),
     'capsule.inspectTarget': git.inspectTarget,
     'capsule.prepareRun': landing.prepareRun,

@@ -16,6 +16,7 @@ import { RequestCounter } from './metrics';
 import { ErrorSchema } from './schemas';
 import { opsRoutes } from './routes/ops';
 import { recipeRoutes } from './routes/recipes';
+import { agentRoutes } from './routes/agents';
 import { eventRoutes } from './routes/events';
 import { landingControlRoutes, landingRoutes } from './routes/landings';
 import { landingRetryRoutes } from './routes/landing-retry';
@@ -106,6 +107,7 @@ export async function buildApp({ client, config, logger, docker, dashboardDir }:
       await v1.register(landingRetryRoutes, { client, config });
       await v1.register(eventRoutes, { client, config });
       await v1.register(recipeRoutes, { recipesDir: config.recipesDir });
+      await v1.register(agentRoutes, { client, recipesDir: config.recipesDir });
       await v1.register(runRoutes, { client });
       await v1.register(reviewRoutes, { client, config });
       await v1.register(fixLoopRoutes, { client, config });

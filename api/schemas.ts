@@ -204,6 +204,11 @@ export const ReviewSchema = Type.Object(
         open,
       ),
     ),
+    skipped: Type.Optional(
+      Type.Array(Type.Object({ harnessModel: Type.String(), reason: Type.String() }, open), {
+        description: 'reviewers left out of the quorum because they cannot run here (the panel says "unavailable": "skip"), each with why',
+      }),
+    ),
     meters: Type.Object(
       { sessionsSpawned: Type.Number(), respawns: Type.Number(), inputTokens: Type.Number(), outputTokens: Type.Number(), costUsd: Type.Number() },
       { ...open, description: "what the panel's sessions spent (in the landing's meters too)" },
@@ -648,3 +653,30 @@ export const QueueViewSchema = Type.Object({
   recentTurnMs: Type.Array(Type.Integer(), { description: 'durations of recent turns (a landing’s hold, or a whole batch), newest last' }),
 });
 export type QueueView = Static<typeof QueueViewSchema>;
+
+const MissingSchema = Type.Object({ kind: Type.Union([Type.Literal('image'), Type.Literal('key')]), name: Type.String() });
+
+/** GET /v1/agents: per worker, each harness#model of the recipes in force, runnable or not and why. */
+export const AgentsViewSchema = Type.Object({
+  freshForMs: Type.Integer({ description: 'a report older than this is not evidence (its worker may be gone or changed); the API then refuses nothing on it' }),
+  workers: Type.Array(
+    Type.Object({
+      hostId: Type.String(),
+      at: Type.String({ description: 'when the worker looked (it reports at start and every minute)' }),
+      fresh: Type.Boolean(),
+      agents: Type.Array(
+        Type.Object({
+          harnessModel: Type.String(),
+          runnable: Type.Boolean(),
+          reason: Type.Optional(Type.String({ description: 'why it cannot run here: the image not built, the key not set' })),
+          missing: Type.Optional(Type.Array(MissingSchema)),
+          usedBy: Type.Array(Type.String(), { description: 'where the recipes name it: harnesses.<name>, ladder[<i>], panels.<name>' }),
+        }),
+      ),
+      notice: Type.Optional(
+        Type.String({ description: 'one line when the shipped defaults (the `default` panel, the default ladder) cannot run on this worker, and what to set' }),
+      ),
+    }),
+  ),
+});
+export type AgentsView = Static<typeof AgentsViewSchema>;

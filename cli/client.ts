@@ -13,6 +13,7 @@ import type {
   ScheduleView,
 } from '../api/schedule-schemas';
 import type {
+  AgentsView,
   AnswerAccepted,
   BudgetAnswer,
   BudgetCommand,
@@ -35,7 +36,7 @@ import type {
 import type { CliConfig } from './config';
 import { ApiCallError, CliError } from './errors';
 
-export type { BudgetCommand, EnvironmentView, LandingView, QuarantineView, QueueView, RunSummary, ScheduleSummary, ScheduleView };
+export type { AgentsView, BudgetCommand, EnvironmentView, LandingView, QuarantineView, QueueView, RunSummary, ScheduleSummary, ScheduleView };
 
 /** GET /v1/runs filters, as the command line gives them; every one optional. */
 type RunListFilter = { [Name in keyof Static<typeof RunListQuery>]?: string | number };
@@ -171,6 +172,10 @@ export class TarmacClient {
 
   async deleteSchedule(id: string): Promise<ScheduleDeleted> {
     return (await this.request<ScheduleDeleted>('DELETE', `/v1/schedules/${encodeURIComponent(id)}`)).body;
+  }
+
+  async agents(): Promise<AgentsView> {
+    return (await this.request<AgentsView>('GET', '/v1/agents')).body;
   }
 
   async quarantines(filter: { repo?: string; target?: string }): Promise<QuarantineView[]> {

@@ -6,6 +6,7 @@ import { createContext, type CliContext } from './context';
 import type { Output } from './display';
 import { CliError, ExitCode } from './errors';
 import { commandUsage, isDocumentedCommand, usage } from './usage';
+import { agentsCommand } from './commands/agents';
 import { answerCommand } from './commands/answer';
 import { budgetCommand } from './commands/budget';
 import { cancelCommand } from './commands/cancel';
@@ -38,6 +39,7 @@ const commands = {
   queue: queueCommand,
   quarantines: quarantinesCommand,
   environments: environmentsCommand,
+  agents: agentsCommand,
 } as const satisfies Record<string, (args: string[], context: CliContext) => Promise<ExitCode>>;
 
 type ClientCommand = keyof typeof commands;

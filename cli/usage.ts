@@ -200,6 +200,18 @@ const docs = {
       'blocks landings again.',
     ],
   },
+  agents: {
+    synopsis: ['agents [--json]'],
+    summary: 'per worker, each harness#model of the recipes: runnable or not, and what is missing (a key, an image)',
+    details: [
+      'Every harness#model the recipes name (harness model lists, the ladder, the panels), as each worker last',
+      'reported it (GET /v1/agents): ✓ it can run there; ✗ what is missing — the image not built, the key not',
+      'set. A notice line says when the default panel or the default ladder cannot run on a worker.',
+      '',
+      'options:',
+      "  --json                   print the API's answer as JSON",
+    ],
+  },
   environments: {
     synopsis: ['environments [--repo <repo>] [--json]'],
     summary: "the repositories' environments cached on the API's host, most recently used first",
@@ -274,7 +286,7 @@ run Tarmac:
 ${section(['dev', 'worker', 'api'])}
 
 use it:
-${section(['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines', 'queue', 'environments', 'help'])}
+${section(['land', 'list', 'status', 'watch', 'logs', 'answer', 'cancel', 'retry', 'budget', 'review', 'fix', 'schedule', 'quarantines', 'queue', 'environments', 'agents', 'help'])}
 
 ${configuration}
 

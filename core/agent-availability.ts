@@ -4,7 +4,7 @@
  * operator's own that may need none). Pure: the facts are gathered by the worker
  * (activities/sessions/agent-availability.ts); the API, the dispatch and the session decide from them.
  */
-import type { Harness } from './recipe-schemas';
+import type { Harness, Panel } from './recipe-schemas';
 import { modelProviderOf } from './harnesses';
 import type { ModelProvider } from './model-pricing';
 
@@ -93,4 +93,79 @@ export function runnableLadder(ladder: readonly string[], availability: (spec: s
   if (runnable.length > 0) return { ladder: runnable };
   const reasons = ladder.map((spec) => availability(spec)).flatMap((answer) => (answer.ok ? [] : [answer.reason]));
   return { ladder: [], reason: `no agent of the ladder can run on this worker: ${reasons.join('; ')}` };
+}
+
+/** What a harness#model lacks, as an operator sets it: the key's name, or the image to build. */
+function needs(spec: string, answer: Extract<AgentAvailability, { ok: false }>): string {
+  if (answer.missing.length === 0) return answer.reason;
+  return `${spec} needs ${answer.missing.map((missing) => (missing.kind === 'key' ? missing.name : `image ${missing.name}`)).join(' and ')}`;
+}
+
+function uniqueMissing(missing: readonly Missing[]): Missing[] {
+  return missing.filter((entry, index) => missing.findIndex((other) => other.kind === entry.kind && other.name === entry.name) === index);
+}
+
+/** Whether a review panel can run here: it runs (with the reviewers it skips), or it cannot, and why in one line. */
+export type PanelReadiness =
+  { ok: true; skipped: { harnessModel: string; reason: string }[] } | { ok: false; missing: Missing[]; reason: string; unavailable: string[] };
+
+/**
+ * Can this panel give a verdict here, before anything starts? Every reviewer counts (the panel's
+ * `unavailable` rule, default `incomplete`): one that cannot run makes it unable to, naming what to
+ * set. Under `"unavailable": "skip"` those are left out, unless the quorum (the gate file's, else
+ * the panel's) is more than the reviewers left.
+ */
+export function panelReadiness(
+  name: string,
+  panel: Pick<Panel, 'reviewers' | 'quorum' | 'unavailable'>,
+  availability: (spec: string) => AgentAvailability,
+  quorum: number = panel.quorum,
+): PanelReadiness {
+  const cannot = panel.reviewers.flatMap((spec) => {
+    const answer = availability(spec);
+    return answer.ok ? [] : [{ spec, answer }];
+  });
+  if (cannot.length === 0) return { ok: true, skipped: [] };
+  const what = cannot.map(({ spec, answer }) => needs(spec, answer)).join(', ');
+  const missing = uniqueMissing(cannot.flatMap(({ answer }) => answer.missing));
+  const unavailable = cannot.map(({ spec }) => spec);
+  if (panel.unavailable !== 'skip')
+    return {
+      ok: false,
+      missing,
+      unavailable,
+      reason: `the ${name} panel cannot run here: ${what}; set what is missing, or mark the panel "unavailable": "skip" in recipes/panels.json`,
+    };
+  const left = panel.reviewers.length - cannot.length;
+  if (quorum > left)
+    return {
+      ok: false,
+      missing,
+      unavailable,
+      reason: `the ${name} panel cannot run here: its quorum is ${quorum} but only ${left} of its ${panel.reviewers.length} reviewers can run (${what})`,
+    };
+  return { ok: true, skipped: cannot.map(({ spec, answer }) => ({ harnessModel: spec, reason: answer.reason })) };
+}
+
+/**
+ * The one line `tarmac dev` prints when the shipped defaults cannot run on this machine: the
+ * `default` panel (as panelReadiness says) and the default ladder (no rung can run). Undefined
+ * when both can.
+ */
+export function defaultsNotice(
+  recipes: { ladder: readonly string[]; panels: Record<string, Pick<Panel, 'reviewers' | 'quorum' | 'unavailable'>> },
+  availability: (spec: string) => AgentAvailability,
+): string | undefined {
+  const problems: string[] = [];
+  const panel = recipes.panels.default;
+  const readiness = panel ? panelReadiness('default', panel, availability) : undefined;
+  if (readiness && !readiness.ok) problems.push(readiness.reason);
+  if (runnableLadder(recipes.ladder, availability).ladder.length === 0) {
+    const what = recipes.ladder.flatMap((spec) => {
+      const answer = availability(spec);
+      return answer.ok ? [] : [needs(spec, answer)];
+    });
+    problems.push(`the default ladder cannot run here: ${what.join(', ')}; set a provider's key`);
+  }
+  return problems.length > 0 ? problems.join('. And ') : undefined;
 }

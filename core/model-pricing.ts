@@ -16,6 +16,10 @@ const ModelPriceSchema = Type.Object(
     output: dollarsPerMillion('USD per million output tokens (reasoning included)'),
     cacheWrite: Type.Optional(dollarsPerMillion('USD per million tokens written to the prompt cache (default: input)')),
     cacheRead: Type.Optional(dollarsPerMillion('USD per million tokens read from the prompt cache (default: input)')),
+    taken: Type.String({
+      pattern: '^\\d{4}-(0[1-9]|1[0-2])(-(0[1-9]|[12]\\d|3[01]))?$',
+      description: "when the price was read from the provider's price list (YYYY-MM-DD, or YYYY-MM): a price says how old it is",
+    }),
   },
   { additionalProperties: false },
 );
@@ -29,7 +33,8 @@ export const PricingRecipeSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export type ModelPrice = Static<typeof ModelPriceSchema>;
+/** A price as the gateway uses it; `taken` is required in the recipe file (checked at load), optional for tables made in code. */
+export type ModelPrice = Omit<Static<typeof ModelPriceSchema>, 'taken'> & { taken?: string };
 export type PricingTable = Record<string, ModelPrice>;
 
 /**
@@ -59,6 +64,23 @@ export function parsePricing(text: string, file = 'pricing.json'): PricingTable 
   const first = Value.Errors(PricingRecipeSchema, data).First();
   if (first) throw new RecipeError(file, fieldName(first.path), first.message.toLowerCase());
   return (data as Static<typeof PricingRecipeSchema>).models;
+}
+
+/**
+ * Is a model on the operator's list for this provider? The list is `recipes/pricing.json`: a model
+ * the gateway may forward is one it can price (a dated snapshot of a listed model counts as it), so
+ * no request is ever metered at an unknown cost. Pure.
+ */
+export function modelAllowance(table: PricingTable, provider: ModelProvider, model: string): { ok: true } | { ok: false; reason: string } {
+  const priced = priceOf(table, model);
+  const listed = Object.entries(table)
+    .filter(([, price]) => price.provider === provider)
+    .map(([name]) => name);
+  const known = `${provider} models listed: ${listed.join(', ') || 'none'}`;
+  if (!priced) return { ok: false, reason: `model "${model}" is not on the operator's list of ${provider} models (recipes/pricing.json; ${known})` };
+  if (priced.price.provider !== provider)
+    return { ok: false, reason: `model "${model}" is listed for provider ${priced.price.provider}, not ${provider} (recipes/pricing.json; ${known})` };
+  return { ok: true };
 }
 
 /** A dated snapshot or `-latest` alias of a base model name (`claude-sonnet-4-5-20250929`, `gpt-5-mini-2025-08-07`). */

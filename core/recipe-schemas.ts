@@ -128,6 +128,10 @@ export const LimitsRecipeSchema = Type.Object(
 
 const severities = ['blocking', 'major', 'minor', 'info'] as const;
 
+/** What a panel does with a reviewer that cannot run here (policies/quorum.ts); default `incomplete`. */
+export const panelUnavailableRules = ['incomplete', 'skip'] as const;
+export type PanelUnavailableRule = (typeof panelUnavailableRules)[number];
+
 const PanelSchema = Type.Object(
   {
     description: Type.Optional(Type.String()),
@@ -136,6 +140,15 @@ const PanelSchema = Type.Object(
     blockingSeverities: Type.Array(Type.Union(severities.map((severity) => Type.Literal(severity)))),
     promptVersion: Type.String({ minLength: 1, maxLength: 40, pattern: '^[A-Za-z0-9._-]+$' }),
     prompt: Type.String({ minLength: 1 }),
+    unavailable: Type.Optional(
+      Type.Union(
+        panelUnavailableRules.map((rule) => Type.Literal(rule)),
+        {
+          description:
+            'a reviewer that cannot run here (its image not built, its key not set): "incomplete" (default) counts it, so the panel is review-incomplete naming what is missing (and a landing is refused before it starts); "skip" leaves it out of the quorum and the verdict lists it with why (a quorum the rest cannot meet is still incomplete)',
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -49,10 +49,15 @@ export interface PanelVerdict {
   reviewers: PanelReviewer[];
   quorum: number;
   delivered: number;
-  /** Reviewers without a verdict: `errored` (ran, no verdict: the panel is incomplete whatever the quorum) and `unavailable` (could not start here). */
+  /**
+   * Reviewers without a verdict: `errored` (ran, no verdict: the panel is incomplete whatever the
+   * quorum) and `unavailable` (could not start here: incomplete too, unless the panel skips them).
+   */
   missing: string[];
   errored: string[];
   unavailable: string[];
+  /** Under the panel's `"unavailable": "skip"`: the reviewers left out of the quorum because they cannot run here, each with why. */
+  skipped?: { harnessModel: string; reason: string }[];
   findings: MergedFinding[];
   blocking: MergedFinding[];
   /** Reviewer sessions started (cached reviewers start none). */

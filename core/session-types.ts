@@ -94,7 +94,16 @@ export interface SessionAttemptReport {
    * What the attempt spent through its model gateway, metered from the provider's responses
    * (CLI harnesses). When present it is the attempt's usage: it wins over the CLI's own report.
    */
-  modelUsage?: { inputTokens: number; outputTokens: number; costUsd: number; requests: number; budgetRefusals: number; lastBudgetRefusal?: string };
+  modelUsage?: {
+    inputTokens: number;
+    outputTokens: number;
+    costUsd: number;
+    requests: number;
+    budgetRefusals: number;
+    lastBudgetRefusal?: string;
+    /** The model gateway refused a request for a model off the operator's list (recipes/pricing.json): why, the model named. */
+    refusedModel?: string;
+  };
   /** Set when nothing was started: this worker cannot run the agent (the missing image or key named). */
   unavailable?: string;
   /** The conversation the attempt continued (a follow-up that resumed it), if any. */

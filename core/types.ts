@@ -244,6 +244,8 @@ export interface ReviewRecord {
   blocking: { file: string; line?: number; severity: string; message: string; votes: string[] }[];
   /** Each reviewer: its report's source and status, its session's attempts and respawns, why it has no verdict. */
   reviewers: PanelReviewer[];
+  /** Reviewers the panel left out of its quorum (`"unavailable": "skip"`) because they cannot run here, each with why. */
+  skipped?: { harnessModel: string; reason: string }[];
   /** What the panel's sessions spent (in the landing's meters too). */
   meters: PanelMeters;
 }

@@ -2,7 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Docker from 'dockerode';
 import type { Logger } from 'pino';
+import { availabilityFacts } from '../activities/sessions/agent-availability';
+import { agentAvailability, defaultsNotice } from '../core/agent-availability';
+import { loadRecipes } from '../core/node/recipes';
 import type { Config } from '../core/node/config';
 import { freePort } from './ports';
 import { onceStopRequested } from './signals';
@@ -28,6 +32,17 @@ function startChild(command: string, env: NodeJS.ProcessEnv): ChildProcess {
     stdio: ['ignore', 'inherit', 'inherit'],
     detached: true,
   });
+}
+
+/**
+ * Can the `default` panel and the default ladder run on this machine (its images, its keys or
+ * upstreams)? The one line that says what is missing, or undefined.
+ */
+async function defaultsNoticeHere(config: Config): Promise<string | undefined> {
+  const recipes = loadRecipes(config.recipesDir);
+  const docker = new Docker({ socketPath: config.dockerSocket });
+  const facts = await availabilityFacts({ docker, secrets: process.env, modelUpstreams: config.modelUpstreams }, recipes.harnesses);
+  return defaultsNotice(recipes, (spec) => agentAvailability(spec, recipes.harnesses, facts));
 }
 
 /**
@@ -69,6 +84,10 @@ export async function runDev(config: Config, logger: Logger): Promise<number> {
   };
   process.once('exit', killAll);
 
+  const notice = await defaultsNoticeHere(config).catch((error: unknown) => {
+    logger.warn({ err: error }, 'could not check whether the default panel and ladder can run here');
+    return undefined;
+  });
   const apiUrl = `http://${config.apiHost}:${config.apiPort}`;
   process.stdout.write(
     [
@@ -82,6 +101,8 @@ export async function runDev(config: Config, logger: Logger): Promise<number> {
       `  Metrics        ${apiUrl}/metrics   (worker: http://127.0.0.1:${metricsPort}/metrics)`,
       `  Data dir       ${config.dataDir}`,
       `  Repositories   ${repoAllow.join(', ')}${config.repoAllow.length > 0 ? ' (from TARMAC_REPO_ALLOW)' : '   (set TARMAC_REPO_ALLOW to allow remote ones)'}`,
+      // One line when the shipped defaults cannot run on this machine: what to set, before a landing finds out.
+      ...(notice ? [`  Note           ${notice}`] : []),
       'Press Ctrl-C to stop.',
       '',
     ].join('\n'),

@@ -22,6 +22,7 @@ export function attemptClassOf(seen: SessionAttemptReport, role: SessionRole, ho
     // The model gateway refused a request: the run's budget, not the agent, ended the attempt.
     budgetExceeded: (seen.modelUsage?.budgetRefusals ?? 0) > 0,
     unavailable: seen.unavailable !== undefined,
+    modelRefused: seen.modelUsage?.refusedModel !== undefined,
   });
   // Questions first: an agent that asks is waiting for an answer, whatever else it did; the run answers
   // before any more agent time is spent (never a failure to respawn, never a delivery to trust).

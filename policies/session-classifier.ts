@@ -11,6 +11,8 @@ export const SessionClass = {
   timeout: 'timeout',
   lostHost: 'lost-host',
   budgetExhausted: 'budget-exhausted',
+  /** The model gateway refused the model the agent asked for: it is not on the operator's list (recipes/pricing.json). */
+  modelRefused: 'model-refused',
   doneUndelivered: 'done-undelivered',
   /** No container was started: this worker lacks the harness's image or its provider's key. */
   agentUnavailable: 'agent-unavailable',
@@ -34,6 +36,8 @@ export interface SessionEndFacts {
   budgetExceeded: boolean;
   /** The worker could not start the agent at all (its image or key is missing); nothing ran. */
   unavailable?: boolean;
+  /** The model gateway refused a request for a model off the operator's list. */
+  modelRefused?: boolean;
 }
 
 export function classifySession(facts: SessionEndFacts): SessionClass {
@@ -43,6 +47,8 @@ export function classifySession(facts: SessionEndFacts): SessionClass {
   if (facts.timedOut) return SessionClass.timeout;
   // A model gateway that refused a request for the budget ended the session, whatever the CLI made of it.
   if (facts.budgetExceeded) return SessionClass.budgetExhausted;
+  // So did one that refused the model the agent asked for: no respawn or rung of the same model gets it.
+  if (facts.modelRefused) return SessionClass.modelRefused;
   if (facts.result === 'valid') {
     if (!facts.collected) return SessionClass.doneUndelivered;
     return SessionClass.delivered;

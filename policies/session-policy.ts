@@ -10,6 +10,10 @@ export type AttemptClass = SessionClass | 'no-evidence' | 'asked';
 export interface AttemptRecord {
   harnessModel: string;
   class: AttemptClass;
+  /** For `agent-unavailable`: what the worker lacks (the image or key), as the attempt said. */
+  unavailable?: string;
+  /** For `model-refused`: the model gateway's reason, the model named. */
+  refused?: string;
 }
 
 interface SessionPolicyInput {
@@ -45,23 +49,30 @@ export function decideNext(input: SessionPolicyInput): SessionDecision {
   if (last.class === 'delivered') return { action: 'done' };
   if (last.class === 'asked') return { action: 'ask', reason: 'the agent asked: the run answers before more agent time is spent' };
   if (last.class === 'budget-exhausted') return { action: 'give-up', reason: 'the run budget is exhausted' };
+  // The operator did not list the model: the same agent would ask for it again, and nothing was charged.
+  if (last.class === 'model-refused')
+    return { action: 'give-up', reason: `the model gateway refused the model ${last.harnessModel} asked for${last.refused ? `: ${last.refused}` : ''}` };
+  // Rungs found unavailable are passed over: each gets one attempt (one step), never a second.
+  const unavailable = new Set(input.attempts.filter((attempt) => attempt.class === 'agent-unavailable').map((attempt) => attempt.harnessModel));
   // Nothing ran, so nothing is learned by trying the same rung again: move to the next rung of the
   // ladder (the first one when the model was not on it) that has not been found unavailable.
   if (last.class === 'agent-unavailable') {
-    const unavailable = new Set(input.attempts.filter((attempt) => attempt.class === 'agent-unavailable').map((attempt) => attempt.harnessModel));
     const from = ladderIndex(input.ladder, last.harnessModel);
     const index = input.ladder.findIndex((spec, at) => at > from && !unavailable.has(spec));
-    if (index < 0) return { action: 'give-up', reason: `${last.harnessModel} cannot run on this worker and no rung of the ladder after it can be tried` };
+    const why = `${last.harnessModel} cannot run on this worker${last.unavailable ? ` (${last.unavailable})` : ''}`;
+    if (index < 0) return { action: 'give-up', reason: `${why} and no rung of the ladder after it can be tried` };
     return {
       action: 'escalate',
       harnessModel: input.ladder[index]!,
       fromIndex: from,
       toIndex: index,
-      reason: `${last.harnessModel} cannot run on this worker`,
+      reason: `${why}: skipped, moved to rung ${index} ${input.ladder[index]!}`,
     };
   }
-  if (input.attempts.length >= input.maxAttempts) {
-    return { action: 'give-up', reason: `${input.attempts.length} attempts reached the limit of ${input.maxAttempts}` };
+  // The limit is on containers: a rung that could not start ran none.
+  const containers = input.attempts.length - input.attempts.filter((attempt) => attempt.class === 'agent-unavailable').length;
+  if (containers >= input.maxAttempts) {
+    return { action: 'give-up', reason: `${containers} attempts reached the limit of ${input.maxAttempts}` };
   }
   if (last.class === 'lost-host') return { action: 'respawn', harnessModel: last.harnessModel, reason: 'the host was lost' };
 
@@ -75,14 +86,15 @@ export function decideNext(input: SessionPolicyInput): SessionDecision {
   if (sameClass <= input.maxRespawns) {
     return { action: 'respawn', harnessModel: last.harnessModel, reason: `${last.class} (${sameClass} of ${input.maxRespawns + 1} before escalating)` };
   }
-  const rung = nextRung(input.ladder, last.harnessModel);
+  let rung = nextRung(input.ladder, last.harnessModel);
+  while (rung && unavailable.has(rung.harnessModel)) rung = nextRung(input.ladder, rung.harnessModel);
   if (!rung) {
-    return { action: 'give-up', reason: `${last.class} repeated on ${last.harnessModel}, which has no higher rung on the ladder` };
+    return { action: 'give-up', reason: `${last.class} repeated on ${last.harnessModel}, which has no higher rung on the ladder that can run` };
   }
   return {
     action: 'escalate',
     harnessModel: rung.harnessModel,
-    fromIndex: rung.index - 1,
+    fromIndex: ladderIndex(input.ladder, last.harnessModel),
     toIndex: rung.index,
     reason: `${last.class} repeated ${sameClass} times on ${last.harnessModel}`,
   };

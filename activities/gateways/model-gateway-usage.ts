@@ -33,6 +33,12 @@ export const ModelGatewayUsageSchema = Type.Object({
   /** Requests the budget refused before they reached the upstream; the last reason. */
   budgetRefusals: Type.Integer({ minimum: 0 }),
   lastBudgetRefusal: Type.Optional(Type.Object({ at: Type.String(), reason: Type.String() })),
+  /**
+   * Requests refused because their model is not on the operator's list for the provider
+   * (recipes/pricing.json); the last one. Absent in counters written before the list.
+   */
+  modelRefusals: Type.Optional(Type.Integer({ minimum: 0 })),
+  lastModelRefusal: Type.Optional(Type.Object({ at: Type.String(), model: Type.String(), reason: Type.String() })),
   /** Requests refused because the gateway does not forward them (path, size). */
   otherRefusals: Type.Integer({ minimum: 0 }),
   /** Exchanges that failed: the upstream unreachable or cut off, or the client gone mid-response. */

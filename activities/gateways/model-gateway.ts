@@ -4,7 +4,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
-import type { ModelProvider, PricingTable } from '../../core/model-pricing';
+import { modelAllowance, type ModelProvider, type PricingTable } from '../../core/model-pricing';
 import { modelBudgetRefusal, type ModelBudgetLeft } from '../../policies/model-budget';
 import { containerUser } from '../git/git';
 import { forwardExchange, type ExchangeResult } from './model-exchange';
@@ -22,7 +22,8 @@ export type { ModelGatewayUsage } from './model-gateway-usage';
  * container's loopback for the CLI's base URL). The session has no network: this is its
  * only way to a model. For every request it
  *
- * - refuses what it does not forward (only generation, token counting, model lists);
+ * - refuses what it does not forward (only generation, token counting, model lists), and a model
+ *   the operator did not list for the provider (recipes/pricing.json);
  * - checks the budget before anything reaches the upstream;
  * - replaces whatever credentials the client sent with the worker's key;
  * - passes the response back as it arrives (streams event by event) while metering its
@@ -173,6 +174,16 @@ async function handle(gateway: ModelGatewayState, request: IncomingMessage, resp
     ...(forwarded.changed ? { changed: forwarded.changed } : {}),
   };
   Object.assign(entry, { model: forwarded.model, stream: forwarded.stream });
+
+  // Only the models the operator listed for this provider go out (each has a price: nothing is
+  // metered at an unknown cost). A request that names none (a model list) passes.
+  const allowance = forwarded.model === undefined ? { ok: true as const } : modelAllowance(pricing, provider, forwarded.model);
+  if (!allowance.ok) {
+    usage.modelRefusals = (usage.modelRefusals ?? 0) + 1;
+    usage.lastModelRefusal = { at: new Date().toISOString(), model: forwarded.model!, reason: allowance.reason };
+    await persist();
+    return answer(gateway, response, 'model', `tarmac: ${allowance.reason}; the request was not sent`, { ...entry, request: requestRecord });
+  }
 
   const refusal = await budgetRefusal();
   if (refusal) {

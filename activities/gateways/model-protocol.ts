@@ -97,7 +97,7 @@ export function clientHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeader
   return headers;
 }
 
-export type GatewayErrorKind = 'budget' | 'route' | 'too-large' | 'upstream';
+export type GatewayErrorKind = 'budget' | 'model' | 'route' | 'too-large' | 'upstream';
 
 /**
  * An error the gateway answers itself, in the provider's own shape, so the CLI shows
@@ -107,17 +107,21 @@ export type GatewayErrorKind = 'budget' | 'route' | 'too-large' | 'upstream';
  * exits with the message; Codex fails the turn at once). The body is the provider's
  * out-of-credit shape (Anthropic's "credit balance is too low" is an
  * `invalid_request_error`; OpenAI's is `insufficient_quota`), and `x-should-retry:
- * false` tells the providers' SDKs not to retry it.
+ * false` tells the providers' SDKs not to retry it. A model off the operator's list is answered as
+ * the provider answers a model it does not have: a 404 (`not_found_error`; OpenAI's
+ * `model_not_found`), which no CLI retries.
  */
 export function gatewayError(provider: ModelProvider, kind: GatewayErrorKind, message: string): { status: number; headers: OutgoingHttpHeaders; body: string } {
   const anthropic: Record<GatewayErrorKind, [number, string]> = {
     budget: [400, 'invalid_request_error'],
+    model: [404, 'not_found_error'],
     route: [404, 'not_found_error'],
     'too-large': [413, 'request_too_large'],
     upstream: [502, 'api_error'],
   };
   const openai: Record<GatewayErrorKind, [number, string, string | null]> = {
     budget: [400, 'insufficient_quota', 'insufficient_quota'],
+    model: [404, 'invalid_request_error', 'model_not_found'],
     route: [404, 'invalid_request_error', 'unknown_url'],
     'too-large': [413, 'invalid_request_error', 'request_too_large'],
     upstream: [502, 'server_error', null],

@@ -3,6 +3,8 @@ import { failure, FailureCode } from '../../core/failures';
 import type Docker from 'dockerode';
 import { defaultRunnerImage, suiteTimeoutMs } from '../../core/gate-file';
 import type { StepTiming } from '../../core/types';
+import type { PanelReadiness } from '../../core/agent-availability';
+import type { RecipeSnapshot } from '../../core/recipe-schemas';
 import { gateFileDecision } from '../../policies/gate-file-change';
 import { startStepContainerAhead } from '../containers/containers';
 import type { GateActivities } from '../containers/gates';
@@ -16,6 +18,8 @@ import type { RebaseActivities, RebaseResult } from './rebase';
 
 interface PlaceLandingResult {
   inspected: InspectTargetResult;
+  /** The gate file's review panel cannot give a verdict on this host (a reviewer's key or image missing): nothing is made. */
+  review?: Extract<PanelReadiness, { ok: false }>;
   /** The first rebase of the branches onto the target (absent when the gate file is invalid: nothing is made). */
   rebased?: RebaseResult;
   /** Each part's own start and end: the landing records them as its steps. */
@@ -45,9 +49,11 @@ export function createPlacement(deps: {
   rebase: RebaseActivities;
   gates: GateActivities;
   environments: EnvironmentActivities;
+  /** Whether a panel can run on this host (activities/sessions/sessions.ts); none: not checked. */
+  panelReadiness?: (review: { panel: string; quorum?: number }, recipes: RecipeSnapshot | undefined) => Promise<PanelReadiness | undefined>;
 }) {
   const { dataDir, hostId, servesHost, git, landing, rebase, gates, environments } = deps;
-  return async function placeLanding(input: InspectTargetInput): Promise<PlaceLandingResult> {
+  return async function placeLanding(input: InspectTargetInput & { recipes?: RecipeSnapshot }): Promise<PlaceLandingResult> {
     // A worker that does not poll its host's queue must not become a run's host: nothing would run
     // the steps pinned to it. The landing then places itself through the placement queue.
     if (!servesHost) throw failure(FailureCode.wrongHost, `this worker (host ${hostId}) serves no host queue; the landing is placed by a host's worker`);
@@ -61,6 +67,11 @@ export function createPlacement(deps: {
     const inspected = await timed('capsule.inspectTarget', () => git.inspectTarget(input));
     // An invalid gate file or environment declaration: nothing is made.
     if (!inspected.gate.ok || inspected.environment?.ok === false) return { inspected, parts };
+    // A panel that cannot give a verdict here (a reviewer's key or image missing, the panel not
+    // skipping it): the landing is refused before anything is made or run (docs/decisions/0036).
+    const review = inspected.gate.gate.review;
+    const readiness = review && deps.panelReadiness ? await deps.panelReadiness(review, input.recipes) : undefined;
+    if (readiness && !readiness.ok) return { inspected, parts, review: readiness };
     const { runId, repo, heads } = input;
     await timed('capsule.prepareRun', () => landing.prepareRun({ runId, repo, targetSha: inspected.targetSha }));
     const gate = inspected.gate.gate;

@@ -12,7 +12,7 @@ import { runAttempt, type RunSessionInput, type SessionActivityDeps } from './at
 export type { RunSessionInput } from './attempt';
 import { defaultModelUpstreams } from '../gateways/model-protocol';
 import { availabilityFacts } from './agent-availability';
-import { agentAvailability, runnableLadder } from '../../core/agent-availability';
+import { agentAvailability, panelReadiness, runnableLadder, type PanelReadiness } from '../../core/agent-availability';
 
 interface ValidateDispatchInput {
   /** harness#model of the first attempt; empty → the ladder's first rung. */
@@ -80,13 +80,16 @@ export function createSessionActivities({
       const budget = { ...recipes.limits.budget, ...(input.budget ?? {}) };
       const budgetError = Value.Errors(BudgetSchema, budget).First();
       if (budgetError) throw invalidRequest(`budget.${fieldName(budgetError.path)} ${budgetError.message.toLowerCase()}`);
-      // The default ladder of this install is the recipe's rungs this worker can run (image built,
-      // key set); a ladder the request names is taken as it is (the API refused what no worker can run).
+      // The default ladder is the recipe's, whole, when this worker can run some rung of it: a rung it
+      // cannot run is passed over by the session with one agent-unavailable attempt (no container) that
+      // names the rung it moved to. When it can run none the session ends at once, naming what each
+      // lacks. A ladder the request names is taken as it is (the API refused what no worker can run).
       let ladder = input.ladder ?? recipes.ladder;
       let unavailable: string | undefined;
       if (!input.ladder) {
         const facts = await availabilityFacts({ docker, secrets, modelUpstreams }, recipes.harnesses);
-        ({ ladder, reason: unavailable } = runnableLadder(ladder, (spec) => agentAvailability(spec, recipes.harnesses, facts)));
+        const runnable = runnableLadder(ladder, (spec) => agentAvailability(spec, recipes.harnesses, facts));
+        if (runnable.ladder.length === 0) ({ ladder, reason: unavailable } = runnable);
       }
       const harnessModel = input.harnessModel || ladder[0] || '';
       const harnesses: DispatchPlan['harnesses'] = {};
@@ -104,6 +107,18 @@ export function createSessionActivities({
         harnesses,
         ...(harnessModel ? {} : { unavailable: unavailable ?? 'no agent is configured' }),
       };
+    },
+
+    /**
+     * Can the gate file's panel give a verdict on this worker (core/agent-availability.ts
+     * panelReadiness)? Undefined for a panel the recipes do not name: the review phase refuses it.
+     */
+    panelReadiness: async (review: { panel: string; quorum?: number }, snapshot: RecipeSnapshot | undefined): Promise<PanelReadiness | undefined> => {
+      const recipes = runRecipes(snapshot, recipesDir);
+      const panel = recipes.panels[review.panel];
+      if (!panel) return undefined;
+      const facts = await availabilityFacts({ docker, secrets, modelUpstreams }, recipes.harnesses);
+      return panelReadiness(review.panel, panel, (spec) => agentAvailability(spec, recipes.harnesses, facts), review.quorum);
     },
 
     /** A recipe panel by name, its reviewers checked against the registry. */

@@ -6,6 +6,7 @@ import { branchNameProblem } from '../../core/refs';
 import { runId } from '../../core/node/run-id';
 import type { PanelRequest } from '../../core/review-types';
 import { searchAttributes } from '../../core/search-attributes';
+import { assertPanelRunnable } from '../agents';
 import { invalid } from '../errors';
 import { normaliseRepo, resolveHeads } from '../repo';
 import { ErrorSchema, ReviewCreateSchema, RunCreatedSchema } from '../schemas';
@@ -39,6 +40,9 @@ export const reviewRoutes: FastifyPluginAsyncTypebox<{ client: Client; config: C
       if (!definition) throw invalid('panel', `is not a known panel (known: ${Object.keys(recipes.panels).join(', ')})`);
       if (quorum !== undefined && quorum > definition.reviewers.length)
         throw invalid('quorum', `is more than the ${definition.reviewers.length} reviewer(s) of panel "${panel}"`);
+      // Every reviewer counts (unless the panel skips the ones that cannot run): a panel no worker can
+      // give a verdict with is refused now, naming the reviewer and what to set (docs/decisions/0036).
+      await assertPanelRunnable(panel, definition, quorum, recipes.harnesses, client);
       const repo = await normaliseRepo(request.body.repo, config.repoAllow);
       const { targetSha: baseSha, heads } = await resolveHeads(repo, base, [head], { target: 'base', branch: () => 'head' });
       const id = runId('review', repo, [repo, baseSha, heads[0]!.sha, panel, quorum ?? null]);

@@ -3,7 +3,9 @@ import { describe, it } from 'node:test';
 import {
   agentAvailability,
   availabilityReport,
+  defaultsNotice,
   namedAgentAvailability,
+  panelReadiness,
   runnableLadder,
   type AvailabilityFacts,
   type HostAgents,
@@ -111,4 +113,107 @@ describe('runnableLadder (the default ladder of an install)', () => {
         reason: 'no agent of the ladder can run on this worker: a#1 cannot run: image img-a is not built; c#3 cannot run: key K is not set',
       },
     ));
+});
+
+describe('panelReadiness (can a panel give a verdict here, before anything starts)', () => {
+  // The shipped default panel's shape, on a machine with only ANTHROPIC_API_KEY set.
+  const reviewers = ['claude-code#claude-sonnet-4-5', 'codex#gpt-5-codex', 'opencode#openai/gpt-5'];
+  const onlyAnthropic = (spec: string): ReturnType<typeof agentAvailability> =>
+    spec.startsWith('claude-code#')
+      ? { ok: true }
+      : spec.startsWith('codex#')
+        ? { ok: false, missing: [{ kind: 'key', name: 'OPENAI_API_KEY' }], reason: `${spec} cannot run: key OPENAI_API_KEY is not set` }
+        : {
+            ok: false,
+            missing: [
+              { kind: 'image', name: 'tarmac/agent-opencode:1' },
+              { kind: 'key', name: 'OPENAI_API_KEY' },
+            ],
+            reason: `${spec} cannot run: image tarmac/agent-opencode:1 is not built and key OPENAI_API_KEY is not set`,
+          };
+  const missingHere = [
+    { kind: 'key', name: 'OPENAI_API_KEY' },
+    { kind: 'image', name: 'tarmac/agent-opencode:1' },
+  ];
+  const table: { name: string; panel: { reviewers: string[]; quorum: number; unavailable?: 'incomplete' | 'skip' }; quorum?: number; expected: unknown }[] = [
+    {
+      name: 'every reviewer counts (default): refused, naming each reviewer and what it needs',
+      panel: { reviewers, quorum: 2 },
+      expected: {
+        ok: false,
+        unavailable: ['codex#gpt-5-codex', 'opencode#openai/gpt-5'],
+        missing: missingHere,
+        reason:
+          'the default panel cannot run here: codex#gpt-5-codex needs OPENAI_API_KEY, opencode#openai/gpt-5 needs image tarmac/agent-opencode:1 and OPENAI_API_KEY; set what is missing, or mark the panel "unavailable": "skip" in recipes/panels.json',
+      },
+    },
+    {
+      name: '"skip" with a quorum the rest can meet: it runs, and says whom it skips and why',
+      panel: { reviewers, quorum: 1, unavailable: 'skip' },
+      expected: {
+        ok: true,
+        skipped: [
+          { harnessModel: 'codex#gpt-5-codex', reason: 'codex#gpt-5-codex cannot run: key OPENAI_API_KEY is not set' },
+          {
+            harnessModel: 'opencode#openai/gpt-5',
+            reason: 'opencode#openai/gpt-5 cannot run: image tarmac/agent-opencode:1 is not built and key OPENAI_API_KEY is not set',
+          },
+        ],
+      },
+    },
+    {
+      name: '"skip" with a quorum more than the reviewers left: refused, naming why',
+      panel: { reviewers, quorum: 2, unavailable: 'skip' },
+      expected: {
+        ok: false,
+        unavailable: ['codex#gpt-5-codex', 'opencode#openai/gpt-5'],
+        missing: missingHere,
+        reason:
+          'the default panel cannot run here: its quorum is 2 but only 1 of its 3 reviewers can run (codex#gpt-5-codex needs OPENAI_API_KEY, opencode#openai/gpt-5 needs image tarmac/agent-opencode:1 and OPENAI_API_KEY)',
+      },
+    },
+    {
+      name: "the gate file's quorum wins over the panel's",
+      panel: { reviewers, quorum: 2, unavailable: 'skip' },
+      quorum: 1,
+      expected: { ok: true },
+    },
+    {
+      name: 'every reviewer can run: nothing skipped',
+      panel: { reviewers: ['claude-code#claude-sonnet-4-5'], quorum: 1 },
+      expected: { ok: true, skipped: [] },
+    },
+  ];
+  for (const { name, panel, quorum, expected } of table)
+    it(name, () => {
+      const answer = panelReadiness('default', panel, onlyAnthropic, quorum);
+      if ((expected as { skipped?: unknown }).skipped === undefined && answer.ok) assert.equal(answer.ok, (expected as { ok: boolean }).ok);
+      else assert.deepEqual(answer, expected);
+    });
+
+  it('defaultsNotice: one line when the default panel cannot run; none when the defaults can', () => {
+    const recipes = { ladder: ['codex#gpt-5-codex', 'claude-code#claude-haiku-4-5'], panels: { default: { reviewers, quorum: 2 } } };
+    assert.equal(
+      defaultsNotice(recipes, onlyAnthropic),
+      'the default panel cannot run here: codex#gpt-5-codex needs OPENAI_API_KEY, opencode#openai/gpt-5 needs image tarmac/agent-opencode:1 and OPENAI_API_KEY; set what is missing, or mark the panel "unavailable": "skip" in recipes/panels.json',
+    );
+    assert.equal(defaultsNotice({ ...recipes, panels: { default: { reviewers, quorum: 1, unavailable: 'skip' } } }, onlyAnthropic), undefined);
+  });
+
+  it('defaultsNotice: no key at all → the panel and the ladder, on one line', () => {
+    const nothing = (spec: string): ReturnType<typeof agentAvailability> => ({
+      ok: false,
+      missing: [{ kind: 'key', name: spec.startsWith('claude') ? 'ANTHROPIC_API_KEY' : 'OPENAI_API_KEY' }],
+      reason: `${spec} cannot run`,
+    });
+    const notice = defaultsNotice(
+      { ladder: ['claude-code#claude-haiku-4-5'], panels: { default: { reviewers: ['claude-code#claude-sonnet-4-5'], quorum: 1 } } },
+      nothing,
+    );
+    assert.equal(
+      notice,
+      'the default panel cannot run here: claude-code#claude-sonnet-4-5 needs ANTHROPIC_API_KEY; set what is missing, or mark the panel "unavailable": "skip" in recipes/panels.json. And the default ladder cannot run here: claude-code#claude-haiku-4-5 needs ANTHROPIC_API_KEY; set a provider\'s key',
+    );
+    assert.ok(!String(notice).includes('\n'), 'one line');
+  });
 });

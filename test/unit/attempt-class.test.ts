@@ -58,6 +58,16 @@ describe('attemptClassOf (classifier, then the evidence gate)', () => {
       expected: 'budget-exhausted',
     },
     {
+      name: 'the gateway refused the model the CLI asked for',
+      seen: report({
+        modelUsage: { inputTokens: 0, outputTokens: 0, costUsd: 0, requests: 0, budgetRefusals: 0, refusedModel: 'model "m" is not on the list' },
+        result: undefined,
+        exitCode: 1,
+      }),
+      role: 'reviewer',
+      expected: 'model-refused',
+    },
+    {
       name: 'the worker could not start it',
       seen: report({ unavailable: 'key K is not set', result: undefined, exitCode: null, sawFirstTurn: false }),
       role: 'fixer',

@@ -72,8 +72,13 @@ describe('recipes', () => {
       grounding: { groundedCommands: ['make up'], groundingFiles: ['Makefile'] },
       limits: { maxRepairs: 2, maxToolIterations: 40, sessionTimeout: '20m' },
     }),
-    pricing: JSON.stringify({ version: 1, models: { 'claude-haiku-4-5': { provider: 'anthropic', input: 1, output: 5 } } }),
+    pricing: JSON.stringify({ version: 1, models: { 'claude-haiku-4-5': { provider: 'anthropic', input: 1, output: 5, taken: '2025-11-03' } } }),
   };
+  const panel = (extra: Record<string, unknown>) =>
+    JSON.stringify({
+      version: 1,
+      panels: { pair: { reviewers: ['script#reviewer'], quorum: 1, blockingSeverities: ['blocking'], promptVersion: 'v1', prompt: 'p', ...extra } },
+    });
   const broken = [
     {
       name: 'ladder names an unknown model',
@@ -122,6 +127,16 @@ describe('recipes', () => {
       message: /^recipes\/limits\.json: gate\.flakey unexpected property/,
     },
     {
+      name: 'a panel whose rule for reviewers that cannot run is not a known word',
+      texts: { ...valid, panels: panel({ unavailable: 'ignore' }) },
+      message: /^recipes\/panels\.json: panels\.pair\.unavailable must be one of "incomplete", "skip"$/,
+    },
+    {
+      name: 'a price that does not say when it was taken',
+      texts: { ...valid, pricing: valid.pricing.replace(',"taken":"2025-11-03"', '') },
+      message: /^recipes\/pricing\.json: models\.claude-haiku-4-5\.taken expected required property/,
+    },
+    {
       name: 'a price that is not a number',
       texts: { ...valid, pricing: valid.pricing.replace('"input":1', '"input":"cheap"') },
       message: /^recipes\/pricing\.json: models\.claude-haiku-4-5\.input/,
@@ -157,6 +172,8 @@ describe('recipes', () => {
     );
   });
   it('a valid set parses', () => assert.deepEqual(parseRecipes(valid).ladder, ['script#reviewer']));
+  it('takes a panel that skips the reviewers that cannot run here, and keeps the rule in the snapshot', () =>
+    assert.equal(parseRecipes({ ...valid, panels: panel({ unavailable: 'skip' }) }).panels.pair!.unavailable, 'skip'));
   for (const { name, texts, message } of broken) {
     it(`refuses: ${name}, naming file and field`, () => {
       assert.throws(

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { costOf, parsePricing, priceOf, type PricingTable } from '../../core/model-pricing';
+import { costOf, modelAllowance, parsePricing, priceOf, type PricingTable } from '../../core/model-pricing';
 import { loadPricing } from '../../core/node/recipes';
 import { forwardedRequest, gatewayError, routeAllowed, upstreamHeaders } from '../../activities/gateways/model-protocol';
 import { ModelTranscript, transcriptBody } from '../../activities/gateways/model-transcript';
@@ -171,18 +171,28 @@ describe('pricing', () => {
     { name: 'not JSON', text: '{', expected: /recipes\/pricing\.json: \(root\) is not valid JSON/ },
     {
       name: 'a negative price',
-      text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: -1, output: 1 } } }),
+      text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: -1, output: 1, taken: '2025-11-03' } } }),
       expected: /recipes\/pricing\.json: models\.m\.input /,
     },
     {
       name: 'an unknown provider',
-      text: JSON.stringify({ version: 1, models: { m: { provider: 'google', input: 1, output: 1 } } }),
+      text: JSON.stringify({ version: 1, models: { m: { provider: 'google', input: 1, output: 1, taken: '2025-11' } } }),
       expected: /recipes\/pricing\.json: models\.m\.provider /,
     },
     {
       name: 'a misspelt field',
       text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: 1, output: 1, cachedRead: 1 } } }),
       expected: /recipes\/pricing\.json: models\.m/,
+    },
+    {
+      name: 'a price that does not say when it was taken',
+      text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: 1, output: 1 } } }),
+      expected: /recipes\/pricing\.json: models\.m\.taken /,
+    },
+    {
+      name: 'a date that is not a day or a month',
+      text: JSON.stringify({ version: 1, models: { m: { provider: 'openai', input: 1, output: 1, taken: 'last week' } } }),
+      expected: /recipes\/pricing\.json: models\.m\.taken /,
     },
     {
       name: 'a missing output price',
@@ -192,6 +202,33 @@ describe('pricing', () => {
   ];
   for (const { name, text, expected } of invalid)
     it(`parsePricing refuses ${name}, naming the file and the field`, () => assert.throws(() => parsePricing(text), expected));
+
+  const allowances = [
+    { name: 'a listed model', provider: 'anthropic' as const, model: 'claude-sonnet-4-5', expected: true },
+    { name: 'a dated snapshot of a listed model', provider: 'anthropic' as const, model: 'claude-sonnet-4-5-20250929', expected: true },
+    {
+      name: 'a model nobody listed',
+      provider: 'openai' as const,
+      model: 'gpt-9-preview',
+      expected: /model "gpt-9-preview" is not on the operator's list of openai models \(recipes\/pricing\.json; openai models listed: gpt-5, gpt-4o\)/,
+    },
+    {
+      name: "another provider's model",
+      provider: 'openai' as const,
+      model: 'claude-sonnet-4-5',
+      expected: /model "claude-sonnet-4-5" is listed for provider anthropic, not openai/,
+    },
+  ];
+  for (const { name, provider, model, expected } of allowances)
+    it(`modelAllowance: ${name}`, () => {
+      const answer = modelAllowance(table, provider, model);
+      if (expected instanceof RegExp) assert.match(answer.ok ? '' : answer.reason, expected);
+      else assert.deepEqual(answer, { ok: true });
+    });
+
+  it('every shipped price says when it was taken', () => {
+    for (const [model, price] of Object.entries(loadPricing())) assert.match(price.taken ?? '', /^\d{4}-\d{2}(-\d{2})?$/, model);
+  });
 
   it('the shipped recipes/pricing.json loads and prices every model of the shipped Anthropic and OpenAI harnesses', () => {
     const shipped = loadPricing();

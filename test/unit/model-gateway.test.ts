@@ -242,20 +242,58 @@ describe('model gateway over a unix socket', { timeout: 60_000 }, () => {
     assert.deepEqual(entry.response.assembled.choices[0].tool_calls, [{ id: 'call_1', name: 'read_file', arguments: '{"path":"a.txt"}' }]);
   });
 
-  it('prices a dated snapshot at its base name, and an unknown model at 0 with a flag', async () => {
+  it('prices a dated snapshot at its base name; an answer under a name it has no price for is priced as the model asked for', async () => {
     const { gateway } = await start();
     upstream.usage = { input: 1000, output: 1000 };
     upstream.answerModel = 'claude-sonnet-4-5-20250929';
     await sendTo(gateway, '/v1/messages', { body: { model: 'claude-sonnet-4-5', messages: [] } });
     assert.equal(gateway.usage().costUsd, 0.018);
     upstream.answerModel = 'mystery-model-1';
-    await sendTo(gateway, '/v1/messages', { body: { model: 'mystery-model-1', messages: [] } });
+    await sendTo(gateway, '/v1/messages', { body: { model: 'claude-sonnet-4-5', messages: [] } });
     upstream.answerModel = undefined;
     const counted = gateway.usage();
-    assert.equal(counted.costUsd, 0.018, 'the unknown model added no cost');
-    assert.equal(counted.inputTokens, 2000, 'but its tokens count');
-    assert.deepEqual(counted.unpricedModels, ['mystery-model-1']);
+    assert.equal(counted.costUsd, 0.036, 'never $0: the price of the model the request named');
+    assert.equal(counted.inputTokens, 2000);
+    assert.deepEqual(counted.unpricedModels, []);
   });
+
+  for (const { provider, path, model, shape } of [
+    {
+      provider: 'anthropic' as const,
+      path: '/v1/messages',
+      model: 'claude-unlisted-9',
+      shape: { type: 'error', error: { type: 'not_found_error' } },
+    },
+    {
+      provider: 'openai' as const,
+      path: '/v1/responses',
+      model: 'gpt-unlisted-9',
+      shape: { error: { type: 'invalid_request_error', code: 'model_not_found', param: null } },
+    },
+  ]) {
+    it(`refuses a model off the operator's list (${provider} error shape, 404): nothing forwarded, nothing charged, the model named`, async () => {
+      const { gateway, dir } = await start({ provider });
+      const before = upstream.seen.length;
+      const reply = await sendTo(gateway, path, { body: { model, messages: [], input: 'hi' } });
+      assert.equal(reply.status, 404);
+      assert.equal(reply.headers['x-should-retry'], 'false');
+      assert.match(
+        reply.json.error.message,
+        new RegExp(`^tarmac: model "${model}" is not on the operator's list of ${provider} models \\(recipes/pricing\\.json; ${provider} models listed: `),
+      );
+      for (const [key, value] of Object.entries(shape)) {
+        if (typeof value === 'object') for (const [inner, expected] of Object.entries(value)) assert.equal(reply.json[key][inner], expected, `${key}.${inner}`);
+        else assert.equal(reply.json[key], value, key);
+      }
+      assert.equal(upstream.seen.length, before, 'the request never reached the upstream');
+      const usage = gateway.usage();
+      assert.deepEqual([usage.requests, usage.costUsd, usage.inputTokens, usage.modelRefusals], [0, 0, 0, 1]);
+      assert.equal(usage.lastModelRefusal?.model, model);
+      await gateway.close();
+      const [entry] = transcriptOf(dir);
+      assert.equal(entry.refused.kind, 'model');
+    });
+  }
 
   for (const { provider, path, body, status, shape } of [
     {

@@ -22,7 +22,18 @@ describe('decidePanel (quorum)', () => {
     name: string;
     reports: ReviewerReport[];
     quorum: number;
-    expected: { status: string; delivered: number; missing: string[]; findings: number; blocking: number; errored?: string[]; unavailable?: string[] };
+    rule?: 'incomplete' | 'skip';
+    expected: {
+      status: string;
+      delivered: number;
+      missing: string[];
+      findings: number;
+      blocking: number;
+      errored?: string[];
+      unavailable?: string[];
+      skipped?: { harnessModel: string; reason: string }[];
+      incomplete?: RegExp;
+    };
   }[] = [
     {
       name: 'all clean → approved',
@@ -49,13 +60,77 @@ describe('decidePanel (quorum)', () => {
       expected: { status: 'review-incomplete', delivered: 2, missing: ['c#1'], findings: 1, blocking: 1, errored: ['c#1'] },
     },
     {
-      name: 'a reviewer that could not start ran nothing: the quorum decides over the others',
+      name: 'every configured reviewer counts: one that cannot run here → review-incomplete, naming why, though the quorum delivered',
       reports: [delivered('a#1'), delivered('b#1'), unavailable('c#1')],
       quorum: 2,
-      expected: { status: 'approved', delivered: 2, missing: ['c#1'], findings: 0, blocking: 0, errored: [], unavailable: ['c#1'] },
+      expected: {
+        status: 'review-incomplete',
+        delivered: 2,
+        missing: ['c#1'],
+        findings: 0,
+        blocking: 0,
+        errored: [],
+        unavailable: ['c#1'],
+        skipped: [],
+        incomplete: /^every configured reviewer counts, and 1 cannot run here \(set what is missing, or mark the panel "unavailable": "skip"\)$/,
+      },
     },
     {
-      name: 'unavailable reviewers below the quorum → review-incomplete',
+      name: '"skip": a reviewer that cannot run here is left out and listed with why; the quorum decides over the rest',
+      reports: [delivered('a#1'), delivered('b#1'), unavailable('c#1')],
+      quorum: 2,
+      rule: 'skip',
+      expected: {
+        status: 'approved',
+        delivered: 2,
+        missing: ['c#1'],
+        findings: 0,
+        blocking: 0,
+        errored: [],
+        unavailable: ['c#1'],
+        skipped: [{ harnessModel: 'c#1', reason: 'agent-unavailable: key K is not set' }],
+      },
+    },
+    {
+      name: '"skip": blocking findings of the rest still request changes',
+      reports: [delivered('a#1', [finding('x.js', 3, 'blocking')]), delivered('b#1'), unavailable('c#1')],
+      quorum: 2,
+      rule: 'skip',
+      expected: { status: 'changes-requested', delivered: 2, missing: ['c#1'], findings: 1, blocking: 1 },
+    },
+    {
+      name: '"skip" and a quorum more than the reviewers left → review-incomplete, naming why',
+      reports: [delivered('a#1'), unavailable('b#1'), unavailable('c#1')],
+      quorum: 2,
+      rule: 'skip',
+      expected: {
+        status: 'review-incomplete',
+        delivered: 1,
+        missing: ['b#1', 'c#1'],
+        findings: 0,
+        blocking: 0,
+        errored: [],
+        unavailable: ['b#1', 'c#1'],
+        incomplete: /^the quorum of 2 cannot be met: 2 reviewer\(s\) skipped, 1 left$/,
+      },
+    },
+    {
+      name: '"skip" does not excuse an errored reviewer',
+      reports: [delivered('a#1'), delivered('b#1'), errored('c#1'), unavailable('d#1')],
+      quorum: 2,
+      rule: 'skip',
+      expected: {
+        status: 'review-incomplete',
+        delivered: 2,
+        missing: ['c#1', 'd#1'],
+        findings: 0,
+        blocking: 0,
+        errored: ['c#1'],
+        incomplete: /^an errored reviewer/,
+      },
+    },
+    {
+      name: 'by default, unavailable reviewers below the quorum → review-incomplete',
       reports: [delivered('a#1'), unavailable('b#1'), unavailable('c#1')],
       quorum: 2,
       expected: { status: 'review-incomplete', delivered: 1, missing: ['b#1', 'c#1'], findings: 0, blocking: 0, errored: [], unavailable: ['b#1', 'c#1'] },
@@ -89,9 +164,9 @@ describe('decidePanel (quorum)', () => {
       expected: { status: 'review-incomplete', delivered: 1, missing: ['b#1'], findings: 1, blocking: 1 },
     },
   ];
-  for (const { name, reports, quorum, expected } of table) {
+  for (const { name, reports, quorum, rule, expected } of table) {
     it(name, () => {
-      const decision = decidePanel(reports, quorum, ['blocking']);
+      const decision = decidePanel(reports, quorum, ['blocking'], rule);
       assert.equal(decision.status, expected.status);
       assert.equal(decision.delivered, expected.delivered);
       assert.deepEqual(decision.missing, expected.missing);
@@ -99,6 +174,9 @@ describe('decidePanel (quorum)', () => {
       assert.equal(decision.blocking.length, expected.blocking);
       if (expected.errored) assert.deepEqual(decision.errored, expected.errored);
       if (expected.unavailable) assert.deepEqual(decision.unavailable, expected.unavailable);
+      if (expected.skipped) assert.deepEqual(decision.skipped, expected.skipped);
+      if (expected.incomplete) assert.match(decision.incomplete ?? '', expected.incomplete);
+      else assert.equal(decision.incomplete === undefined, decision.status !== 'review-incomplete', 'a reason exactly when incomplete');
     });
   }
   it('merged findings carry their votes', () => {

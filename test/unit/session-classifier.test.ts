@@ -38,6 +38,12 @@ const table: { name: string; input: Partial<SessionEndFacts>; expected: SessionC
     expected: 'budget-exhausted',
   },
   { name: 'a budget refusal, then the container timed out', input: { budgetExceeded: true, timedOut: true }, expected: 'timeout' },
+  {
+    name: 'a CLI that failed after its gateway refused a model off the list',
+    input: { modelRefused: true, result: 'invalid', exitCode: 1 },
+    expected: 'model-refused',
+  },
+  { name: 'a refused model, whatever the CLI delivered after it', input: { modelRefused: true }, expected: 'model-refused' },
 ];
 
 describe('classifySession', () => {

@@ -73,6 +73,41 @@ const table: { name: string; attempts: AttemptRecord[]; maxRespawns?: number; ma
   },
   { name: 'agent unavailable at the top → give up', attempts: [attempt('c#3', 'agent-unavailable')], expected: { action: 'give-up' } },
   {
+    name: 'agent unavailable: the decision names what was missing and the rung it moved to',
+    attempts: [{ harnessModel: 'a#1', class: 'agent-unavailable', unavailable: 'a#1 cannot run: key K is not set' }],
+    expected: {
+      action: 'escalate',
+      harnessModel: 'b#2',
+      reason: 'a#1 cannot run on this worker (a#1 cannot run: key K is not set): skipped, moved to rung 1 b#2',
+    },
+  },
+  {
+    name: 'a repeated failure escalates past a rung already found unavailable (it gets no second step)',
+    attempts: [attempt('b#2', 'agent-unavailable'), attempt('a#1', 'crashed'), attempt('a#1', 'crashed')],
+    maxAttempts: 10,
+    expected: { action: 'escalate', harnessModel: 'c#3', fromIndex: 0, toIndex: 2 },
+  },
+  {
+    name: 'a repeated failure below rungs that are all unavailable → give up, saying none can run',
+    attempts: [attempt('b#2', 'agent-unavailable'), attempt('c#3', 'agent-unavailable'), attempt('a#1', 'crashed'), attempt('a#1', 'crashed')],
+    maxAttempts: 10,
+    expected: { action: 'give-up', reason: 'crashed repeated on a#1, which has no higher rung on the ladder that can run' },
+  },
+  {
+    name: 'rungs that could not start count toward no attempt limit (they ran no container)',
+    attempts: [attempt('a#1', 'agent-unavailable'), attempt('b#2', 'crashed')],
+    maxAttempts: 1,
+    expected: { action: 'give-up', reason: '1 attempts reached the limit of 1' },
+  },
+  {
+    name: 'the model gateway refused the model → give up at once, naming it (no respawn, no rung)',
+    attempts: [{ harnessModel: 'a#1', class: 'model-refused', refused: 'model "m-9" is not on the operator\'s list of anthropic models' }],
+    expected: {
+      action: 'give-up',
+      reason: 'the model gateway refused the model a#1 asked for: model "m-9" is not on the operator\'s list of anthropic models',
+    },
+  },
+  {
     name: 'agent unavailable does not wait for the attempt limit',
     attempts: [attempt('a#1', 'agent-unavailable')],
     maxAttempts: 1,

@@ -3,7 +3,7 @@ import type { Activities, DispatchPlan } from '../../activities';
 import { parseDuration } from '../../core/duration';
 import { FailureCode } from '../../core/failures';
 import type { SessionAttemptReport, SessionOutcome, SessionRequest } from '../../core/session-types';
-import { decideNext, type AttemptClass, type SessionDecision } from '../../policies/session-policy';
+import { decideNext, type AttemptClass, type AttemptRecord, type SessionDecision } from '../../policies/session-policy';
 import { capsule } from '../activity-options';
 import { placeOnHost, runAttempt, type Placement } from './attempt';
 import { SessionRecord } from './record';
@@ -90,7 +90,7 @@ async function runAttempts(
       }
       const { seen, attemptClass } = await runAttempt(record, plan, request, placed.place);
       const decision = decideNext({
-        attempts: record.attempts.map((entry) => ({ harnessModel: entry.harnessModel, class: entry.class as AttemptClass })),
+        attempts: record.attempts.map(attemptRecord),
         ladder: plan.ladder,
         maxRespawns: plan.limits.maxRespawns,
         maxAttempts: plan.limits.maxAttempts,
@@ -111,6 +111,16 @@ async function runAttempts(
     const failure = typedCauseOf(error);
     return record.fail(FailureCode.internal, `failed: ${failure.message}`, failure);
   }
+}
+
+/** An attempt as the session policy reads it: its rung, its class, and why a rung could not run or a model was refused. */
+function attemptRecord(entry: SessionRecord['attempts'][number]): AttemptRecord {
+  return {
+    harnessModel: entry.harnessModel,
+    class: entry.class as AttemptClass,
+    ...(entry.unavailable ? { unavailable: entry.unavailable } : {}),
+    ...(entry.modelUsage?.refusedModel ? { refused: entry.modelUsage.refusedModel } : {}),
+  };
 }
 
 /** Carries out the policy's decision: the outcome when the session ends, nothing when another attempt follows. */
@@ -152,7 +162,12 @@ async function follow(
       if (decision.action === 'respawn') meters.respawns += 1;
       else meters.escalations += 1;
       record.harnessModel = decision.harnessModel;
-      await record.report({ type: decision.action === 'respawn' ? 'respawned' : 'escalated', attempt: seen.attempt + 1, harnessModel: record.harnessModel });
+      await record.report({
+        type: decision.action === 'respawn' ? 'respawned' : 'escalated',
+        attempt: seen.attempt + 1,
+        harnessModel: record.harnessModel,
+        detail: decision.reason,
+      });
       return undefined;
     case 'give-up':
       return giveUp(record, plan, seen, decision.reason, attemptClass);

@@ -16,6 +16,7 @@ import { budgetExhausted, budgetLeft, extendBudget } from '../../policies/budget
 import { changedSubject, classifyApproval, gateFileDecision, gateFileQuestion, gateFileRefusal, type GateFileFacts } from '../../policies/gate-file-change';
 import { landingRepairRequest } from '../../policies/intent';
 import { repairPlan } from '../../policies/repair-plan';
+import { skippedRungs } from '../../policies/skipped-rungs';
 import { gateVerdict } from '../../policies/supersedes';
 import { childRecord } from '../../core/search-attributes';
 import { workflowTaskTimeout } from '../../core/timeouts';
@@ -113,6 +114,13 @@ export async function session(
     (value) => (value.status === 'agent-unavailable' ? value.summary : `${value.status} after ${value.attempts.length} attempt(s) on ${value.harnessModel}`),
     (value) => (value.status === 'agent-unavailable' ? 'agent-unavailable' : 'done'),
   );
+  // A rung the session passed over (no image, no key) shows as its own step, before the session's.
+  const skipped = skippedRungs(`session.${role}:${sessionId}`, result);
+  if (skipped.length > 0) {
+    const at = tracker.steps.map((step) => step.name).lastIndexOf(`session.${role}:${sessionId}`);
+    const { startedAt } = tracker.steps[at]!;
+    tracker.steps.splice(at, 0, ...skipped.map(({ name, detail }) => ({ name, status: 'agent-unavailable' as const, startedAt, endedAt: startedAt, detail })));
+  }
   tracker.sessions.push({ sessionId, role, status: result.status, harnessModel: result.harnessModel, attempts: result.attempts.length });
   tracker.meters.agentSessions += result.meters.sessionsSpawned;
   tracker.meters.inputTokens += result.meters.inputTokens;
@@ -323,6 +331,7 @@ function recordReview(ctx: LandingStepContext, verdict: PanelVerdict): void {
     missing: verdict.missing,
     blocking: verdict.blocking.map(({ file, line, severity, message, votes }) => ({ file, ...(line === undefined ? {} : { line }), severity, message, votes })),
     reviewers: verdict.reviewers,
+    ...(verdict.skipped ? { skipped: verdict.skipped } : {}),
     meters: spent,
   });
   // The panel's spend is the landing's: its meters, so the budget check before the next child sees it.

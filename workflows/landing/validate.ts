@@ -1,6 +1,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../../activities';
 import { FailureCode } from '../../core/failures';
+import { gateFilePath } from '../../core/gate-file';
 import { placementQueue } from '../../core/queues';
 import { capsule } from '../activity-options';
 import { pinnedTo } from '../pinned';
@@ -17,7 +18,8 @@ export async function validate(ctx: LandingContext, state: LandingState): Promis
   const { runId, request, tracker, local } = ctx;
   tracker.enter('validate');
   // Inspect, workspace and first rebase in one round trip on the host that takes it (each recorded as its step).
-  const input = { runId, repo: request.repo, target: request.target, heads: request.heads };
+  // The run's recipes go along: the host checks the gate file's panel against them.
+  const input = { runId, repo: request.repo, target: request.target, heads: request.heads, ...(request.recipes ? { recipes: request.recipes } : {}) };
   // On this worker when it is a host (no trip); else through the placement queue, to a worker that is.
   const placement = await tracker.compound('capsule.placeLanding', () =>
     local['capsule.placeLanding'](input).catch(async (error: unknown) => {
@@ -33,6 +35,12 @@ export async function validate(ctx: LandingContext, state: LandingState): Promis
   state.host = pinnedTo(inspected.hostId, ctx.hostLostAfterMs);
   if (inspected.environment && !inspected.environment.ok) return end(invalidEnvironment(ctx, inspected.environment));
   if (!inspected.gate.ok) return end(invalidGateFile(ctx, inspected.gate));
+  // The gate file's panel cannot give a verdict here: refused now, naming the reviewer and what to
+  // set, rather than a review-incomplete after the gate (docs/decisions/0036).
+  if (placement.review) {
+    const { reason } = placement.review;
+    return end(tracker.fail(FailureCode.agentUnavailable, `${reason}; nothing was started`, { message: reason, file: gateFilePath, field: 'review.panel' }));
+  }
   state.gate = inspected.gate.gate;
   state.environment = inspected.environment?.declaration;
   if (placement.environment) state.placedEnvironment = placement.environment;

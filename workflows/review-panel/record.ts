@@ -60,7 +60,13 @@ export function tally(
 
 /** The verdict: the quorum over every reviewer's report (cached or fresh), in the panel's order. */
 export function panelVerdict(
-  panel: { name: string; reviewers: string[]; quorum: number; blockingSeverities: Parameters<typeof decidePanel>[2] },
+  panel: {
+    name: string;
+    reviewers: string[];
+    quorum: number;
+    blockingSeverities: Parameters<typeof decidePanel>[2];
+    unavailable?: Parameters<typeof decidePanel>[3];
+  },
   reports: Map<string, ReviewerReport>,
   reviewers: PanelReviewer[],
   { treeSha, cache, restored, misses, meters }: Pick<PanelVerdict, 'treeSha' | 'cache' | 'restored' | 'misses' | 'meters'>,
@@ -69,6 +75,7 @@ export function panelVerdict(
     panel.reviewers.map((name) => reports.get(name)!),
     panel.quorum,
     panel.blockingSeverities,
+    panel.unavailable,
   );
   return {
     status: decision.status,
@@ -84,6 +91,7 @@ export function panelVerdict(
     missing: decision.missing,
     errored: decision.errored,
     unavailable: decision.unavailable,
+    ...(decision.skipped.length > 0 ? { skipped: decision.skipped } : {}),
     findings: decision.findings,
     blocking: decision.blocking,
     sessionsStarted: misses.length,
@@ -105,18 +113,14 @@ export function panelMeters(sessions: SessionOutcome['meters'][]): PanelMeters {
 }
 
 /**
- * The verdict's one line. Incomplete: every reviewer without a verdict, named with why (an errored
- * one makes it incomplete whatever the quorum); otherwise who decided, and who could not run.
+ * The verdict's one line. Incomplete: why, and every reviewer without a verdict, named with why (an
+ * errored one makes it incomplete whatever the quorum; an unavailable one names the missing image or
+ * key); otherwise who decided, and who was skipped because it cannot run here.
  */
 function panelSummary(decision: PanelDecision, reports: Map<string, ReviewerReport>): string {
   const why = (name: string) => `${name} (${reports.get(name)?.reason ?? 'no report'})`;
-  const notRun = decision.unavailable.length ? `; not run: ${decision.unavailable.map(why).join('; ')}` : '';
-  if (decision.status === 'review-incomplete') {
-    const rule = decision.errored.length
-      ? `an errored reviewer never yields a verdict, whatever the quorum (${decision.delivered} delivered, quorum ${decision.quorum})`
-      : `${decision.delivered} of ${decision.quorum} required report(s)`;
-    return `review-incomplete: ${rule}; missing ${decision.missing.map(why).join('; ')}`;
-  }
+  const notRun = decision.skipped.length ? `; skipped (cannot run here): ${decision.skipped.map(({ harnessModel }) => why(harnessModel)).join('; ')}` : '';
+  if (decision.status === 'review-incomplete') return `review-incomplete: ${decision.incomplete}; missing ${decision.missing.map(why).join('; ')}`;
   if (decision.status === 'changes-requested') {
     return `changes requested: ${decision.blocking.length} blocking finding(s) (${decision.blocking.map((finding) => `${finding.file}:${finding.line ?? 0} ${finding.message}`).join('; ')})${notRun}`;
   }
