@@ -137,7 +137,8 @@ cli_binary() { # harness
   echo "$bin"
 }
 
-# Arguments: image directories to build (runner, python, agent-script, agent-claude-code, agent-codex);
+# Arguments: image directories to build (runner, python, agent-script, agent-claude-code, agent-codex,
+# agent-opencode);
 # default all.
 wanted() { [ "${#only[@]}" -eq 0 ] || [[ " ${only[*]} " =~ " $1 " ]]; }
 only=("$@")
@@ -146,7 +147,7 @@ wanted python && build tarmac/python:bookworm images/python "" "$python_base"
 wanted agent-script && agent_image tarmac/agent-script:bookworm images/agent-script
 
 # Real CLIs: tagged with the pinned version (recipes/harnesses.json names it).
-for harness in claude-code codex; do
+for harness in claude-code codex opencode; do
   wanted "agent-$harness" || continue
   bin=$(cli_binary "$harness")
   [ -n "$bin" ] || continue

@@ -13,8 +13,8 @@
 #      [tests] a compose tool (Debian's docker-compose) for the compose file's test
 #   4. the agent CLIs (scripts/fetch-agent-clis.sh: pinned npm platform packages into the cache)
 #   5. images: tarmac/runner, tarmac/python (the base of Python repositories' environments),
-#      tarmac/agent-script and (from the cached CLIs) tarmac/agent-claude-code and
-#      tarmac/agent-codex; each rebuilt only when its inputs change (Tarmac's own gate needs no image
+#      tarmac/agent-script and (from the cached CLIs) tarmac/agent-claude-code,
+#      tarmac/agent-codex and tarmac/agent-opencode; each rebuilt only when its inputs change (Tarmac's own gate needs no image
 #      of its own: its gate file declares its environment, which the worker builds)
 #   6. [tests] Debian's chromium for the browser tests (apt, only when /usr/bin/chromium is missing)
 #   7. [tests] schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
@@ -124,7 +124,7 @@ if [ "$tests" = 1 ] && ! command -v docker-compose >/dev/null && ! docker compos
 fi
 
 # 4. Agent CLIs --------------------------------------------------------------------
-# The real harness CLIs (Claude Code, Codex) at the versions pinned in infra/agent-clis.json, packed
+# The real harness CLIs (Claude Code, Codex, opencode) at the versions pinned in infra/agent-clis.json, packed
 # from the npm registry into the cache (no install scripts run); the real-agent tests drive them, and
 # the agent images (next step) are built from them, so they are fetched first.
 bash "$root/scripts/fetch-agent-clis.sh" || say "warning: could not fetch the agent CLIs; the real-agent tests will skip"

@@ -6,11 +6,26 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadRecipes } from '../../core/node/recipes';
+import { loadRecipes as loadRepositoryRecipes } from '../../core/node/recipes';
 import type { SessionOutcome, SessionRequest } from '../../core/session-types';
 import { createFixtureRepo, gateFile, type FixtureBranch } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
+
+/**
+ * The repository's recipes with opencode's image renamed to one no setup builds: setup builds every
+ * harness image, and this test needs one that is missing.
+ */
+const recipesDir = mkdtempSync(join(tmpdir(), 'tarmac-test-recipes-'));
+cpSync(join(__dirname, '../../recipes'), recipesDir, { recursive: true });
+const harnessesFile = join(recipesDir, 'harnesses.json');
+const harnessesRecipe = JSON.parse(readFileSync(harnessesFile, 'utf8')) as { harnesses: Record<string, { image: string }> };
+harnessesRecipe.harnesses.opencode!.image = 'tarmac/agent-opencode:never-built';
+writeFileSync(harnessesFile, JSON.stringify(harnessesRecipe, null, 2));
+const loadRecipes = () => loadRepositoryRecipes(recipesDir);
 
 describe('agent availability: no key at all, default upstreams', { timeout: 600_000 }, () => {
   let stack: Stack;
@@ -18,6 +33,7 @@ describe('agent availability: no key at all, default upstreams', { timeout: 600_
   before(async () => {
     // Whatever the machine has, this worker has no provider key and talks to the public endpoints.
     stack = await startStack({
+      recipesDir,
       workerEnv: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', TARMAC_MODEL_UPSTREAM_ANTHROPIC: '', TARMAC_MODEL_UPSTREAM_OPENAI: '' },
     });
   });

@@ -20,6 +20,7 @@ import type { Script, ScriptUsage } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { startStack, type Stack } from '../helpers/stack';
 import { skipUnlessBuilt } from '../helpers/agent-cli';
+import { watchHarnessContainers } from '../helpers/agent-containers';
 import { git } from '../helpers/git';
 
 const image = loadRecipes().harnesses.codex!.image;
@@ -108,33 +109,17 @@ function declaredTools(body: unknown): string[] {
 describe('real agents: Codex sessions through the model gateway and the tool gateway', { skip, timeout: 600_000 }, () => {
   let stack: Stack;
   let endpoint: ScriptedModel;
-  const inspected = new Map<string, string>();
-  let watching = true;
-  let watcher: Promise<void> | undefined;
+  let containers: ReturnType<typeof watchHarnessContainers>;
   const runIds: string[] = [];
 
   before(async () => {
     endpoint = await startScriptedModel({ script, port: 0 });
     stack = await startStack({ workerEnv: { TARMAC_MODEL_UPSTREAM_OPENAI: endpoint.url!, OPENAI_API_KEY: secret } });
     // Every Codex session container, inspected while it exists (a fresh session's cleanup removes it).
-    watcher = (async () => {
-      while (watching) {
-        const found = await stack.docker.listContainers({ all: true, filters: JSON.stringify({ label: ['tarmac.harness=codex'] }) }).catch(() => []);
-        for (const info of found) {
-          if (inspected.has(info.Id)) continue;
-          const details = await stack.docker
-            .getContainer(info.Id)
-            .inspect()
-            .catch(() => undefined);
-          if (details) inspected.set(info.Id, JSON.stringify(details));
-        }
-        await new Promise((resolve) => setTimeout(resolve, 150));
-      }
-    })();
+    containers = watchHarnessContainers(stack.docker, 'codex');
   });
   after(async () => {
-    watching = false;
-    await watcher;
+    await containers?.stop();
     for (const runId of runIds) await removeRunContainers(stack.docker, runId).catch(() => undefined);
     await stack?.stop();
     await endpoint?.close();
@@ -284,7 +269,7 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     assert.deepEqual([second.meters.inputTokens, second.meters.outputTokens], [followUp.input, followUp.output]);
 
     // The key: not in docker inspect of any session container (only the placeholder is).
-    const fixers = [...inspected.values()].filter((text) => text.includes(`"tarmac.run":"${runId}"`));
+    const fixers = [...containers.inspected.values()].filter((text) => text.includes(`"tarmac.run":"${runId}"`));
     assert.equal(fixers.length, 2, 'both session containers were seen');
     for (const text of fixers) {
       assert.ok(!text.includes(secret), 'the key is not in docker inspect');
@@ -329,7 +314,7 @@ describe('real agents: Codex sessions through the model gateway and the tool gat
     assert.ok(third.includes(calls[1]!.refused!.slice(0, 40)), 'the model saw the refusal');
     const expected = totals([usage.reviewRead, usage.reviewWrite, usage.reviewAnswer]);
     assert.deepEqual([outcome.meters.inputTokens, outcome.meters.outputTokens], [expected.input, expected.output]);
-    const reviewers = [...inspected.values()].filter((text) => text.includes(`"tarmac.run":"${runId}"`));
+    const reviewers = [...containers.inspected.values()].filter((text) => text.includes(`"tarmac.run":"${runId}"`));
     assert.ok(reviewers.length >= 1, 'the reviewer container was seen');
     for (const text of reviewers) assert.ok(!text.includes(secret), 'the key is not in docker inspect');
   });

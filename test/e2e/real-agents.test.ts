@@ -6,17 +6,16 @@
  * key: the endpoint sees it (the gateway added it), nothing the agent or the records show does.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import Docker from 'dockerode';
 import { loadRecipes } from '../../core/node/recipes';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch } from '../../infra/fixture-repo';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
-import { readEvents } from '../helpers/sse';
-import { startStack, testToken, waitFor, type Stack } from '../helpers/stack';
+import { startStack, waitFor, type Stack } from '../helpers/stack';
 import { skipUnlessBuilt } from '../helpers/agent-cli';
+import { assertKeyNowhere, watchHarnessContainers } from '../helpers/agent-containers';
 import { fileAt } from '../helpers/git';
 
 const image = loadRecipes().harnesses['claude-code']!.image;
@@ -24,19 +23,6 @@ const secret = 'sk-test-secret-xyz';
 const model = 'claude-sonnet-4-5';
 
 const skip = skipUnlessBuilt([image]);
-
-/** Every file under `dir` (text), for searching a value in what a run wrote. */
-function everythingUnder(dir: string): string {
-  let text = '';
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    const stat = statSync(path, { throwIfNoEntry: false });
-    if (!stat) continue;
-    if (stat.isDirectory()) text += everythingUnder(path);
-    else if (stat.isFile() && stat.size < 50 * 1024 * 1024) text += readFileSync(path, 'latin1');
-  }
-  return text;
-}
 
 describe('real agents: Claude Code resolves a conflict through the model gateway', { skip, timeout: 600_000 }, () => {
   let stack: Stack;
@@ -146,31 +132,13 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     const id = created.body.id as string;
 
     // The session container, inspected while it exists (the landing's cleanup removes it).
-    const inspected = new Map<string, string>();
-    const docker = new Docker({ socketPath: stack.config.dockerSocket });
-    let watching = true;
-    const watcher = (async () => {
-      while (watching) {
-        const found = await docker.listContainers({ all: true, filters: JSON.stringify({ label: ['tarmac.harness=claude-code'] }) }).catch(() => []);
-        for (const info of found) {
-          if (!inspected.has(info.Id)) {
-            const details = await docker
-              .getContainer(info.Id)
-              .inspect()
-              .catch(() => undefined);
-            if (details) inspected.set(info.Id, JSON.stringify(details));
-          }
-        }
-        await new Promise((resolve) => setTimeout(resolve, 150));
-      }
-    })();
+    const containers = watchHarnessContainers(stack.docker, 'claude-code');
     const view = await waitFor(
       () => stack.api('GET', `/v1/landings/${id}`),
       (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
       420_000,
       `landing ${id} to finish`,
-    ).finally(() => (watching = false));
-    await watcher;
+    ).finally(() => containers.stop());
     const outcome = view.body.outcome;
     const turns = endpoint.requests.map((request) => [request.path, request.outcome, request.turn, request.message ?? '']);
     assert.equal(outcome.status, 'landed', `${outcome.summary}\nendpoint: ${JSON.stringify(turns)}\nsessions: ${JSON.stringify(outcome.sessions)}`);
@@ -238,22 +206,14 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     assert.deepEqual([session.meters.inputTokens, session.meters.outputTokens], [input, output]);
 
     // The key: never in the container (docker inspect), the outcome, the histories, or the run's files.
-    assert.ok(inspected.size >= 1, 'the session container was seen');
-    for (const [containerId, text] of inspected) {
+    assert.ok(containers.inspected.size >= 1, 'the session container was seen');
+    for (const [containerId, text] of containers.inspected) {
       assert.ok(!text.includes(secret), `not in docker inspect of ${containerId}`);
       const details = JSON.parse(text) as { Config: { Env: string[] }; HostConfig: { NetworkMode: string } };
       assert.equal(details.HostConfig.NetworkMode, 'none');
       assert.ok(details.Config.Env.includes('ANTHROPIC_API_KEY=tarmac-model-gateway'), 'the container has the placeholder only');
     }
-    assert.ok(!JSON.stringify(view.body).includes(secret), 'not in the landing view or outcome');
-    for (const workflowId of [id, `${outcome.runId}.${sessionId}`]) {
-      const history = await stack.client.workflow.getHandle(workflowId).fetchHistory();
-      assert.ok(!JSON.stringify(history).includes(secret), `not in the history of ${workflowId}`);
-    }
-    assert.ok(!everythingUnder(join(stack.dataDir, 'runs')).includes(secret), 'not in the run dirs (transcript, usage, logs)');
-    assert.ok(!readFileSync(stack.workerLog, 'utf8').includes(secret), "not in the worker's log");
-    const events = await readEvents(`${stack.apiUrl}/v1/landings/${id}/events`, testToken, { stop: (event) => event.event === 'end' });
-    assert.ok(events.length > 5 && !JSON.stringify(events).includes(secret), 'not in the events (with the log lines)');
+    await assertKeyNowhere(stack, secret, { id, view: view.body, workflowIds: [id, `${outcome.runId}.${sessionId}`] });
   });
 
   it('a budget crossed mid-session: the gateway refuses the next model request, the session and the landing end budget-exhausted, nothing merged', async () => {

@@ -110,8 +110,8 @@ describe(`Node ${engines} (package.json engines): the runtime the project runs a
     }
   });
 
-  it('the images that carry Node say a major engines allows: images/tarmac and images/agent-opencode (NODE_IMAGE)', () => {
-    for (const image of ['images/tarmac/Dockerfile', 'images/agent-opencode/Dockerfile']) {
+  it('the image that carries Tarmac says a Node major engines allows: images/tarmac (NODE_IMAGE)', () => {
+    for (const image of ['images/tarmac/Dockerfile']) {
       const from = /^ARG NODE_IMAGE=node:(\d+)-/m.exec(readFileSync(join(root, image), 'utf8'));
       assert.ok(from, `${image} has ARG NODE_IMAGE=node:<major>-…`);
       assert.ok(Number(from[1]) >= minimumMajor, `${image}: node:${from[1]} (engines ${engines})`);

@@ -24,18 +24,6 @@ describe('harness adapters: output parsing from recorded samples', () => {
       expected: { status: 'error', usage: { inputTokens: 90000, outputTokens: 12000, costUsd: 1.52 }, summary: /max_turns/ },
     },
     {
-      name: 'opencode two steps',
-      adapter: 'opencode' as const,
-      stdout: sample('opencode.jsonl'),
-      expected: { status: 'ok', usage: { inputTokens: 1500 + 4000 + 300 + 5200 + 100, outputTokens: 220 + 80 + 150, costUsd: 0.02 }, summary: /start-all/ },
-    },
-    {
-      name: 'opencode provider error',
-      adapter: 'opencode' as const,
-      stdout: sample('opencode-error.jsonl'),
-      expected: { status: 'error', usage: { inputTokens: 0, outputTokens: 0, costUsd: 0 }, summary: /No API key/ },
-    },
-    {
       name: 'codex completed turn',
       adapter: 'codex' as const,
       stdout: sample('codex.jsonl'),
@@ -106,7 +94,11 @@ describe('harness adapters: command construction', () => {
         /< \/tarmac\/prompt\.md$/,
       ],
     },
-    { adapter: 'opencode' as const, expects: [/^opencode run/, /--model "\$1"/, /--format json/, /< \/tarmac\/prompt\.md$/] },
+    {
+      adapter: 'opencode' as const,
+      launcher: '/opt/tarmac/shared/tarmac-run',
+      expects: [/^set -eu\n/, /\nexec opencode run --format json /, /--model "\$1"/, /< \/tarmac\/prompt\.md$/],
+    },
     {
       adapter: 'codex' as const,
       launcher: '/opt/tarmac/shared/tarmac-run',
