@@ -160,6 +160,22 @@ describe('real CLIs through the forwarder and the model gateway (network none)',
       assert.ok(usage.budgetRefusals >= 1);
       assert.equal(usage.inputTokens, 1230);
     });
+
+    it("a model off the operator's list: refused in Anthropic's shape, nothing reaches the model or is charged, the CLI ends naming it", async () => {
+      const { model, gateway, workspace } = await setUp(script, { provider: 'anthropic', budget: { left: { tokens: 1_000_000, costUsd: 10 } } });
+      writeFileSync(join(workspace, 'prompt.md'), 'Write the proof file.\n');
+      const unlisted = command.replace('--model claude-sonnet-4-5', '--model claude-unlisted-9');
+      const run = await runSession({ cli: claude!, socketDir: gateway.socketDir, env, script: unlisted, binds: [`${workspace}:/workspace:rw`] });
+      const report = JSON.parse(run.stdout.trim().split('\n').pop()!);
+      assert.equal(report.is_error, true, run.stdout);
+      // Claude Code reads a 404 for a model as the provider's "no such model" and says so, naming it.
+      assert.match(report.result, /issue with the selected model \(claude-unlisted-9\)/);
+      assert.equal(model.requests.filter((request) => request.outcome === 'turn').length, 0, 'no turn reached the model');
+      const usage = gateway.usage();
+      assert.ok((usage.modelRefusals ?? 0) >= 1, JSON.stringify(usage));
+      assert.equal(usage.lastModelRefusal?.model, 'claude-unlisted-9');
+      assert.deepEqual([usage.costUsd, usage.byModel['claude-unlisted-9']], [0, undefined], 'nothing charged for it');
+    });
   });
 
   describe('Codex', () => {
