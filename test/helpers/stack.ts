@@ -329,12 +329,36 @@ export async function stepRunning(stack: Pick<Stack, 'client'>, workflowId: stri
   );
 }
 
-/** A landing's view once its workflow is no longer running (its outcome is in `outcome`). */
-export async function landingFinished(stack: Pick<Stack, 'api'>, id: string, timeoutMs = 240_000): Promise<any> {
+/**
+ * Waits until the workflow `id` has closed, by Temporal's own long poll for its result (one request
+ * the server answers when the run ends, following continue-as-new), at most `timeoutMs`. Resolves
+ * either way — closed, failed, timed out, or the server unreachable — for the caller to look.
+ */
+async function workflowClosed(client: Client, id: string, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    client.workflow
+      .getHandle(id)
+      .result()
+      .catch(() => undefined),
+    new Promise<void>((done) => (timer = setTimeout(done, timeoutMs))),
+  ]);
+  clearTimeout(timer);
+}
+
+/**
+ * A landing's view once its workflow is no longer running (its outcome is in `outcome`). With the
+ * stack's Temporal client it first waits for the run to close by Temporal's long poll, not by a status
+ * query every 250 ms (each one a workflow task on the worker: load that slowed every other file of a
+ * run); the view is then read through the API, polled until it says the run is not running.
+ */
+export async function landingFinished(stack: Pick<Stack, 'api'> & Partial<Pick<Stack, 'client'>>, id: string, timeoutMs = 240_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  if (stack.client) await workflowClosed(stack.client, id, timeoutMs);
   const view = await waitFor(
     () => stack.api('GET', `/v1/landings/${id}`),
     (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
-    timeoutMs,
+    Math.max(deadline - Date.now(), 5_000),
     `landing ${id} to finish`,
   );
   return view.body;
