@@ -14,6 +14,7 @@ import { loadRecipes as loadRepositoryRecipes } from '../../core/node/recipes';
 import type { SessionOutcome, SessionRequest } from '../../core/session-types';
 import { createFixtureRepo, gateFile, type FixtureBranch } from '../../infra/fixture-repo';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { tarmac } from '../helpers/tarmac-cli';
 
 /**
  * The repository's recipes with opencode's image renamed to one no setup builds: setup builds every
@@ -202,7 +203,106 @@ describe('agent availability: no key at all, default upstreams', { timeout: 600_
     );
     assert.match(outcome.attempts[0]!.unavailable!, /key ANTHROPIC_API_KEY is not set/);
     assert.match(outcome.attempts[1]!.unavailable!, /image \S+ is not built/);
+    // One rung at a time: each decision names what the rung lacked and the rung it moved to.
+    assert.deepEqual(
+      outcome.decisions.map((decision) => [decision.action, decision.harnessModel]),
+      [
+        ['escalate', opencode],
+        ['escalate', 'script#reviewer'],
+        ['done', undefined],
+      ],
+    );
+    assert.match(outcome.decisions[0]!.reason, /key ANTHROPIC_API_KEY is not set\): skipped, moved to rung 1 opencode#/);
+    assert.match(outcome.decisions[1]!.reason, /is not built.*\): skipped, moved to rung 2 script#reviewer$/);
     assert.equal(outcome.meters.sessionsSpawned, 1, 'only the runnable rung started a container');
     assert.deepEqual(containersCreatedFor(runId), ['reviewer']);
+  });
+
+  /** A repository whose change a panel reviews: src/app.js changed on feature/two. */
+  function reviewRepo(gate?: Record<string, unknown>) {
+    return createFixtureRepo({
+      base: {
+        'src/app.js': 'console.log(1);\n',
+        'check.sh': 'true\n',
+        ...(gate ? { '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }], gate) } : {}),
+      },
+      branches: [{ name: 'feature/two', commits: [{ message: 'two', files: { 'src/app.js': 'console.log(2);\n' } }] }],
+    });
+  }
+
+  // The shipped default panel's reviewers cannot run here: what each needs is said up front.
+  const defaultPanelRefusal =
+    /^the default panel cannot run here: claude-code#claude-sonnet-4-5 needs ANTHROPIC_API_KEY, codex#gpt-5-codex needs OPENAI_API_KEY, opencode#openai\/gpt-5 needs (image \S+ and )?OPENAI_API_KEY; set what is missing, or mark the panel "unavailable": "skip" in recipes\/panels\.json/;
+
+  it('a gate file naming the shipped default panel, its reviewers unable to run: refused before anything starts, naming each and its key; no container', async () => {
+    const repo = reviewRepo({ review: { panel: 'default', quorum: 2 } });
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/two'], target: 'main' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      180_000,
+      'the landing',
+    );
+    const outcome = view.body.outcome;
+    assert.equal(outcome.status, 'agent-unavailable', outcome.summary);
+    assert.match(outcome.summary, defaultPanelRefusal);
+    assert.match(outcome.summary, /; nothing was started$/);
+    assert.deepEqual([outcome.endedInPhase, outcome.failure.type, outcome.failure.field], ['validate', 'TARMAC_AGENT_UNAVAILABLE', 'review.panel']);
+    assert.notEqual(outcome.status, 'review-incomplete');
+    assert.deepEqual(containersCreatedFor(outcome.runId), [], 'no gate and no agent container');
+  });
+
+  it('POST /v1/reviews: the default panel is refused (400, the reviewer and key named); "unavailable": "skip" reviews with the rest and lists whom it skipped', async () => {
+    const repo = reviewRepo();
+    const refused = await stack.api('POST', '/v1/reviews', { repo: repo.url, base: 'main', head: 'feature/two', panel: 'default' });
+    assert.equal(refused.status, 400, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, 'TARMAC_AGENT_UNAVAILABLE');
+    assert.match(refused.body.error.message, defaultPanelRefusal);
+    assert.equal(refused.body.error.details.field, 'panel');
+
+    const started = await stack.api('POST', '/v1/reviews', { repo: repo.url, base: 'main', head: 'feature/two', panel: 'script-skip-unavailable' });
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    const done = await waitFor(
+      () => stack.api('GET', `/v1/runs/${started.body.id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      180_000,
+      'the review',
+    );
+    const verdict = done.body.result;
+    assert.equal(verdict.status, 'approved', verdict.summary);
+    assert.equal(verdict.delivered, 2);
+    assert.deepEqual(
+      verdict.skipped.map((entry: { harnessModel: string }) => entry.harnessModel),
+      ['claude-code#claude-sonnet-4-5'],
+    );
+    assert.match(verdict.skipped[0].reason, /key ANTHROPIC_API_KEY is not set/);
+    assert.match(verdict.summary, /skipped \(cannot run here\): claude-code#claude-sonnet-4-5 \(.*key ANTHROPIC_API_KEY is not set/);
+    assert.deepEqual(containersCreatedFor(started.body.id).sort(), ['reviewer', 'reviewer'], 'the skipped reviewer started no container');
+  });
+
+  it('GET /v1/agents and `tarmac agents`: each harness#model of the recipes, runnable or not and why, and the notice for the defaults', async () => {
+    const agents = await stack.api('GET', '/v1/agents');
+    assert.equal(agents.status, 200, JSON.stringify(agents.body));
+    const worker = agents.body.workers.find((entry: { fresh: boolean }) => entry.fresh);
+    assert.ok(worker, `a fresh report: ${JSON.stringify(agents.body)}`);
+    const row = (name: string) => worker.agents.find((entry: { harnessModel: string }) => entry.harnessModel === name);
+    const codex = row('codex#gpt-5-codex');
+    assert.equal(codex.runnable, false);
+    assert.match(codex.reason, /key OPENAI_API_KEY is not set/);
+    assert.deepEqual(codex.missing, [{ kind: 'key', name: 'OPENAI_API_KEY' }]);
+    assert.ok(codex.usedBy.includes('panels.default') && codex.usedBy.some((use: string) => use.startsWith('ladder[')), codex.usedBy.join(', '));
+    assert.deepEqual([row('script#reviewer-a').runnable, row('script#reviewer-a').usedBy.includes('panels.script-skip-unavailable')], [true, true]);
+    assert.match(worker.notice, /^the default panel cannot run here: .+\. And the default ladder cannot run here: .*claude-code#\S+ needs ANTHROPIC_API_KEY/);
+
+    const cli = await tarmac(['agents'], { apiUrl: stack.apiUrl });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.match(cli.stdout, new RegExp(`^worker ${worker.hostId} \\(reported `, 'm'));
+    assert.match(cli.stdout, /^ {2}! the default panel cannot run here: /m);
+    assert.match(
+      cli.stdout,
+      /^ {2}✗ codex#gpt-5-codex +codex#gpt-5-codex cannot run: key OPENAI_API_KEY is not set · harnesses\.codex, ladder\[\d\], panels\.default/m,
+    );
+    assert.match(cli.stdout, /^ {2}✓ script#reviewer-a +harnesses\.script, panels\./m);
   });
 });
