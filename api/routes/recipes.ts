@@ -22,7 +22,18 @@ const RecipesSchema = Type.Object({
       quorum: Type.Integer(),
       blockingSeverities: Type.Array(Type.String()),
       promptVersion: Type.String(),
+      unavailable: Type.Union([Type.Literal('incomplete'), Type.Literal('skip')], {
+        description: 'what a reviewer that cannot run here does: "incomplete" counts it (the panel is refused), "skip" leaves it out of the quorum',
+      }),
     }),
+  ),
+  models: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      provider: Type.String(),
+      taken: Type.Optional(Type.String({ description: 'when its price was read' })),
+    }),
+    { description: "the operator's list (recipes/pricing.json): the only models the model gateway forwards, each priced" },
   ),
   limits: Type.Object({
     session: Type.Record(Type.String(), Type.Unknown()),
@@ -37,7 +48,7 @@ const RecipesSchema = Type.Object({
   playbooks: Type.Array(Type.Object({ id: Type.String(), kind: Type.String(), description: Type.Optional(Type.String()) })),
 });
 
-/** GET /v1/recipes: what this deployment can dispatch — harnesses and models, ladder, panels, limits, playbooks. */
+/** GET /v1/recipes: what this deployment can dispatch — harnesses and models, ladder, panels, the model list, limits, playbooks. */
 export const recipeRoutes: FastifyPluginAsyncTypebox<{ recipesDir: string }> = async (app, { recipesDir }) => {
   app.get(
     '/recipes',
@@ -68,7 +79,9 @@ export const recipeRoutes: FastifyPluginAsyncTypebox<{ recipesDir: string }> = a
           quorum: panel.quorum,
           blockingSeverities: [...panel.blockingSeverities],
           promptVersion: panel.promptVersion,
+          unavailable: panel.unavailable ?? 'incomplete',
         })),
+        models: Object.entries(recipes.pricing).map(([name, price]) => ({ name, provider: price.provider, ...(price.taken ? { taken: price.taken } : {}) })),
         limits: {
           session: { ...recipes.limits.session },
           budget: { ...recipes.limits.budget },

@@ -295,6 +295,15 @@ describe('agent availability: no key at all, default upstreams', { timeout: 600_
     assert.deepEqual([row('script#reviewer-a').runnable, row('script#reviewer-a').usedBy.includes('panels.script-skip-unavailable')], [true, true]);
     assert.match(worker.notice, /^the default panel cannot run here: .+\. And the default ladder cannot run here: .*claude-code#\S+ needs ANTHROPIC_API_KEY/);
 
+    // GET /v1/recipes says the same rules: each panel's, and the operator's model list with its dates.
+    const recipes = (await stack.api('GET', '/v1/recipes')).body;
+    const rule = (name: string) => recipes.panels.find((panel: { name: string }) => panel.name === name).unavailable;
+    assert.deepEqual([rule('default'), rule('script-skip-unavailable')], ['incomplete', 'skip']);
+    assert.deepEqual(
+      recipes.models.find((model: { name: string }) => model.name === 'claude-sonnet-4-5'),
+      { name: 'claude-sonnet-4-5', provider: 'anthropic', taken: loadRecipes().pricing['claude-sonnet-4-5']!.taken },
+    );
+
     const cli = await tarmac(['agents'], { apiUrl: stack.apiUrl });
     assert.equal(cli.code, 0, cli.stderr);
     assert.match(cli.stdout, new RegExp(`^worker ${worker.hostId} \\(reported `, 'm'));
