@@ -72,6 +72,11 @@ describe('tarmac dev: the README flow on one machine', () => {
       TARMAC_TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
       TARMAC_API_TOKENS: '',
       TARMAC_LOG_LEVEL: 'info',
+      // A fresh machine: no provider key, the public upstreams (the demo needs no agent).
+      ANTHROPIC_API_KEY: '',
+      OPENAI_API_KEY: '',
+      TARMAC_MODEL_UPSTREAM_ANTHROPIC: '',
+      TARMAC_MODEL_UPSTREAM_OPENAI: '',
     };
     // scripts/test.sh turns .env off for the whole suite; this test is about reading it.
     delete env.TARMAC_ENV_FILE;
@@ -79,6 +84,16 @@ describe('tarmac dev: the README flow on one machine', () => {
     const apiUrl = `http://127.0.0.1:${apiPort}`;
     dev = await startDev(env, apiUrl, project);
     assert.match(dev.output(), new RegExp(`Temporal UI\\s+http://127.0.0.1:${uiPort}`), 'the UI port from .env');
+    // The shipped defaults cannot run with no key: one line says so, and what to set, before any landing finds out.
+    const notes = dev
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('  Note '));
+    assert.equal(notes.length, 1, dev.output());
+    assert.match(
+      notes[0]!,
+      /^ {2}Note {11}the default panel cannot run here: claude-code#claude-sonnet-4-5 needs ANTHROPIC_API_KEY, codex#gpt-5-codex needs OPENAI_API_KEY, .*; set what is missing, or mark the panel "unavailable": "skip" in recipes\/panels\.json\. And the default ladder cannot run here: .*claude-code#claude-haiku-4-5 needs ANTHROPIC_API_KEY.*; set a provider's key$/,
+    );
     assert.match(dev.output(), new RegExp(`API\\s+http://127.0.0.1:${apiPort}\\s`), "the environment's API port, not the file's");
     assert.equal(
       await fetch(`http://127.0.0.1:${filePort}/healthz`).then(
