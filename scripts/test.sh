@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite: typecheck and lint (side by side), then every test file: the unit tests in one
-# process (test/run-unit.ts), infra checks, the Temporal server on PostgreSQL with two worker hosts
-# (test/cluster), end-to-end tests against a real Temporal dev server, the real Docker engine and real
-# git, scenarios and attacks — two files at a time (TARMAC_TEST_CONCURRENCY, default 2: each file has a
-# stack of its own, on ports of its own) — and last, alone, the chaos suite at its bounded size
-# (test/chaos: its time ratio must not measure another file's load).
+# The whole test suite: every test file — the unit tests in one process (test/run-unit.ts), infra
+# checks, the Temporal server on PostgreSQL with two worker hosts (test/cluster), end-to-end tests
+# against a real Temporal dev server, the real Docker engine and real git, scenarios and attacks —
+# three files at a time, slowest first (TARMAC_TEST_CONCURRENCY, default 3: each file has a stack of
+# its own, on ports of its own), with typecheck and lint beside them at the lowest CPU priority; and
+# last, alone, the chaos suite at its bounded size (test/chaos: its time ratio must not measure
+# another file's load).
 # Run through `npm test`, which runs `scripts/setup.sh --tests --cluster` first (what only the tests need).
-# With file arguments: just those files, one at a time, after typecheck and lint.
+# With file arguments: just those files, one at a time (typecheck and lint beside them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Node 24 (package.json engines): the node on PATH when it is that new, else the one setup put in the cache.
@@ -19,22 +20,34 @@ export TARMAC_ENV_FILE=
 started=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - started )) s"; }
 
-echo "[test] typecheck and lint"
-typecheck_out=$(mktemp)
-npx tsc --noEmit -p tsconfig.json >"$typecheck_out" 2>&1 &
-typecheck_pid=$!
-lint_status=0
-npx eslint . || lint_status=$?
-npx knip || lint_status=$?
-typecheck_status=0
-wait "$typecheck_pid" || typecheck_status=$?
-cat "$typecheck_out"; rm -f "$typecheck_out"
-[ "$typecheck_status" -eq 0 ] || { echo "[test] typecheck failed"; exit "$typecheck_status"; }
-[ "$lint_status" -eq 0 ] || { echo "[test] lint failed"; exit "$lint_status"; }
-echo "[test] typecheck and lint: $(elapsed)"
+# Typecheck and lint run beside the test files at the lowest CPU priority (nice 19): they take the
+# CPU the files leave idle (a run of them is CPU-bound) and cost the files little. Their output is
+# printed, and their result counted, once they are done, before the chaos suite starts alone.
+echo "[test] typecheck and lint: started beside the test files"
+checks_log=$(mktemp)
+(
+  checks_status=0
+  nice -n 19 npx tsc --noEmit -p tsconfig.json &
+  typecheck_pid=$!
+  nice -n 19 npx eslint . || { checks_status=1; echo "[test] eslint failed"; }
+  nice -n 19 npx knip || { checks_status=1; echo "[test] knip failed"; }
+  wait "$typecheck_pid" || { checks_status=1; echo "[test] typecheck failed"; }
+  echo "[test] typecheck and lint done at $(elapsed)"
+  exit "$checks_status"
+) >"$checks_log" 2>&1 &
+checks_pid=$!
+# Waits for typecheck and lint (once), prints what they said, and counts their result in the status.
+checks_done() {
+  [ -n "$checks_pid" ] || return 0
+  local checks_status=0
+  wait "$checks_pid" || checks_status=$?
+  checks_pid=
+  cat "$checks_log"; rm -f "$checks_log"
+  if [ "$checks_status" -ne 0 ]; then echo "[test] typecheck and lint: failed"; status=1; else echo "[test] typecheck and lint: passed"; fi
+}
 
 shopt -s nullglob
-concurrency="${TARMAC_TEST_CONCURRENCY:-2}"
+concurrency="${TARMAC_TEST_CONCURRENCY:-3}"
 if [ "$#" -gt 0 ]; then
   files=("$@"); concurrency=1; alone=()
 else
@@ -61,6 +74,7 @@ run_files() {
   echo "[test] $part: $(elapsed)"
 }
 run_files "$concurrency" files "${files[@]}"
+checks_done
 if [ "${#alone[@]}" -gt 0 ]; then TARMAC_TEST_TIMES=artifacts/test-file-times-alone.json run_files 1 alone "${alone[@]}"; fi
 
 if [ "$status" -ne 0 ]; then
