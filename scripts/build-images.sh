@@ -113,13 +113,15 @@ build() { # name dir [extra input text] [base image, default $base]
 }
 # An agent image's build context, assembled in a temporary directory: its image directory, images/shared/
 # as shared/ (the model forwarder, tarmac-run, the MCP shim) and, for a real CLI, the pinned binary from
-# the cache (scripts/fetch-agent-clis.sh) as cli/. The input hash covers all of it.
-agent_image() { # name dir [cli-binary]
-  local name=$1 dir=$2 bin=${3:-} context
+# the cache (scripts/fetch-agent-clis.sh) as cli/, or its pinned wheels (scripts/fetch-aider.sh) as
+# wheels/. The input hash covers all of it.
+agent_image() { # name dir [cli-binary] [wheels-dir]
+  local name=$1 dir=$2 bin=${3:-} wheels=${4:-} context
   context=$(mktemp -d "${TMPDIR:-/tmp}/tarmac-image.XXXXXX")
   cp -R "$dir/." "$context/"
   cp -R images/shared "$context/shared"
   if [ -n "$bin" ]; then mkdir "$context/cli"; cp "$bin" "$context/cli/"; fi
+  if [ -n "$wheels" ]; then cp -R "$wheels" "$context/wheels"; fi
   build "$name" "$context" || { rm -rf "$context"; exit 1; }
   rm -rf "$context"
 }
@@ -137,9 +139,8 @@ cli_binary() { # harness
   echo "$bin"
 }
 
-# Arguments: image directories to build (runner, python, agent-script, agent-claude-code, agent-codex,
-# agent-opencode);
-# default all.
+# Arguments: image directories to build (runner, python, agent-script, agent-claude-code, agent-codex, agent-opencode,
+# agent-aider); default all.
 wanted() { [ "${#only[@]}" -eq 0 ] || [[ " ${only[*]} " =~ " $1 " ]]; }
 only=("$@")
 wanted runner && build tarmac/runner:bookworm images/runner
@@ -154,3 +155,15 @@ for harness in claude-code codex opencode; do
   version=$(node -p "require('./infra/agent-clis.json')['$harness'].version")
   agent_image "tarmac/agent-$harness:$version" "images/agent-$harness" "$bin"
 done
+
+# aider: tagged with the aider-chat version its lock pins, built from the wheels fetched for that lock.
+if wanted agent-aider; then
+  aider_version=$(sed -n 's/^aider-chat==\([^ ]*\).*/\1/p' images/agent-aider/requirements.lock)
+  case "$(uname -m)" in x86_64) aider_arch=x64 ;; aarch64 | arm64) aider_arch=arm64 ;; *) aider_arch=$(uname -m) ;; esac
+  aider_wheels="$cache/pkgs/aider-$aider_version-cp311-linux-$aider_arch"
+  if cmp -s images/agent-aider/requirements.lock "$aider_wheels/requirements.lock"; then
+    agent_image "tarmac/agent-aider:$aider_version" images/agent-aider "" "$aider_wheels"
+  else
+    say "warning: the aider $aider_version wheels are not in the cache ($aider_wheels); its image is not built (run scripts/fetch-aider.sh)"
+  fi
+fi

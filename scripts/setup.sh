@@ -11,11 +11,13 @@
 #   2. the temporal CLI (PATH, else ~/.cache/tarmac/bin, else go install from the module proxy)
 #   3. a Docker engine (a running one, else docker.io from apt and dockerd in the background);
 #      [tests] a compose tool (Debian's docker-compose) for the compose file's test
-#   4. the agent CLIs (scripts/fetch-agent-clis.sh: pinned npm platform packages into the cache)
+#   4. the agent CLIs (scripts/fetch-agent-clis.sh: pinned npm platform packages into the cache; and
+#      scripts/fetch-aider.sh: aider's pinned wheels, by pip from its configured index)
 #   5. images: tarmac/runner, tarmac/python (the base of Python repositories' environments),
 #      tarmac/agent-script and (from the cached CLIs) tarmac/agent-claude-code,
-#      tarmac/agent-codex and tarmac/agent-opencode; each rebuilt only when its inputs change (Tarmac's own gate needs no image
-#      of its own: its gate file declares its environment, which the worker builds)
+#      tarmac/agent-codex, tarmac/agent-opencode and tarmac/agent-aider; each rebuilt only when its
+#      inputs change (Tarmac's own gate needs no image of its own: its gate file declares its
+#      environment, which the worker builds)
 #   6. [tests] Debian's chromium for the browser tests (apt, only when /usr/bin/chromium is missing)
 #   7. [tests] schemathesis (pinned, from PyPI) in a venv in the cache, for the OpenAPI fuzz test
 #   8. the prebuilt workflow bundle (npm run build:workflows → dist/workflow-bundle.js), rebuilt only when
@@ -128,6 +130,8 @@ fi
 # from the npm registry into the cache (no install scripts run); the real-agent tests drive them, and
 # the agent images (next step) are built from them, so they are fetched first.
 bash "$root/scripts/fetch-agent-clis.sh" || say "warning: could not fetch the agent CLIs; the real-agent tests will skip"
+# aider is a Python package: its pinned wheels (images/agent-aider/requirements.lock), fetched by pip.
+bash "$root/scripts/fetch-aider.sh" || say "warning: could not fetch the aider wheels; tarmac/agent-aider is not built"
 
 # 5. Images ------------------------------------------------------------------------
 if [ "${TARMAC_SKIP_IMAGES:-0}" != 1 ]; then
@@ -160,6 +164,9 @@ fi
 # workflows/, core/, policies/ and the installed dependencies) matches the sources; a stale one is never
 # loaded (the worker bundles from source and logs why). See docs/VERSIONING.md.
 node --import tsx "$root/scripts/build-workflows.ts" >&2 || die "could not build the workflow bundle; see the error above"
+# The `tarmac` command as one bundle (dist/tarmac.cjs, under a second): bin/tarmac.cjs runs it while it
+# matches the sources, so workers and commands start without compiling TypeScript.
+node --import tsx "$root/scripts/build-cli.ts" >&2 || die "could not build the tarmac command's bundle; see the error above"
 # The operator's dashboard (dashboard/ → dist/dashboard/, served by the API at /dashboard/); under a second.
 node --import tsx "$root/scripts/build-dashboard.ts" >&2 || die "could not build the dashboard; see the error above"
 
