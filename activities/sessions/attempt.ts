@@ -24,6 +24,7 @@ import { containerUser, handToContainerUser } from '../git/git';
 import { dataRef, mirrorPath, recordInManifest, runPaths, type RunPaths } from '../stores/run-store';
 import { availabilityFacts } from './agent-availability';
 import { readDeliveredResult } from './attempt-result';
+import { recordDiffTelemetry } from './diff-telemetry';
 import { loadScriptScenario } from './script-scenarios';
 import {
   advanceWorkspace,
@@ -374,6 +375,16 @@ async function collectAttempt(
   const crossed = role === 'reviewer' ? undefined : await collectCommits(attempt, workspace);
   const headSha = crossed?.headSha ?? baseSha;
   const commitsAdded = crossed?.headSha ? await commitsOver(paths.worktree, baseSha, crossed.headSha) : 0;
+  // A CLI with tools of its own left no trace in the tool gateway: its telemetry is its diff.
+  if (adapter.ownTools && commitsAdded > 0)
+    await recordDiffTelemetry({
+      telemetryPath: join(paths.runDir, 'sessions', input.sessionId, 'gateway', 'telemetry.jsonl'),
+      repo: paths.worktree,
+      baseSha,
+      headSha,
+      attempt: input.attempt,
+      harness: attempt.harnessName,
+    });
   return {
     attempt: input.attempt,
     harnessModel: input.harnessModel,
@@ -403,6 +414,7 @@ async function collectAttempt(
             requests: modelUsage.requests,
             budgetRefusals: modelUsage.budgetRefusals,
             ...(modelUsage.lastBudgetRefusal ? { lastBudgetRefusal: modelUsage.lastBudgetRefusal.reason } : {}),
+            ...(modelUsage.lastModelRefusal ? { refusedModel: modelUsage.lastModelRefusal.reason } : {}),
           },
         }
       : {}),

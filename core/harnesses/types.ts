@@ -37,6 +37,13 @@ export interface HarnessAdapter {
    * container's loopback) with a placeholder key: the gateway puts the worker's key in its place.
    */
   modelEnv?(baseUrl: string): string[];
+  /**
+   * The CLI has no MCP client (aider): it edits the session's copy with its own tools, so the tool
+   * gateway's telemetry, grounding and circuit breaker see none of it. Its edits are recorded in the
+   * session's telemetry from the resulting diff instead (activities/sessions/diff-telemetry.ts).
+   * Default false: the tool gateway's tools are the CLI's only ones.
+   */
+  ownTools?: boolean;
   /** Parses the CLI's stdout into a result; a `problem` means the session did not deliver. */
   parse(stdout: string): { ok: true; result: SessionResult } | { ok: false; problem: string };
 }

@@ -47,12 +47,6 @@ describe('harness adapters: output parsing from recorded samples', () => {
       stdout: sample('codex-failed.jsonl'),
       expected: { status: 'error', usage: { inputTokens: 0, outputTokens: 0, costUsd: 0 }, summary: /stream disconnected/ },
     },
-    {
-      name: 'aider with two token reports',
-      adapter: 'aider' as const,
-      stdout: sample('aider.txt'),
-      expected: { status: 'ok', usage: { inputTokens: 12000 + 3400, outputTokens: 1200 + 310, costUsd: 0.05 }, summary: /Added the missing target/ },
-    },
   ];
   for (const { name, adapter, stdout, expected } of cases) {
     it(name, () => {
@@ -71,7 +65,6 @@ describe('harness adapters: output parsing from recorded samples', () => {
     { adapter: 'opencode' as const, stdout: '' },
     { adapter: 'opencode' as const, stdout: '{"type":"step_start","part":{}}\n' },
     { adapter: 'codex' as const, stdout: '{"type":"thread.started"}\n{"type":"turn.started"}\n' },
-    { adapter: 'aider' as const, stdout: 'Aider v0.86.1\n^C KeyboardInterrupt\n' },
   ];
   for (const { adapter, stdout } of undelivered) {
     it(`${adapter}: output without a result is not a delivery (${JSON.stringify(stdout).slice(0, 40)})`, () => {
@@ -104,7 +97,6 @@ describe('harness adapters: command construction', () => {
       launcher: '/opt/tarmac/shared/tarmac-run',
       expects: [/^set -eu\n/, /\nexec codex exec --json --skip-git-repo-check --strict-config /, /--model "\$1"/, /- < \/tarmac\/prompt\.md$/],
     },
-    { adapter: 'aider' as const, expects: [/^aider --model "\$1"/, /--message-file \/tarmac\/prompt\.md/, /--yes-always/, /--no-stream/] },
   ];
   for (const { adapter, expects, ...rest } of cases) {
     it(`${adapter} passes the model as an argument, never through the shell`, () => {
@@ -140,8 +132,8 @@ describe('harness adapters: command construction', () => {
         ['codex', 'gpt-5'],
         ['opencode', 'anthropic/claude-sonnet-4-5'],
         ['opencode', 'openai/gpt-5'],
-        ['aider', 'sonnet'],
-        ['aider', 'gpt-4o'],
+        ['aider', 'claude-sonnet-4-5'],
+        ['aider', 'gpt-5'],
       ].map(([adapter, model]) => modelProviderOf(adapter as AdapterName, model!)),
       [undefined, 'anthropic', 'openai', 'anthropic', 'openai', 'anthropic', 'openai'],
     );
