@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadRecipes } from '../../core/node/recipes';
+import type { SessionOutcome, SessionRequest } from '../../core/session-types';
 import { branchHead, createFixtureRepo, gateFile, type FixtureBranch } from '../../infra/fixture-repo';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
@@ -354,5 +355,42 @@ describe('real agents: Claude Code resolves a conflict through the model gateway
     assert.ok(fixer, JSON.stringify(outcome.sessions));
     const session = await stack.client.workflow.getHandle(`${outcome.runId}.fixer-2`).result();
     assert.equal(session.attempts[0].continued.sessionId, outcome.sessions[0].sessionId, 'it continued the fix loop agent');
+  });
+  it("a model off the operator's list: the gateway refuses it, nothing is charged, the session ends naming it", async () => {
+    // The harness offers a model the operator never priced (recipes/pricing.json is the gateway's list).
+    const recipes = loadRecipes();
+    const claude = recipes.harnesses['claude-code']!;
+    recipes.harnesses['claude-code'] = { ...claude, models: [...claude.models, 'claude-unlisted-9'] };
+    const repo = createFixtureRepo({ base: { 'app.js': 'console.log(1);\n' }, branches: [] });
+    const runId = `unlisted-model.${Date.now()}`;
+    const spec = 'claude-code#claude-unlisted-9';
+    const request: SessionRequest = {
+      runId,
+      sessionId: 'reviewer-1',
+      role: 'reviewer',
+      harnessModel: spec,
+      ladder: [spec],
+      task: { prompt: 'review', files: ['app.js'] },
+      workspace: { kind: 'fresh', repo: repo.url, ref: 'main' },
+      recipes,
+    };
+    const turnsBefore = endpoint.requests.filter((entry) => entry.outcome === 'turn').length;
+    const outcome = (await stack.client.workflow.execute('agentSession', {
+      workflowId: runId,
+      taskQueue: stack.config.taskQueue,
+      args: [request],
+    })) as SessionOutcome;
+    assert.equal(outcome.status, 'failed', outcome.summary);
+    assert.match(
+      outcome.summary,
+      /^gave up after 1 attempt\(s\): the model gateway refused the model claude-code#claude-unlisted-9 asked for: model "claude-unlisted-9" is not on the operator's list of anthropic models/,
+    );
+    assert.deepEqual(
+      outcome.attempts.map((attempt) => attempt.class),
+      ['model-refused'],
+      'one container, no respawn, no other rung',
+    );
+    assert.deepEqual([outcome.meters.costUsd, outcome.meters.inputTokens, outcome.meters.outputTokens], [0, 0, 0], 'nothing charged');
+    assert.equal(endpoint.requests.filter((entry) => entry.outcome === 'turn').length, turnsBefore, 'no turn reached the model');
   });
 });
