@@ -28,12 +28,14 @@ const report =
  *
  * Usage is read from aider's own `Tokens: … sent, … received.` lines (rounded: `2.1k`); the
  * model gateway's exact metering wins anyway. The prompt file and the model are arguments, never
- * interpreted by a shell. No follow-up resumes an aider conversation: each session starts afresh.
+ * interpreted by a shell. A follow-up (`--resume`) restores the conversation from the chat history
+ * the earlier attempt left in its conversation directory (aider's `--restore-chat-history`).
  */
 export const aider: HarnessAdapter = {
   output: 'stdout',
   ownTools: true,
-  command: (model) => [tarmacRun, launcher, containerPaths.prompt, model],
+  resumable: true,
+  command: (model, conversation) => [tarmacRun, launcher, containerPaths.prompt, model, ...(conversation.resume ? ['--resume'] : [])],
   modelEnv: (baseUrl) => [
     // Both protocols, as litellm reads them; the model decides which one aider speaks.
     `OPENAI_API_BASE=${baseUrl}/v1`,

@@ -80,9 +80,12 @@ describe('aider adapter: the session command', () => {
       ['anthropic', 'anthropic', 'openai', 'openai'],
     );
   });
-  it('edits with its own tools (no MCP client): its telemetry is its diff; no follow-up resumes it', () => {
+  it('a follow-up restores the conversation the earlier attempt left (--resume: aider --restore-chat-history)', () => {
+    assert.equal(adapters.aider.resumable, true);
+    assert.deepEqual(adapters.aider.command('gpt-5', { ...fresh, resume: true }).slice(2), ['/tarmac/prompt.md', 'gpt-5', '--resume']);
+  });
+  it('edits with its own tools (no MCP client): its telemetry is its diff', () => {
     assert.equal(adapters.aider.ownTools, true);
-    assert.ok(!adapters.aider.resumable);
     assert.ok(!adapters.codex.ownTools && !adapters['claude-code'].ownTools);
   });
 });
