@@ -1,28 +1,54 @@
 /**
- * Honest defaults (issue 26), as a new user meets them: only ANTHROPIC_API_KEY set, the public
- * upstreams, the shipped recipes. The shipped default panel names reviewers this worker cannot run
- * (Codex and opencode need OPENAI_API_KEY), so a landing whose gate file names it is refused in its
- * first phase, naming each and the key — never a review-incomplete after the gate. The key is a
- * placeholder: nothing here reaches a model.
+ * Honest defaults (issue 26), as a new user meets them: only ANTHROPIC_API_KEY set, the shipped
+ * recipes. The shipped default panel names reviewers this worker cannot run (Codex and opencode
+ * need OPENAI_API_KEY), so a landing whose gate file names it is refused in its first phase, naming
+ * each and the key — never a review-incomplete after the gate. The shipped default ladder runs: its
+ * OpenAI rung is passed over with one step naming the next, and Claude Code resolves. Anthropic is
+ * the scripted endpoint (no network here), reached with the placeholder key the gateway adds.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createFixtureRepo, gateFile } from '../../infra/fixture-repo';
+import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
+import type { Script } from '../../infra/scripted-model/script';
+import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
 import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { fileAt } from '../helpers/git';
+
+// The resolver's turns: it reads the conflict, writes both sides and continues the rebase, through the tool gateway.
+const script: Script = {
+  version: 1,
+  conversations: [
+    {
+      name: 'resolver',
+      match: 'shared.txt',
+      turns: [
+        { toolCalls: [{ name: 'mcp__tarmac__read_file', input: { path: 'shared.txt' } }] },
+        { toolCalls: [{ name: 'mcp__tarmac__write_file', input: { path: '/workspace/shared.txt', content: 'target\none\n' } }] },
+        { toolCalls: [{ name: 'mcp__tarmac__run_command', input: { command: 'git add shared.txt && GIT_EDITOR=true git rebase --continue' } }] },
+        { text: 'Resolved shared.txt and continued the rebase.' },
+      ].map((turn) => ({ ...turn, usage: { inputTokens: 1000, outputTokens: 20 } })),
+    },
+  ],
+};
 
 describe('honest defaults: only ANTHROPIC_API_KEY set', { timeout: 300_000 }, () => {
   let stack: Stack;
+  let endpoint: ScriptedModel;
   before(async () => {
+    endpoint = await startScriptedModel({ script, port: 0 });
     stack = await startStack({
       workerEnv: {
-        ANTHROPIC_API_KEY: 'sk-ant-placeholder-never-sent',
+        ANTHROPIC_API_KEY: 'sk-ant-placeholder',
         OPENAI_API_KEY: '',
-        TARMAC_MODEL_UPSTREAM_ANTHROPIC: '',
+        TARMAC_MODEL_UPSTREAM_ANTHROPIC: endpoint.url!,
         TARMAC_MODEL_UPSTREAM_OPENAI: '',
       },
     });
   });
-  after(async () => await stack?.stop());
+  after(async () => {
+    await stack?.stop();
+    await endpoint?.close();
+  });
 
   it('a landing with the shipped default panel is refused before anything starts, naming the OpenAI reviewers and OPENAI_API_KEY; the notice says it first', async () => {
     // What the worker reported: Claude Code runs, the default panel does not, and why.
@@ -75,5 +101,40 @@ describe('honest defaults: only ANTHROPIC_API_KEY set', { timeout: 300_000 }, ()
     const review = await stack.api('POST', '/v1/reviews', { repo: repo.url, base: 'main', head: 'feature/two', panel: 'default' });
     assert.equal(review.status, 400, JSON.stringify(review.body));
     assert.match(review.body.error.message, /^the default panel cannot run here: codex#gpt-5-codex needs OPENAI_API_KEY/);
+  });
+  it('the shipped default ladder runs: its OpenAI rung is passed over with one step naming the next, Claude Code resolves, landed', async () => {
+    const repo = createFixtureRepo({
+      base: {
+        'shared.txt': 'base\n',
+        'check.sh': 'test -f shared.txt\n',
+        '.config/tarmac/land-gate.json': gateFile([{ id: 'test', run: ['sh', 'check.sh'] }]),
+      },
+      branches: [{ name: 'feature/one', commits: [{ message: 'one: change shared', files: { 'shared.txt': 'one\n' } }] }],
+    });
+    repo.advanceTarget('target changes shared', { 'shared.txt': 'target\n' });
+    // No agents named: the resolver takes the recipe's ladder, first rung first.
+    const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const view = await waitFor(
+      () => stack.api('GET', `/v1/landings/${created.body.id}`),
+      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
+      240_000,
+      'the landing',
+    );
+    const outcome = view.body.outcome;
+    assert.equal(outcome.status, 'landed', `${outcome.summary}\n${JSON.stringify(view.body.steps)}`);
+    assert.equal(fileAt(repo.path, 'main', 'shared.txt'), 'target\none\n');
+    assert.equal(branchHead(repo.path, 'main'), outcome.mergedSha);
+    const names = view.body.steps.map((step: { name: string }) => step.name);
+    const skipped = view.body.steps.find((step: { name: string }) => step.name === 'session.resolver:resolver-1 skipped opencode#openai/gpt-5-mini');
+    assert.ok(skipped, names.join('\n'));
+    assert.equal(skipped.status, 'agent-unavailable');
+    assert.match(skipped.detail, /key OPENAI_API_KEY is not set; no container was started; moved to claude-code#claude-haiku-4-5$/);
+    assert.equal(names[names.indexOf(skipped.name) + 1], 'session.resolver:resolver-1', 'the skip shows just before its session');
+    assert.deepEqual(
+      outcome.sessions.map((entry: { harnessModel: string; status: string; attempts: number }) => [entry.harnessModel, entry.status, entry.attempts]),
+      [['claude-code#claude-haiku-4-5', 'delivered', 2]],
+    );
+    assert.equal(outcome.meters.agentSessions, 1, 'one container: the skipped rung started none');
   });
 });
