@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadRecipes as loadRepositoryRecipes } from '../../core/node/recipes';
 import type { SessionOutcome, SessionRequest } from '../../core/session-types';
 import { createFixtureRepo, gateFile, type FixtureBranch } from '../../infra/fixture-repo';
-import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { landingFinished, startStack, waitFor, type Stack } from '../helpers/stack';
 import { tarmac } from '../helpers/tarmac-cli';
 
 /**
@@ -238,13 +238,7 @@ describe('agent availability: no key at all, default upstreams', { timeout: 600_
     const repo = reviewRepo({ review: { panel: 'default', quorum: 2 } });
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/two'], target: 'main' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const view = await waitFor(
-      () => stack.api('GET', `/v1/landings/${created.body.id}`),
-      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
-      180_000,
-      'the landing',
-    );
-    const outcome = view.body.outcome;
+    const { outcome } = await landingFinished(stack, created.body.id);
     assert.equal(outcome.status, 'agent-unavailable', outcome.summary);
     assert.match(outcome.summary, defaultPanelRefusal);
     assert.match(outcome.summary, /; nothing was started$/);

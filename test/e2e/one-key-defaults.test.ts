@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { branchHead, createFixtureRepo, gateFile } from '../../infra/fixture-repo';
 import type { Script } from '../../infra/scripted-model/script';
 import { startScriptedModel, type ScriptedModel } from '../../infra/scripted-model/server';
-import { startStack, waitFor, type Stack } from '../helpers/stack';
+import { landingFinished, startStack, waitFor, type Stack } from '../helpers/stack';
 import { fileAt } from '../helpers/git';
 
 // The resolver's turns: it reads the conflict, writes both sides and continues the rebase, through the tool gateway.
@@ -78,13 +78,8 @@ describe('honest defaults: only ANTHROPIC_API_KEY set', { timeout: 300_000 }, ()
     });
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/two'], target: 'main' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const view = await waitFor(
-      () => stack.api('GET', `/v1/landings/${created.body.id}`),
-      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
-      120_000,
-      'the landing',
-    );
-    const outcome = view.body.outcome;
+    const view = await landingFinished(stack, created.body.id);
+    const outcome = view.outcome;
     assert.equal(outcome.status, 'agent-unavailable', outcome.summary);
     assert.match(
       outcome.summary,
@@ -92,7 +87,7 @@ describe('honest defaults: only ANTHROPIC_API_KEY set', { timeout: 300_000 }, ()
     );
     assert.equal(outcome.endedInPhase, 'validate');
     assert.deepEqual(
-      view.body.steps.map((step: { name: string }) => step.name),
+      view.steps.map((step: { name: string }) => step.name),
       ['capsule.inspectTarget', 'capsule.finishRun'],
       'the target read, then the finale: no workspace, gate or agent step',
     );
@@ -115,18 +110,13 @@ describe('honest defaults: only ANTHROPIC_API_KEY set', { timeout: 300_000 }, ()
     // No agents named: the resolver takes the recipe's ladder, first rung first.
     const created = await stack.api('POST', '/v1/landings', { repo: repo.url, branches: ['feature/one'], target: 'main' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const view = await waitFor(
-      () => stack.api('GET', `/v1/landings/${created.body.id}`),
-      (response) => response.status === 200 && response.body.workflowStatus !== 'RUNNING',
-      240_000,
-      'the landing',
-    );
-    const outcome = view.body.outcome;
-    assert.equal(outcome.status, 'landed', `${outcome.summary}\n${JSON.stringify(view.body.steps)}`);
+    const view = await landingFinished(stack, created.body.id);
+    const outcome = view.outcome;
+    assert.equal(outcome.status, 'landed', `${outcome.summary}\n${JSON.stringify(view.steps)}`);
     assert.equal(fileAt(repo.path, 'main', 'shared.txt'), 'target\none\n');
     assert.equal(branchHead(repo.path, 'main'), outcome.mergedSha);
-    const names = view.body.steps.map((step: { name: string }) => step.name);
-    const skipped = view.body.steps.find((step: { name: string }) => step.name === 'session.resolver:resolver-1 skipped opencode#openai/gpt-5-mini');
+    const names = view.steps.map((step: { name: string }) => step.name);
+    const skipped = view.steps.find((step: { name: string }) => step.name === 'session.resolver:resolver-1 skipped opencode#openai/gpt-5-mini');
     assert.ok(skipped, names.join('\n'));
     assert.equal(skipped.status, 'agent-unavailable');
     assert.match(skipped.detail, /key OPENAI_API_KEY is not set; no container was started; moved to claude-code#claude-haiku-4-5$/);
