@@ -279,10 +279,14 @@ export async function cleanupsSettled(dataDir: string, timeoutMs = 30_000): Prom
 export async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 120_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
+  // Looks again soon, then less often (100 ms growing to 500 ms): most reads are a status query,
+  // a workflow task on the worker, and a long wait read every 250 ms loaded every file of a run.
+  let pause = 100;
   while (Date.now() < deadline) {
     last = await read();
     if (done(last)) return last;
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    pause = Math.min(pause * 1.5, 500);
   }
   throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)}`);
 }
