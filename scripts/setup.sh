@@ -164,9 +164,6 @@ fi
 # workflows/, core/, policies/ and the installed dependencies) matches the sources; a stale one is never
 # loaded (the worker bundles from source and logs why). See docs/VERSIONING.md.
 node --import tsx "$root/scripts/build-workflows.ts" >&2 || die "could not build the workflow bundle; see the error above"
-# The `tarmac` command as one bundle (dist/tarmac.cjs, under a second): bin/tarmac.cjs runs it while it
-# matches the sources, so workers and commands start without compiling TypeScript.
-node --import tsx "$root/scripts/build-cli.ts" >&2 || die "could not build the tarmac command's bundle; see the error above"
 # The operator's dashboard (dashboard/ → dist/dashboard/, served by the API at /dashboard/); under a second.
 node --import tsx "$root/scripts/build-dashboard.ts" >&2 || die "could not build the dashboard; see the error above"
 
