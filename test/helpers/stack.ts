@@ -10,7 +10,7 @@ import { connectApiToTemporal } from '../../api/temporal-connection';
 import { loadConfig, type Config } from '../../core/node/config';
 import { scenarioNameProblem, type ScriptScenario } from '../../core/script-scenario';
 import { freePort } from '../../infra/ports';
-import { findTemporalBin, startDevServer, stopChild, type DevServer } from '../../infra/temporal-server';
+import { findTemporalBin, startDevServer, stopChild, type DevServer, type DevServerOptions } from '../../infra/temporal-server';
 import { cleanupMarker, cleanupRecord } from '../../activities/janitor/run-janitor';
 import { gatePoolId, poolLabelKeys } from '../../activities/containers/gate-pool';
 
@@ -67,6 +67,23 @@ export interface StackOptions {
 }
 
 /**
+ * Starts the dev server; when another process took its port between the pick and the bind (files
+ * run side by side, each picking free ports), on another free port (at most three tries).
+ */
+async function startDevServerOnFreePort(options: DevServerOptions): Promise<DevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startDevServer(options);
+    } catch (error) {
+      const log = existsSync(options.logFile) ? readFileSync(options.logFile, 'utf8') : '';
+      if (attempt >= 3 || !log.includes('address already in use')) throw error;
+      writeFileSync(options.logFile, '');
+      options.port = await freePort();
+    }
+  }
+}
+
+/**
  * A real stack for end-to-end tests: a Temporal dev server (SQLite in a temp data
  * dir), a worker as a child process (so tests can SIGKILL it), the API listening on
  * loopback, and the real Docker daemon.
@@ -83,7 +100,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     ...(options.webUi ? { uiPort: await freePort() } : {}),
     logFile: join(dataDir, 'logs', 'temporal.log'),
   };
-  let server = await startDevServer(serverOptions);
+  let server = await startDevServerOnFreePort(serverOptions);
   const metricsPort = await freePort();
   const env = {
     ...process.env,

@@ -24,7 +24,8 @@ function fuzz(env: Record<string, string>): Promise<{ code: number | null; outpu
 async function workflowIds(stack: Stack): Promise<string[]> {
   const ids: string[] = [];
   for await (const execution of stack.client.workflow.list()) ids.push(execution.workflowId);
-  return ids.sort();
+  // The runs of the worker's own retention schedule (at the top of each hour) are not the fuzzer's doing.
+  return ids.filter((id) => !id.startsWith('tarmac.retention.')).sort();
 }
 
 describe('OpenAPI fuzz run (schemathesis, scripts/fuzz-api.sh): no 5xx, no answer the document does not describe', () => {
